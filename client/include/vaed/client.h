@@ -1,0 +1,158 @@
+// vaed C++ client library. No LibTorch dependency: tensors are raw memory
+// (region, byte offset, dtype, shape).
+//
+// Typical use by a DiT worker:
+//
+//   auto client = vaed::client::Client::Connect({.socket = "/run/vaed/vaed.sock",
+//                                                .client_name = "dit-rank0"});
+//   auto in  = vaed::client::SharedRegion::Create(latent_bytes);
+//   auto out = vaed::client::SharedRegion::Create(frame_bytes);
+//   auto in_id  = (*client)->RegisterRegion(**in);    // once
+//   auto out_id = (*client)->RegisterRegion(**out);   // once
+//   memcpy((*in)->data(), latent, latent_bytes);     // or write in place
+//   auto reply = (*client)->Decode({.model = "taef2",
+//                                   .latent = {*in_id, 0, DType::kFloat32, {16, 32, 34, 80}},
+//                                   .output = {*out_id, 0, DType::kUInt8, {16, 272, 640, 3}}});
+//
+// Errors: every call returns Status/Result. kUnavailable means the daemon is
+// not running or did not answer in time (the message names the socket);
+// kVersionMismatch means client and daemon speak different protocol
+// versions; any other code is the daemon's rejection of the request, with
+// its message (which names the field and the rule that was broken).
+//
+// Thread-safety: a Client may be used from several threads; calls are
+// serialized on its one socket. A SharedRegion is not synchronized: do not
+// write a region while a Decode that reads it is in flight.
+#ifndef VAED_CLIENT_H_
+#define VAED_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vaed/status.h"
+#include "vaed/tensor_ref.h"
+#include "vaed/v1/vaed.pb.h"
+
+namespace vaed::client {
+
+// The daemon's default control socket.
+inline constexpr const char* kDefaultSocket = "/run/vaed/vaed.sock";
+
+struct ClientOptions {
+  // Path of the daemon's Unix socket (without "ipc://").
+  std::string socket = kDefaultSocket;
+  // Shown in the daemon's logs and status.
+  std::string client_name = "vaed-client";
+  // How long Connect() waits for the Hello reply before kUnavailable.
+  int connect_timeout_ms = 3000;
+  // How long any request waits for its reply before kUnavailable. Decode of
+  // long videos on CPU can take minutes; 0 = wait forever.
+  int request_timeout_ms = 600000;
+  // Send heartbeats from a background thread so the daemon keeps this
+  // client's regions while it is idle.
+  bool heartbeats = true;
+};
+
+// A POSIX shared-memory segment created and owned by this process (host
+// memory). The segment is unlinked and unmapped by the destructor, so the
+// daemon's mapping of a registered region stays valid only until then.
+// Move-only.
+class SharedRegion {
+ public:
+  // Creates a segment of `bytes` bytes (zero-filled) under a unique name
+  // "vaed-<pid>-<counter>-<random>". Errors: kInvalidArgument for 0 bytes,
+  // kResourceExhausted / kIoError from shm_open, ftruncate or mmap.
+  static Result<std::unique_ptr<SharedRegion>> Create(uint64_t bytes);
+  // As above with an explicit name (letters, digits, '.', '_', '-'; no '/').
+  static Result<std::unique_ptr<SharedRegion>> Create(const std::string& name, uint64_t bytes);
+
+  ~SharedRegion();
+  SharedRegion(const SharedRegion&) = delete;
+  SharedRegion& operator=(const SharedRegion&) = delete;
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  // The shm name without the leading '/'.
+  const std::string& name() const { return name_; }
+
+ private:
+  SharedRegion(std::string name, uint8_t* data, uint64_t size)
+      : name_(std::move(name)), data_(data), size_(size) {}
+  std::string name_;
+  uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+// A tensor inside a region this client registered. Units: bytes for
+// offset, elements for shape; C-contiguous.
+struct TensorView {
+  uint64_t region_id = 0;
+  uint64_t offset = 0;
+  DType dtype = DType::kUnknown;
+  std::vector<int64_t> shape;
+};
+
+// Layout of decoded frames in the output region.
+enum class OutputFormat {
+  // uint8 [frames, height_px, width_px, 3] RGB (round half to even of
+  // clamp(x,0,1)*255).
+  kUInt8NHWC = 1,
+  // float32 [frames, 3, height_px, width_px], raw decoder output.
+  kFloat32NCHW = 2,
+};
+
+struct DecodeRequest {
+  std::string model;  // "" = the daemon's default model
+  TensorView latent;
+  TensorView output;  // dtype/shape must match what PlanDecode() returns
+  OutputFormat format = OutputFormat::kUInt8NHWC;
+};
+
+class Client {
+ public:
+  // Connects to the daemon and performs the Hello handshake.
+  // Errors: kUnavailable (no socket file, or no reply within
+  // connect_timeout_ms), kVersionMismatch.
+  static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+
+  ~Client();  // sends Goodbye (best effort), stops the heartbeat thread
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  uint64_t client_id() const;
+  const v1::HelloReply& hello() const;
+
+  // Registers a region once; reuse the id for every request. The daemon
+  // opens the segment, checks its real size and maps it.
+  Result<uint64_t> RegisterRegion(const SharedRegion& region);
+  Status UnregisterRegion(uint64_t region_id);
+
+  // Asks the daemon what decoding `latent` would produce (no decode, no
+  // memory read). Fills output_shape, output_dtype, output_bytes, frames,
+  // height_px, width_px.
+  Result<v1::DecodeReply> PlanDecode(const std::string& model, DType latent_dtype,
+                                     const std::vector<int64_t>& latent_shape,
+                                     OutputFormat format);
+
+  // Decodes and writes the output into the client's region. The reply
+  // carries timings per component ("decode", ...), shapes, warm/cold.
+  Result<v1::DecodeReply> Decode(const DecodeRequest& request);
+
+  Result<v1::StatusReply> GetStatus();
+
+  // Sends one raw, already-serialized message and waits for the reply;
+  // for tests of the daemon's handling of malformed input.
+  Result<v1::Reply> SendRaw(const std::string& bytes);
+
+ private:
+  struct Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vaed::client
+
+#endif  // VAED_CLIENT_H_

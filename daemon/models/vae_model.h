@@ -1,0 +1,93 @@
+// The decoder interface every model in the registry implements.
+//
+// A VaeModel owns its weights (resident for the daemon's life) and turns a
+// latent tensor into raw decoder output. Validation of the latent contract
+// (dtype, rank, channels, extents) happens in Plan(), before any client
+// memory is read, so a bad request is answered at once with an error that
+// names the field and the rule.
+//
+// Thread-safety: a model is owned and used by one executor thread; Plan()
+// and info() are const and may be called from any thread.
+#ifndef VAED_DAEMON_MODELS_VAE_MODEL_H_
+#define VAED_DAEMON_MODELS_VAE_MODEL_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vaed/status.h"
+#include "vaed/tensor_ref.h"
+
+namespace vaed::models {
+
+// Per-component wall-clock timings of one request, in seconds, in the order
+// they were recorded. Component names are stable API ("decode",
+// "taef2.decode_latent", ...).
+class ComponentTimings {
+ public:
+  void Add(std::string component, double seconds) {
+    for (auto& [name, s] : entries_) {
+      if (name == component) {
+        s += seconds;
+        return;
+      }
+    }
+    entries_.emplace_back(std::move(component), seconds);
+  }
+  const std::vector<std::pair<std::string, double>>& entries() const { return entries_; }
+
+ private:
+  std::vector<std::pair<std::string, double>> entries_;
+};
+
+// What a decode of a given latent produces. Units: pixel frames and pixels.
+struct DecodePlan {
+  // Raw decoder output, float32 NCHW: [frames, channels, height_px, width_px].
+  int64_t frames = 0;
+  int64_t channels = 0;
+  int64_t height_px = 0;
+  int64_t width_px = 0;
+  // Shape bucket key: requests with the same key reuse warm state
+  // (e.g. "taef2:34x80"). Used for cold/warm reporting.
+  std::string shape_bucket;
+};
+
+struct ModelInfo {
+  std::string name;            // registry name, e.g. "taef2"
+  std::string kind;            // "taef2", "demo"
+  std::string description;     // one line for status output
+  std::string weights_path;    // "" when weights are generated (demo)
+  std::string weights_sha256;  // hex SHA-256 of the weights file, "" for demo
+  bool demo_weights = false;   // true: deterministic seeded weights, not a real model
+  uint64_t resident_bytes = 0; // bytes of weights held in memory
+  int64_t latent_channels = 0;
+  DType latent_dtype = DType::kFloat32;  // the dtype Decode() takes
+};
+
+class VaeModel {
+ public:
+  virtual ~VaeModel() = default;
+
+  virtual const ModelInfo& info() const = 0;
+
+  // Validates `latent_shape`/`latent_dtype` against the model's contract and
+  // returns the output geometry. Errors (kInvalidArgument) name the field
+  // ("latent.shape[1]", "latent.dtype") and the rule, e.g.
+  // "latent.shape[1] is 16; model 'taef2' needs 32 latent channels".
+  virtual Result<DecodePlan> Plan(DType latent_dtype,
+                                  const std::vector<int64_t>& latent_shape) const = 0;
+
+  // Decodes `latent` (CPU, contiguous, shape/dtype already accepted by
+  // Plan()) into the raw output float32 [frames, 3, height_px, width_px],
+  // not clamped. Adds its component timings to `timings`. Errors from
+  // LibTorch are returned as kInternal / kResourceExhausted, never thrown.
+  virtual Result<torch::Tensor> Decode(const torch::Tensor& latent,
+                                       ComponentTimings* timings) = 0;
+};
+
+}  // namespace vaed::models
+
+#endif  // VAED_DAEMON_MODELS_VAE_MODEL_H_
