@@ -1,1 +1,93 @@
-// placeholder: being written
+#include "daemon/server/client_registry.h"
+
+#include <signal.h>
+
+#include <cerrno>
+
+namespace vaed::server {
+
+bool ProcessExists(int32_t pid) {
+  if (pid <= 0) return true;  // unknown pid: rely on the silence timeout
+  // EPERM means the process exists but belongs to another user.
+  return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+ClientState* ClientRegistry::Add(std::string routing_id, std::string name, int32_t pid,
+                                 Clock::time_point now) {
+  const uint64_t id = next_client_id_++;
+  ClientState& c = clients_[id];
+  c.id = id;
+  c.routing_id = std::move(routing_id);
+  c.name = std::move(name);
+  c.pid = pid;
+  c.last_seen = now;
+  return &c;
+}
+
+Result<ClientState*> ClientRegistry::Authenticate(uint64_t client_id,
+                                                  const std::string& routing_id) {
+  auto it = clients_.find(client_id);
+  if (it == clients_.end()) {
+    return FailedPrecondition("client id " + std::to_string(client_id) +
+                              " is not known (never said Hello, or was dropped after "
+                              "client_timeout_ms without heartbeats); send Hello first");
+  }
+  if (it->second.routing_id != routing_id) {
+    return ProtocolError("client id " + std::to_string(client_id) +
+                         " belongs to another connection");
+  }
+  return &it->second;
+}
+
+uint64_t ClientRegistry::AddRegion(ClientState* client, std::shared_ptr<HostRegion> region) {
+  const uint64_t id = next_region_id_++;
+  client->regions.emplace(id, std::move(region));
+  return id;
+}
+
+Status ClientRegistry::RemoveRegion(ClientState* client, uint64_t region_id) {
+  if (client->regions.erase(region_id) == 0) {
+    return NotFound("region_id " + std::to_string(region_id) +
+                    " is not a region registered by this client");
+  }
+  return Status::Ok();
+}
+
+Result<std::shared_ptr<HostRegion>> ClientRegistry::FindRegion(const ClientState& client,
+                                                               uint64_t region_id,
+                                                               std::string_view what) const {
+  auto it = client.regions.find(region_id);
+  if (it == client.regions.end()) {
+    return NotFound(std::string(what) + " " + std::to_string(region_id) +
+                    " is not a region registered by this client (RegisterRegion first)");
+  }
+  return it->second;
+}
+
+void ClientRegistry::Remove(uint64_t client_id) { clients_.erase(client_id); }
+
+std::vector<ClientRegistry::Expired> ClientRegistry::FindExpired(
+    Clock::time_point now, std::chrono::milliseconds timeout) const {
+  std::vector<Expired> out;
+  for (const auto& [id, c] : clients_) {
+    if (!pid_alive_(c.pid)) {
+      out.push_back({id, "process " + std::to_string(c.pid) + " has exited"});
+    } else if (c.in_flight == 0 && now - c.last_seen > timeout) {
+      out.push_back({id, "no message for more than " + std::to_string(timeout.count()) + " ms"});
+    }
+  }
+  return out;
+}
+
+ClientState* ClientRegistry::Find(uint64_t client_id) {
+  auto it = clients_.find(client_id);
+  return it == clients_.end() ? nullptr : &it->second;
+}
+
+size_t ClientRegistry::region_count() const {
+  size_t n = 0;
+  for (const auto& [id, c] : clients_) n += c.regions.size();
+  return n;
+}
+
+}  // namespace vaed::server

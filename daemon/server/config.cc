@@ -1,1 +1,371 @@
-// placeholder: being written
+#include "daemon/server/config.h"
+
+#include <CLI/CLI.hpp>
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+namespace vaed::server {
+
+const char* const kDefaultConfigToml = R"toml(# vaed embedded default configuration.
+[server]
+socket = "/run/vaed/vaed.sock"
+heartbeat_interval_ms = 5000
+client_timeout_ms = 30000
+max_message_bytes = 1048576
+
+[executor]
+intra_op_threads = 2
+queue_capacity = 64
+
+[log]
+level = "info"
+
+[models]
+default = "demo"
+
+# Built-in demo model: the TAEF2 architecture with deterministic seeded
+# weights, so that vaed serves without any external file. Its output is not
+# a real image; every reply and log line says so.
+[[models.entry]]
+name = "demo"
+kind = "demo"
+seed = 20261130
+)toml";
+
+namespace {
+
+// The one toml++ adapter: everything toml++ reports becomes a Status here.
+class TomlReader {
+ public:
+  TomlReader(std::string source) : source_(std::move(source)) {}
+
+  Status Error(std::string_view key, std::string_view rule) const {
+    return InvalidArgument(source_ + ": " + std::string(key) + " " + std::string(rule));
+  }
+
+  Status CheckKeys(const toml::table& table, std::string_view prefix,
+                   const std::set<std::string>& allowed) const {
+    for (const auto& [key, node] : table) {
+      const std::string k(key.str());
+      if (!allowed.count(k)) {
+        std::string known;
+        for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+        return Error(prefix.empty() ? k : std::string(prefix) + "." + k,
+                     "is not a known key (known here: " + known + ")");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status String(const toml::table& t, std::string_view prefix, const char* key,
+                std::string* out) const {
+    const toml::node* n = t.get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_string()) return Error(Join(prefix, key), "must be a string");
+    *out = n->as_string()->get();
+    return Status::Ok();
+  }
+
+  template <typename T>
+  Status Integer(const toml::table& t, std::string_view prefix, const char* key, T* out,
+                 int64_t min, int64_t max) const {
+    const toml::node* n = t.get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_integer()) return Error(Join(prefix, key), "must be an integer");
+    const int64_t v = n->as_integer()->get();
+    if (v < min || v > max) {
+      return Error(Join(prefix, key), "is " + std::to_string(v) + "; must be " +
+                                          std::to_string(min) + ".." + std::to_string(max));
+    }
+    *out = static_cast<T>(v);
+    return Status::Ok();
+  }
+
+  Result<const toml::table*> Table(const toml::table& t, const char* key) const {
+    const toml::node* n = t.get(key);
+    if (!n) return static_cast<const toml::table*>(nullptr);
+    if (!n->is_table()) return Error(key, "must be a table");
+    return n->as_table();
+  }
+
+  static std::string Join(std::string_view prefix, std::string_view key) {
+    return prefix.empty() ? std::string(key) : std::string(prefix) + "." + std::string(key);
+  }
+
+ private:
+  std::string source_;
+};
+
+Status ParseModelEntry(const TomlReader& r, const toml::table& t, size_t index,
+                       models::ModelConfig* out) {
+  const std::string prefix = "models.entry[" + std::to_string(index) + "]";
+  VAED_RETURN_IF_ERROR(
+      r.CheckKeys(t, prefix, {"name", "kind", "weights", "frame_batch", "seed"}));
+  VAED_RETURN_IF_ERROR(r.String(t, prefix, "name", &out->name));
+  VAED_RETURN_IF_ERROR(r.String(t, prefix, "kind", &out->kind));
+  VAED_RETURN_IF_ERROR(r.String(t, prefix, "weights", &out->weights_path));
+  VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "frame_batch", &out->frame_batch, 1, 256));
+  VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "seed", &out->seed, 0, INT64_MAX));
+  if (out->name.empty()) return r.Error(prefix + ".name", "is required and must not be empty");
+  if (out->kind.empty()) return r.Error(prefix + ".kind", "is required (taef2 or demo)");
+  return Status::Ok();
+}
+
+Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o) {
+  VAED_RETURN_IF_ERROR(r.CheckKeys(root, "", {"server", "executor", "log", "models"}));
+
+  VAED_ASSIGN_OR_RETURN(const toml::table* server, r.Table(root, "server"));
+  if (server) {
+    VAED_RETURN_IF_ERROR(r.CheckKeys(*server, "server",
+                                     {"socket", "heartbeat_interval_ms", "client_timeout_ms",
+                                      "max_message_bytes"}));
+    VAED_RETURN_IF_ERROR(r.String(*server, "server", "socket", &o->server.socket));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "heartbeat_interval_ms",
+                                   &o->server.heartbeat_interval_ms, 100, 3600000));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "client_timeout_ms",
+                                   &o->server.client_timeout_ms, 500, 86400000));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_message_bytes",
+                                   &o->server.max_message_bytes, 4096, 1 << 30));
+  }
+
+  VAED_ASSIGN_OR_RETURN(const toml::table* executor, r.Table(root, "executor"));
+  if (executor) {
+    VAED_RETURN_IF_ERROR(
+        r.CheckKeys(*executor, "executor", {"intra_op_threads", "queue_capacity"}));
+    VAED_RETURN_IF_ERROR(r.Integer(*executor, "executor", "intra_op_threads",
+                                   &o->executor.intra_op_threads, 1, 256));
+    VAED_RETURN_IF_ERROR(r.Integer(*executor, "executor", "queue_capacity",
+                                   &o->executor.queue_capacity, 1, 100000));
+  }
+
+  VAED_ASSIGN_OR_RETURN(const toml::table* log, r.Table(root, "log"));
+  if (log) {
+    VAED_RETURN_IF_ERROR(r.CheckKeys(*log, "log", {"level"}));
+    VAED_RETURN_IF_ERROR(r.String(*log, "log", "level", &o->log.level));
+  }
+
+  VAED_ASSIGN_OR_RETURN(const toml::table* models, r.Table(root, "models"));
+  if (models) {
+    VAED_RETURN_IF_ERROR(r.CheckKeys(*models, "models", {"default", "entry"}));
+    VAED_RETURN_IF_ERROR(r.String(*models, "models", "default", &o->models.default_model));
+    if (const toml::node* entries = models->get("entry")) {
+      const toml::array* arr = entries->as_array();
+      if (!arr) return r.Error("models.entry", "must be an array of tables ([[models.entry]])");
+      // A file that lists models replaces the embedded list as a whole.
+      o->models.entries.clear();
+      for (size_t i = 0; i < arr->size(); ++i) {
+        const toml::table* t = arr->get(i)->as_table();
+        if (!t) return r.Error("models.entry[" + std::to_string(i) + "]", "must be a table");
+        models::ModelConfig m;
+        VAED_RETURN_IF_ERROR(ParseModelEntry(r, *t, i, &m));
+        o->models.entries.push_back(std::move(m));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+const std::set<std::string>& LogLevels() {
+  static const std::set<std::string> levels = {"trace", "debug", "info", "warn",
+                                               "error", "critical", "off"};
+  return levels;
+}
+
+// Parses "NAME=KIND[:WEIGHTS]" from --model.
+Result<models::ModelConfig> ParseModelFlag(const std::string& spec) {
+  models::ModelConfig m;
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return InvalidArgument("--model '" + spec + "' must look like NAME=KIND[:WEIGHTS]");
+  }
+  m.name = spec.substr(0, eq);
+  const std::string rest = spec.substr(eq + 1);
+  const size_t colon = rest.find(':');
+  m.kind = rest.substr(0, colon);
+  if (colon != std::string::npos) m.weights_path = rest.substr(colon + 1);
+  if (m.kind.empty()) return InvalidArgument("--model '" + spec + "' has an empty KIND");
+  return m;
+}
+
+void AddOrReplaceModel(std::vector<models::ModelConfig>* entries, models::ModelConfig m) {
+  for (auto& e : *entries) {
+    if (e.name == m.name) {
+      e = std::move(m);
+      return;
+    }
+  }
+  entries->push_back(std::move(m));
+}
+
+}  // namespace
+
+Result<DaemonOptions> ParseConfigToml(std::string_view text, std::string_view source_name,
+                                      DaemonOptions base) {
+  TomlReader reader{std::string(source_name)};
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream m;
+    m << source_name << ":" << e.source().begin.line << ":" << e.source().begin.column << ": "
+      << e.description();
+    return InvalidArgument(m.str());
+  }
+  VAED_RETURN_IF_ERROR(ApplyToml(root, reader, &base));
+  return base;
+}
+
+Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base) {
+  std::ifstream in(path);
+  if (!in) return ErrnoStatus(errno, "reading config file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  VAED_ASSIGN_OR_RETURN(DaemonOptions o, ParseConfigToml(ss.str(), path, std::move(base)));
+  o.source = path;
+  return o;
+}
+
+Status ValidateOptions(const DaemonOptions& o) {
+  if (o.server.socket.empty()) return InvalidArgument("server.socket must not be empty");
+  // sun_path holds 108 bytes including the terminating NUL.
+  if (o.server.socket.size() > 107) {
+    return InvalidArgument("server.socket '" + o.server.socket + "' is " +
+                           std::to_string(o.server.socket.size()) +
+                           " bytes; a Unix socket path holds at most 107");
+  }
+  if (o.server.client_timeout_ms <= o.server.heartbeat_interval_ms) {
+    return InvalidArgument("server.client_timeout_ms (" +
+                           std::to_string(o.server.client_timeout_ms) +
+                           ") must be greater than server.heartbeat_interval_ms (" +
+                           std::to_string(o.server.heartbeat_interval_ms) + ")");
+  }
+  if (!LogLevels().count(o.log.level)) {
+    return InvalidArgument("log.level '" + o.log.level +
+                           "' is not one of trace, debug, info, warn, error, critical, off");
+  }
+  if (o.models.entries.empty()) return InvalidArgument("models.entry: no model is configured");
+  std::set<std::string> names;
+  for (const auto& m : o.models.entries) {
+    if (!names.insert(m.name).second) {
+      return InvalidArgument("models.entry: model name '" + m.name + "' is configured twice");
+    }
+  }
+  if (!names.count(o.models.default_model)) {
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    return InvalidArgument("models.default '" + o.models.default_model +
+                           "' is not a configured model (configured: " + known + ")");
+  }
+  return Status::Ok();
+}
+
+CommandLine ParseCommandLine(int argc, char** argv) {
+  CommandLine out;
+  CLI::App app{
+      "vaed: per-node VAE decode daemon. Serves decode requests from DiT workers over a\n"
+      "ZeroMQ control socket; latents and outputs stay in the clients' shared memory.\n"
+      "Runs with its embedded default config (demo model) when given no file."};
+  app.set_version_flag("--version", std::string("vaed ") + VAED_VERSION);
+
+  std::string config_path, socket, log_level, default_model, taef2_weights;
+  int threads = 0;
+  uint32_t queue_capacity = 0;
+  std::vector<std::string> model_flags;
+  bool print_config = false;
+  app.add_option("-c,--config", config_path, "TOML config file, applied over the embedded defaults")
+      ->check(CLI::ExistingFile);
+  app.add_option("--socket", socket, "control socket path (server.socket)");
+  app.add_option("--intra-op-threads", threads, "LibTorch intra-op threads (executor.intra_op_threads)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--queue-capacity", queue_capacity, "waiting decode requests (executor.queue_capacity)")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|critical|off (log.level)");
+  app.add_option("--model", model_flags,
+                 "add or replace a model: NAME=KIND[:WEIGHTS], e.g. taef2=taef2:/path/taef2_decoder.safetensors");
+  app.add_option("--taef2-weights", taef2_weights,
+                 "shorthand for --model taef2=taef2:PATH")
+      ->check(CLI::ExistingFile);
+  app.add_option("--default-model", default_model, "model used when a request names none (models.default)");
+  app.add_flag("--print-config", print_config, "print the effective config as TOML and exit");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    out.exit_now = true;
+    out.exit_code = app.exit(e);
+    return out;
+  }
+
+  auto fail = [&](const Status& s) {
+    std::cerr << "vaed: " << s.message() << "\n";
+    out.exit_now = true;
+    out.exit_code = 2;
+    return out;
+  };
+
+  auto base = ParseConfigToml(kDefaultConfigToml, "embedded defaults", DaemonOptions{});
+  if (!base.ok()) return fail(base.status());
+  DaemonOptions o = std::move(base).value();
+  if (!config_path.empty()) {
+    auto loaded = LoadConfigFile(config_path, std::move(o));
+    if (!loaded.ok()) return fail(loaded.status());
+    o = std::move(loaded).value();
+  }
+  if (!socket.empty()) o.server.socket = socket;
+  if (threads > 0) o.executor.intra_op_threads = threads;
+  if (queue_capacity > 0) o.executor.queue_capacity = queue_capacity;
+  if (!log_level.empty()) o.log.level = log_level;
+  for (const auto& spec : model_flags) {
+    auto m = ParseModelFlag(spec);
+    if (!m.ok()) return fail(m.status());
+    AddOrReplaceModel(&o.models.entries, std::move(m).value());
+  }
+  if (!taef2_weights.empty()) {
+    models::ModelConfig m;
+    m.name = "taef2";
+    m.kind = "taef2";
+    m.weights_path = taef2_weights;
+    AddOrReplaceModel(&o.models.entries, std::move(m));
+  }
+  if (!default_model.empty()) o.models.default_model = default_model;
+  if (Status s = ValidateOptions(o); !s.ok()) return fail(s);
+  if (print_config) {
+    std::cout << ToToml(o);
+    out.exit_now = true;
+    return out;
+  }
+  out.options = std::move(o);
+  return out;
+}
+
+std::string ToToml(const DaemonOptions& o) {
+  toml::table root;
+  root.insert("server", toml::table{
+                            {"socket", o.server.socket},
+                            {"heartbeat_interval_ms", int64_t{o.server.heartbeat_interval_ms}},
+                            {"client_timeout_ms", int64_t{o.server.client_timeout_ms}},
+                            {"max_message_bytes", static_cast<int64_t>(o.server.max_message_bytes)},
+                        });
+  root.insert("executor", toml::table{
+                              {"intra_op_threads", int64_t{o.executor.intra_op_threads}},
+                              {"queue_capacity", int64_t{o.executor.queue_capacity}},
+                          });
+  root.insert("log", toml::table{{"level", o.log.level}});
+  toml::array entries;
+  for (const auto& m : o.models.entries) {
+    toml::table t{{"name", m.name}, {"kind", m.kind}, {"frame_batch", m.frame_batch}};
+    if (!m.weights_path.empty()) t.insert("weights", m.weights_path);
+    if (m.kind == "demo") t.insert("seed", static_cast<int64_t>(m.seed));
+    entries.push_back(std::move(t));
+  }
+  root.insert("models", toml::table{{"default", o.models.default_model}, {"entry", entries}});
+  std::ostringstream ss;
+  ss << root << "\n";
+  return ss.str();
+}
+
+}  // namespace vaed::server

@@ -79,9 +79,10 @@ class SharedRegion {
   const std::string& name() const { return name_; }
 
  private:
-  SharedRegion(std::string name, uint8_t* data, uint64_t size)
-      : name_(std::move(name)), data_(data), size_(size) {}
+  struct Mapping;  // owns the Boost.Interprocess mapping; defined in shared_region.cc
+  SharedRegion(std::string name, std::unique_ptr<Mapping> mapping);
   std::string name_;
+  std::unique_ptr<Mapping> mapping_;
   uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
 };

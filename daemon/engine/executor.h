@@ -1,0 +1,104 @@
+// The executor: one thread that owns the decode work. It takes validated
+// decode jobs from a bounded queue, copies the latent out of the client's
+// region (guarded), decodes, post-processes, copies the output into the
+// client's region (guarded) and hands the serialized reply back to the
+// control loop over an inproc ZeroMQ socket.
+//
+// The control loop validates everything it can before Submit() (shapes,
+// regions, byte ranges), so a job fails here only on what cannot be known
+// earlier: a client segment that faults, non-finite latents, a LibTorch
+// error, or shutdown.
+//
+// Thread-safety: Submit(), queue_depth() and Stop() may be called from any
+// thread. The models are used only on the executor thread (Plan() is const
+// and may be called by the control loop concurrently).
+#ifndef VAED_DAEMON_ENGINE_EXECUTOR_H_
+#define VAED_DAEMON_ENGINE_EXECUTOR_H_
+
+#include <zmq.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "daemon/models/model_registry.h"
+#include "daemon/models/vae_model.h"
+#include "daemon/server/config.h"
+#include "vaed/host_region.h"
+#include "vaed/status.h"
+#include "vaed/tensor_ref.h"
+#include "vaed/v1/vaed.pb.h"
+
+namespace vaed::engine {
+
+using server::ExecutorOptions;
+
+// One accepted Decode request.
+struct DecodeJob {
+  std::string routing_id;  // ZeroMQ identity to reply to
+  uint64_t client_id = 0;
+  uint64_t request_id = 0;
+  models::VaeModel* model = nullptr;
+  models::DecodePlan plan;
+  v1::OutputFormat format = v1::OUTPUT_FORMAT_UINT8_NHWC;
+  TensorRef latent;  // checked against latent_region's bounds
+  TensorRef output;  // checked against output_region's bounds
+  std::shared_ptr<HostRegion> latent_region;
+  std::shared_ptr<HostRegion> output_region;
+  std::chrono::steady_clock::time_point received;
+};
+
+// Completed replies arrive on `reply_endpoint` (inproc PULL bound by the
+// control loop) as three frames: routing id, client id (8 bytes, host
+// order), serialized vaed.v1.Reply.
+class Executor {
+ public:
+  static Result<std::unique_ptr<Executor>> Create(const ExecutorOptions& options,
+                                                  zmq::context_t* context,
+                                                  std::string reply_endpoint);
+  ~Executor();  // Stop()s
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Queues a job. kResourceExhausted when the queue holds queue_capacity
+  // jobs; kCancelled after Stop().
+  Status Submit(std::unique_ptr<DecodeJob> job);
+
+  // Answers every queued job with kCancelled, lets the running one finish,
+  // joins the thread. Idempotent.
+  void Stop();
+
+  size_t queue_depth() const;
+
+ private:
+  Executor(const ExecutorOptions& options, zmq::context_t* context, std::string reply_endpoint);
+  void Run();
+  // Runs one job and fills `reply`.
+  void Execute(const DecodeJob& job, v1::Reply* reply);
+  Status DecodeInto(const DecodeJob& job, v1::DecodeReply* out);
+  void SendReply(zmq::socket_t& socket, const DecodeJob& job, const v1::Reply& reply);
+
+  const ExecutorOptions options_;
+  zmq::context_t* const context_;
+  const std::string reply_endpoint_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<DecodeJob>> queue_;  // guarded by mu_
+  bool stopping_ = false;                          // guarded by mu_
+
+  // Shape buckets decoded at least once (model name + bucket); executor
+  // thread only.
+  std::set<std::string> warm_buckets_;
+  std::thread thread_;
+};
+
+}  // namespace vaed::engine
+
+#endif  // VAED_DAEMON_ENGINE_EXECUTOR_H_

@@ -1,0 +1,79 @@
+// The set of models a daemon serves, built once from config.
+//
+// The registry owns every model for the daemon's life; Find()/Get() hand
+// out non-owning pointers that stay valid until the registry is destroyed.
+//
+// Thread-safety: immutable after Create(); all const methods may be called
+// from any thread. Each returned VaeModel keeps its own rules (Decode() by
+// one thread at a time).
+#ifndef VAED_DAEMON_MODELS_MODEL_REGISTRY_H_
+#define VAED_DAEMON_MODELS_MODEL_REGISTRY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/models/vae_model.h"
+#include "vaed/status.h"
+
+namespace vaed::models {
+
+// One configured model (a [[model]] table of the daemon config).
+struct ModelConfig {
+  // Registry name clients ask for; unique, non-empty.
+  std::string name;
+  // "taef2": the TAEF2 decoder with real weights from `weights_path`.
+  // "demo":  the TAEF2 architecture with deterministic seeded weights
+  //          (Taef2Decoder::CreateDemo); for smoke tests, not images.
+  std::string kind;
+  // taef2: path of taef2_decoder.safetensors (required). demo: must be empty.
+  std::string weights_path;
+  // Latent frames per forward call (taef2 only); see Taef2Options.
+  int64_t frame_batch = 4;
+  // Weight seed (demo only).
+  uint64_t seed = 0;
+};
+
+class ModelRegistry {
+ public:
+  // Validates the whole config first, then builds every model (loading
+  // weights), in config order.
+  // Config errors (kInvalidArgument, nothing is loaded):
+  //   empty list; an empty name; duplicate names; unknown kind
+  //   ("unknown model kind 'x' for model 'y' (known: taef2, demo)");
+  //   taef2 without weights_path; demo with a weights_path; frame_batch
+  //   outside [1, 4096]; `default_model` not one of the names.
+  // Load errors: the first model that fails to build, with its Status
+  // (see Taef2Decoder::Create).
+  static Result<std::unique_ptr<ModelRegistry>> Create(const std::vector<ModelConfig>& configs,
+                                                       std::string default_model);
+
+  ~ModelRegistry();
+  ModelRegistry(const ModelRegistry&) = delete;
+  ModelRegistry& operator=(const ModelRegistry&) = delete;
+
+  // The model called `name` ("" means the default model), or nullptr.
+  VaeModel* Find(std::string_view name) const;
+
+  // As Find(), but an unknown name is kNotFound:
+  // "unknown model 'x' (available: taef2, demo)".
+  Result<VaeModel*> Get(std::string_view name) const;
+
+  // Name of the model used when a request names none.
+  const std::string& default_model() const { return default_model_; }
+
+  // All models, in config order.
+  std::vector<const VaeModel*> models() const;
+
+ private:
+  ModelRegistry(std::vector<std::unique_ptr<VaeModel>> models, std::string default_model);
+
+  std::vector<std::unique_ptr<VaeModel>> models_;
+  std::string default_model_;
+};
+
+}  // namespace vaed::models
+
+#endif  // VAED_DAEMON_MODELS_MODEL_REGISTRY_H_

@@ -1,0 +1,397 @@
+#include "daemon/models/taef2.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "daemon/models/torch_status.h"
+#include "vaed/safetensors.h"
+#include "vaed/sha256.h"
+
+namespace vaed::models {
+namespace {
+
+constexpr int64_t kC = 64;        // channels of every activation after module 1
+constexpr int64_t kPoolC = 256;   // channels inside the MidBlock GroupNorm branch
+constexpr int64_t kGnGroups = 4;  // README §4: 4 groups of 64 consecutive channels
+constexpr double kGnEps = 1e-5;
+
+// How CreateDemo() initialises a tensor; ignored when loading a file.
+enum class Init {
+  kConvRelu,      // followed by ReLU: He normal, std sqrt(2 / fan_in)
+  kConvLinear,    // not followed by ReLU: std sqrt(1 / fan_in)
+  kConvResidual,  // last conv of a residual branch: 0.2 * He, keeps the stack from growing
+  kConvOutput,    // module 19: 0.75 / sqrt(fan_in); outputs spread ~0.15 around the bias
+  kBias,          // normal, std 0.01
+  kOutputBias,    // module 19 bias: 0.5, mid-grey
+  kGnGamma,       // ones
+  kGnBeta,        // zeros
+};
+
+struct Param {
+  std::string key;  // state_dict key, README §4
+  std::vector<int64_t> shape;
+  torch::Tensor* slot;
+  Init init;
+};
+
+}  // namespace
+
+// Weights of one Block (README §4 "Block with prefix p."); the pool_*
+// tensors are defined only for MidBlocks (modules 3, 4, 5). Not in the
+// anonymous namespace because Taef2Decoder::Weights holds it.
+struct Taef2BlockWeights {
+  bool mid = false;
+  torch::Tensor pool0_w, pool1_w, pool1_b, pool3_w;
+  torch::Tensor conv0_w, conv0_b, conv2_w, conv2_b, conv4_w, conv4_b;
+};
+
+// All decoder weights, float32, contiguous, CPU.
+struct Taef2Decoder::Weights {
+  torch::Tensor in_w, in_b;                // module 1
+  std::array<Taef2BlockWeights, 3> mid;         // modules 3, 4, 5
+  torch::Tensor up1_w;                     // module 7
+  std::array<Taef2BlockWeights, 3> stage1;      // modules 8, 9, 10
+  torch::Tensor up2_w;                     // module 12
+  std::array<Taef2BlockWeights, 3> stage2;      // modules 13, 14, 15
+  torch::Tensor up3_w;                     // module 17
+  Taef2BlockWeights stage3;                     // module 18
+  torch::Tensor out_w, out_b;              // module 19
+
+  // Every parameter with its key, shape and slot, in state_dict order.
+  std::vector<Param> Params() {
+    std::vector<Param> p;
+    auto conv3 = [](int64_t out, int64_t in) { return std::vector<int64_t>{out, in, 3, 3}; };
+    auto block = [&](int module, Taef2BlockWeights& b) {
+      const std::string k = std::to_string(module) + ".";
+      if (b.mid) {
+        p.push_back({k + "pool.0.weight", {kPoolC, kC, 1, 1}, &b.pool0_w, Init::kConvLinear});
+        p.push_back({k + "pool.1.weight", {kPoolC}, &b.pool1_w, Init::kGnGamma});
+        p.push_back({k + "pool.1.bias", {kPoolC}, &b.pool1_b, Init::kGnBeta});
+        p.push_back({k + "pool.3.weight", {kC, kPoolC, 1, 1}, &b.pool3_w, Init::kConvResidual});
+      }
+      p.push_back({k + "conv.0.weight", conv3(kC, kC), &b.conv0_w, Init::kConvRelu});
+      p.push_back({k + "conv.0.bias", {kC}, &b.conv0_b, Init::kBias});
+      p.push_back({k + "conv.2.weight", conv3(kC, kC), &b.conv2_w, Init::kConvRelu});
+      p.push_back({k + "conv.2.bias", {kC}, &b.conv2_b, Init::kBias});
+      p.push_back({k + "conv.4.weight", conv3(kC, kC), &b.conv4_w, Init::kConvResidual});
+      p.push_back({k + "conv.4.bias", {kC}, &b.conv4_b, Init::kBias});
+    };
+    p.push_back({"1.weight", conv3(kC, Taef2Decoder::kLatentChannels), &in_w, Init::kConvRelu});
+    p.push_back({"1.bias", {kC}, &in_b, Init::kBias});
+    for (int i = 0; i < 3; ++i) {
+      mid[i].mid = true;
+      block(3 + i, mid[i]);
+    }
+    p.push_back({"7.weight", conv3(kC, kC), &up1_w, Init::kConvLinear});
+    for (int i = 0; i < 3; ++i) block(8 + i, stage1[i]);
+    p.push_back({"12.weight", conv3(kC, kC), &up2_w, Init::kConvLinear});
+    for (int i = 0; i < 3; ++i) block(13 + i, stage2[i]);
+    p.push_back({"17.weight", conv3(kC, kC), &up3_w, Init::kConvLinear});
+    block(18, stage3);
+    p.push_back(
+        {"19.weight", conv3(Taef2Decoder::kOutputChannels, kC), &out_w, Init::kConvOutput});
+    p.push_back({"19.bias", {Taef2Decoder::kOutputChannels}, &out_b, Init::kOutputBias});
+    return p;
+  }
+};
+
+namespace {
+
+torch::ScalarType ToScalarType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return torch::kFloat;
+    case DType::kFloat16: return torch::kHalf;
+    case DType::kBFloat16: return torch::kBFloat16;
+    case DType::kUInt8: return torch::kByte;
+    case DType::kUnknown: break;
+  }
+  return torch::kFloat;  // unreachable for dtypes a SafetensorsFile accepts
+}
+
+DType FromScalarType(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat: return DType::kFloat32;
+    case torch::kHalf: return DType::kFloat16;
+    case torch::kBFloat16: return DType::kBFloat16;
+    case torch::kByte: return DType::kUInt8;
+    default: return DType::kUnknown;
+  }
+}
+
+bool IsFloatDType(DType d) {
+  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+}
+
+// Copies one tensor out of the mapping (which may be misaligned) and casts
+// it to float32. May throw c10::Error.
+torch::Tensor ToFloatTensor(const TensorEntry& e) {
+  torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(ToScalarType(e.dtype)));
+  if (e.nbytes > 0) std::memcpy(t.data_ptr(), e.data, e.nbytes);
+  return t.to(torch::kFloat).contiguous();
+}
+
+uint64_t ResidentBytes(std::vector<Param>& params) {
+  uint64_t bytes = 0;
+  for (const Param& p : params) bytes += static_cast<uint64_t>(p.slot->nbytes());
+  return bytes;
+}
+
+torch::Tensor Conv3(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  return torch::conv2d(x, w, b, /*stride=*/1, /*padding=*/1);
+}
+
+torch::Tensor Conv1(const torch::Tensor& x, const torch::Tensor& w) {
+  return torch::conv2d(x, w);  // no bias, stride 1, no padding
+}
+
+// README §4 "Block(x)".
+torch::Tensor RunBlock(torch::Tensor x, const Taef2BlockWeights& b) {
+  if (b.mid) {
+    torch::Tensor g = Conv1(x, b.pool0_w);
+    g = torch::group_norm(g, kGnGroups, b.pool1_w, b.pool1_b, kGnEps).relu_();
+    x = x + Conv1(g, b.pool3_w);
+  }
+  torch::Tensor h = Conv3(x, b.conv0_w, b.conv0_b).relu_();
+  h = Conv3(h, b.conv2_w, b.conv2_b).relu_();
+  h = Conv3(h, b.conv4_w, b.conv4_b);
+  return h.add_(x).relu_();
+}
+
+// Nearest x2: out[y][x] = in[y/2][x/2] (README §4, modules 6, 11, 16).
+torch::Tensor Upsample2x(const torch::Tensor& x) {
+  return torch::upsample_nearest2d(x, {2 * x.size(2), 2 * x.size(3)});
+}
+
+std::string DimName(size_t i) {
+  static const char* const kNames[] = {"frames", "channels", "height_latent", "width_latent"};
+  return std::string("latent.shape[") + std::to_string(i) + "] (" + kNames[i] + ")";
+}
+
+}  // namespace
+
+Taef2Decoder::Taef2Decoder(ModelInfo info, std::unique_ptr<Weights> weights, int64_t frame_batch)
+    : info_(std::move(info)), weights_(std::move(weights)), frame_batch_(frame_batch) {}
+
+Taef2Decoder::~Taef2Decoder() = default;
+
+Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::Create(const Taef2Options& options) {
+  if (options.name.empty()) return InvalidArgument("taef2: options.name is empty");
+  const std::string what = "model '" + options.name + "'";
+  if (options.weights_path.empty()) {
+    return InvalidArgument(what + ": weights_path is empty; set it to taef2_decoder.safetensors");
+  }
+  if (options.frame_batch < 1 || options.frame_batch > kMaxFrames) {
+    return InvalidArgument(what + ": frame_batch is " + std::to_string(options.frame_batch) +
+                           "; must be in [1, " + std::to_string(kMaxFrames) + "]");
+  }
+
+  Result<std::unique_ptr<SafetensorsFile>> opened = SafetensorsFile::Open(options.weights_path);
+  if (!opened.ok()) return opened.status().WithContext(what);
+  const SafetensorsFile& file = **opened;
+
+  auto weights = std::make_unique<Weights>();
+  std::vector<Param> params = weights->Params();
+  std::set<std::string> expected_keys;
+  try {
+    for (Param& p : params) {
+      expected_keys.insert(p.key);
+      // Any float dtype is accepted and cast; anything else is reported as
+      // "expected float16", the dtype the official weights use.
+      const TensorEntry* found = file.Find(p.key);
+      const DType dtype = found != nullptr && IsFloatDType(found->dtype) ? found->dtype
+                                                                         : DType::kFloat16;
+      Result<const TensorEntry*> entry = file.Require(p.key, dtype, p.shape);
+      if (!entry.ok()) return entry.status().WithContext(what);
+      *p.slot = ToFloatTensor(**entry);
+    }
+  } catch (...) {
+    return CurrentTorchErrorStatus(what + ": loading " + options.weights_path);
+  }
+
+  std::vector<std::string> unexpected;
+  for (const std::string& name : file.names()) {
+    if (expected_keys.count(name) == 0) unexpected.push_back(name);
+  }
+  if (!unexpected.empty()) {
+    std::string list;
+    for (size_t i = 0; i < unexpected.size() && i < 5; ++i) {
+      list += (i ? ", '" : "'") + unexpected[i] + "'";
+    }
+    if (unexpected.size() > 5) list += ", ...";
+    return InvalidArgument(what + ": " + options.weights_path + " holds " +
+                           std::to_string(unexpected.size()) +
+                           " tensors that are not TAEF2 decoder parameters (" + list +
+                           "); expected exactly the " + std::to_string(kNumWeightTensors) +
+                           " decoder tensors (is this the encoder file?)");
+  }
+
+  Result<std::string> sha = Sha256File(options.weights_path);
+  if (!sha.ok()) return sha.status().WithContext(what);
+
+  ModelInfo info;
+  info.name = options.name;
+  info.kind = "taef2";
+  info.description =
+      "TAEF2 decoder (tiny autoencoder for the FLUX.2 VAE): 32-channel latent -> RGB at 8x, "
+      "fp32 on CPU";
+  info.weights_path = options.weights_path;
+  info.weights_sha256 = *sha;
+  info.demo_weights = false;
+  info.resident_bytes = ResidentBytes(params);
+  info.latent_channels = kLatentChannels;
+  info.latent_dtype = DType::kFloat32;
+
+  spdlog::info("model '{}': loaded TAEF2 decoder weights {} ({} tensors, {} bytes as fp32, "
+               "sha256 {})",
+               info.name, info.weights_path, params.size(), info.resident_bytes,
+               info.weights_sha256);
+  return std::unique_ptr<Taef2Decoder>(
+      new Taef2Decoder(std::move(info), std::move(weights), options.frame_batch));
+}
+
+Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::CreateDemo(const std::string& name,
+                                                               uint64_t seed) {
+  if (name.empty()) return InvalidArgument("demo model: name is empty");
+  auto weights = std::make_unique<Weights>();
+  std::vector<Param> params = weights->Params();
+  try {
+    torch::NoGradGuard no_grad;
+    at::Generator gen = at::detail::createCPUGenerator(seed);
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
+    for (Param& p : params) {
+      const int64_t fan_in =
+          p.shape.size() == 4 ? p.shape[1] * p.shape[2] * p.shape[3] : int64_t{1};
+      double std = 0.0;
+      switch (p.init) {
+        case Init::kConvRelu: std = std::sqrt(2.0 / fan_in); break;
+        case Init::kConvLinear: std = std::sqrt(1.0 / fan_in); break;
+        case Init::kConvResidual: std = 0.2 * std::sqrt(2.0 / fan_in); break;
+        case Init::kConvOutput: std = 0.75 * std::sqrt(1.0 / fan_in); break;
+        case Init::kBias: std = 0.01; break;
+        case Init::kOutputBias: *p.slot = torch::full(p.shape, 0.5, f32); continue;
+        case Init::kGnGamma: *p.slot = torch::ones(p.shape, f32); continue;
+        case Init::kGnBeta: *p.slot = torch::zeros(p.shape, f32); continue;
+      }
+      *p.slot = torch::randn(p.shape, gen, f32).mul_(std);
+    }
+  } catch (...) {
+    return CurrentTorchErrorStatus("demo model '" + name + "': generating weights");
+  }
+
+  ModelInfo info;
+  info.name = name;
+  info.kind = "demo";
+  info.description = "DEMO: deterministic seeded weights, not a trained model (TAEF2 "
+                     "architecture, seed " + std::to_string(seed) + ")";
+  info.demo_weights = true;
+  info.resident_bytes = ResidentBytes(params);
+  info.latent_channels = kLatentChannels;
+  info.latent_dtype = DType::kFloat32;
+
+  spdlog::warn("model '{}': DEMO weights (deterministic, seed {}), not a trained model; its "
+               "output is not an image",
+               name, seed);
+  return std::unique_ptr<Taef2Decoder>(new Taef2Decoder(std::move(info), std::move(weights),
+                                                        Taef2Options{}.frame_batch));
+}
+
+Result<DecodePlan> Taef2Decoder::Plan(DType latent_dtype,
+                                      const std::vector<int64_t>& latent_shape) const {
+  const std::string model = "model '" + info_.name + "'";
+  if (latent_dtype != DType::kFloat32) {
+    return InvalidArgument("latent.dtype is " + std::string(DTypeName(latent_dtype)) + "; " +
+                           model + " needs float32");
+  }
+  if (latent_shape.size() != 4) {
+    return InvalidArgument("latent.shape " + ShapeToString(latent_shape) + " has rank " +
+                           std::to_string(latent_shape.size()) + "; " + model +
+                           " expected [frames, 32, height_latent, width_latent]");
+  }
+  for (size_t i = 0; i < 4; ++i) {
+    if (latent_shape[i] < 1) {
+      return InvalidArgument(DimName(i) + " is " + std::to_string(latent_shape[i]) +
+                             "; must be >= 1");
+    }
+  }
+  if (latent_shape[1] != kLatentChannels) {
+    return InvalidArgument(DimName(1) + " is " + std::to_string(latent_shape[1]) + "; " + model +
+                           " needs 32 latent channels");
+  }
+  if (latent_shape[0] > kMaxFrames) {
+    return InvalidArgument(DimName(0) + " is " + std::to_string(latent_shape[0]) + "; " + model +
+                           " accepts at most " + std::to_string(kMaxFrames) +
+                           " frames per request");
+  }
+  for (size_t i = 2; i < 4; ++i) {
+    if (latent_shape[i] > kMaxLatentExtent) {
+      return InvalidArgument(DimName(i) + " is " + std::to_string(latent_shape[i]) + "; " +
+                             model + " accepts at most " + std::to_string(kMaxLatentExtent) +
+                             " latent cells (" + std::to_string(kMaxLatentExtent * kUpscale) +
+                             " px)");
+    }
+  }
+  DecodePlan plan;
+  plan.frames = latent_shape[0];
+  plan.channels = kOutputChannels;
+  plan.height_px = latent_shape[2] * kUpscale;
+  plan.width_px = latent_shape[3] * kUpscale;
+  plan.shape_bucket =
+      info_.name + ":" + std::to_string(latent_shape[2]) + "x" + std::to_string(latent_shape[3]);
+  return plan;
+}
+
+torch::Tensor Taef2Decoder::Forward(const torch::Tensor& latent) const {
+  const Weights& w = *weights_;
+  torch::Tensor x = torch::tanh(latent / 3.0).mul_(3.0);  // module 0, soft clamp
+  x = Conv3(x, w.in_w, w.in_b).relu_();                   // modules 1, 2
+  for (const Taef2BlockWeights& b : w.mid) x = RunBlock(std::move(x), b);
+  x = Conv3(Upsample2x(x), w.up1_w, {});  // modules 6, 7
+  for (const Taef2BlockWeights& b : w.stage1) x = RunBlock(std::move(x), b);
+  x = Conv3(Upsample2x(x), w.up2_w, {});  // modules 11, 12
+  for (const Taef2BlockWeights& b : w.stage2) x = RunBlock(std::move(x), b);
+  x = Conv3(Upsample2x(x), w.up3_w, {});  // modules 16, 17
+  x = RunBlock(std::move(x), w.stage3);
+  return Conv3(x, w.out_w, w.out_b);  // module 19, no activation
+}
+
+Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
+                                           ComponentTimings* timings) {
+  if (!latent.defined()) return InvalidArgument("latent is an undefined tensor");
+  VAED_ASSIGN_OR_RETURN(DecodePlan plan,
+                        Plan(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
+  if (!latent.device().is_cpu()) {
+    return InvalidArgument("latent.device is " + latent.device().str() + "; model '" +
+                           info_.name + "' runs on CPU");
+  }
+  try {
+    torch::NoGradGuard no_grad;
+    const auto start = std::chrono::steady_clock::now();
+    torch::Tensor out;
+    if (plan.frames <= frame_batch_) {
+      out = Forward(latent);
+    } else {
+      out = torch::empty({plan.frames, plan.channels, plan.height_px, plan.width_px},
+                         torch::TensorOptions().dtype(torch::kFloat));
+      for (int64_t begin = 0; begin < plan.frames; begin += frame_batch_) {
+        const int64_t n = std::min(frame_batch_, plan.frames - begin);
+        out.narrow(0, begin, n).copy_(Forward(latent.narrow(0, begin, n)));
+      }
+    }
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    if (timings != nullptr) timings->Add("taef2.decode_latent", elapsed.count());
+    return out;
+  } catch (...) {
+    return CurrentTorchErrorStatus("model '" + info_.name + "': decode of latent " +
+                                   ShapeToString(latent.sizes().vec()));
+  }
+}
+
+}  // namespace vaed::models

@@ -1,0 +1,136 @@
+// TAEF2: the tiny autoencoder for the FLUX.2 VAE latent space (decoder only).
+//
+// Architecture, weights and references: shared/data/taef2/README.md §4
+// (decoder table and Block definition), weights from
+// github.com/madebyollin/taesd commit 5cccb12 (MIT license), converted
+// unchanged to taef2_decoder.safetensors (79 F16 tensors).
+//
+// Contract (units: latent cells in, pixels out):
+//   input   float32 NCHW latent [frames, 32, height_latent, width_latent],
+//           raw encoder output (no scale/shift; the decoder's first op is the
+//           soft clamp 3*tanh(x/3), so callers must not apply it).
+//   output  float32 NCHW [frames, 3, 8*height_latent, 8*width_latent], RGB,
+//           nominally [0, 1] but NOT clamped (see postprocess.h for uint8).
+// Every frame is decoded independently (frames are the batch dim), so the
+// frame batch size does not change the math; the GroupNorm statistics of
+// modules 3-5 cover the whole spatial extent of each frame (README §4), so
+// decoding spatial tiles separately would NOT give the same output.
+//
+// Compute: LibTorch functional ops on CPU in float32 with the weights cast
+// from fp16 to fp32 at load (the reference path of README §3). Matches the
+// official PyTorch module to <= 1e-4 max abs difference.
+//
+// Thread-safety: Plan() and info() may be called from any thread. Decode()
+// must be called by one thread at a time (the owning executor); it uses
+// LibTorch's intra-op thread pool (at::get_num_threads()).
+#ifndef VAED_DAEMON_MODELS_TAEF2_H_
+#define VAED_DAEMON_MODELS_TAEF2_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/models/vae_model.h"
+#include "vaed/status.h"
+#include "vaed/tensor_ref.h"
+
+namespace vaed::models {
+
+struct Taef2Options {
+  // Registry name reported in info() and in error messages.
+  std::string name = "taef2";
+  // Path of taef2_decoder.safetensors (79 tensors, original state_dict key
+  // names; F16, BF16 or F32, all cast to float32). Required.
+  std::string weights_path;
+  // Latent frames per forward call. Larger batches use more memory
+  // (activations of 64 channels at 8x resolution: about
+  // frame_batch * 64 * 64*h*w * 4 bytes * ~3 live tensors) for a little
+  // more throughput; the output does not depend on it. Must be in [1, 4096].
+  int64_t frame_batch = 4;
+};
+
+class Taef2Decoder final : public VaeModel {
+ public:
+  // TAEF2 constants (README §4).
+  static constexpr int64_t kLatentChannels = 32;
+  static constexpr int64_t kOutputChannels = 3;
+  static constexpr int64_t kUpscale = 8;  // pixels per latent cell, each axis
+  // Upper bounds Plan() enforces, to refuse absurd requests before any
+  // allocation: latent extent per axis (latent cells; 8192 px) and frames.
+  static constexpr int64_t kMaxLatentExtent = 1024;
+  static constexpr int64_t kMaxFrames = 4096;
+  // Number of decoder tensors in the weights file.
+  static constexpr size_t kNumWeightTensors = 79;
+
+  // Loads the decoder weights from `options.weights_path`, computes the
+  // file's SHA-256 (logged at info level and reported in
+  // info().weights_sha256) and returns a ready model.
+  // Errors:
+  //   kInvalidArgument  options.name empty, options.weights_path empty,
+  //                     options.frame_batch outside [1, 4096]; the file is
+  //                     not valid safetensors; a tensor has the wrong dtype
+  //                     (not F16/BF16/F32) or shape (the message names the
+  //                     tensor, its shape and the expected shape); the file
+  //                     holds tensors that are not TAEF2 decoder parameters
+  //                     (named; e.g. the encoder file).
+  //   kNotFound         the file does not exist, or a decoder tensor is
+  //                     missing (named).
+  //   kIoError / kResourceExhausted / kInternal  OS or LibTorch failures.
+  static Result<std::unique_ptr<Taef2Decoder>> Create(const Taef2Options& options);
+
+  // Builds the same architecture with deterministic pseudo-random weights
+  // drawn from a torch CPU generator seeded with `seed` (the same seed gives
+  // bitwise-identical weights and outputs on the same build and thread
+  // count). The init is scaled so that outputs stay finite and mostly in
+  // about [0, 1]; they are not images. info(): kind "demo",
+  // demo_weights = true, weights_path/weights_sha256 empty, description
+  // starting "DEMO: deterministic seeded weights, not a trained model".
+  // Logs a warning. Errors: kInvalidArgument for an empty `name`; LibTorch
+  // failures as kResourceExhausted / kInternal.
+  static Result<std::unique_ptr<Taef2Decoder>> CreateDemo(const std::string& name,
+                                                          uint64_t seed);
+
+  ~Taef2Decoder() override;
+  Taef2Decoder(const Taef2Decoder&) = delete;
+  Taef2Decoder& operator=(const Taef2Decoder&) = delete;
+
+  const ModelInfo& info() const override { return info_; }
+
+  // Accepts latent_dtype float32 and latent_shape
+  // [frames, 32, height_latent, width_latent] with 1 <= frames <= 4096 and
+  // 1 <= height_latent, width_latent <= 1024. Plan: frames, channels 3,
+  // height_px = 8*height_latent, width_px = 8*width_latent, shape_bucket
+  // "<name>:<height_latent>x<width_latent>" ("taef2:64x64").
+  // Errors (kInvalidArgument) name the field: latent.dtype, latent.shape
+  // (rank), latent.shape[0..3].
+  Result<DecodePlan> Plan(DType latent_dtype,
+                          const std::vector<int64_t>& latent_shape) const override;
+
+  // Decodes `latent` (CPU float32 [N, 32, h, w], any strides) into a new
+  // float32 tensor [N, 3, 8h, 8w], frame_batch frames per forward pass,
+  // without autograd. Adds "taef2.decode_latent" (seconds, wall clock) to
+  // `timings` when it is not null.
+  // Errors: the Plan() errors for a bad latent; kInvalidArgument for a
+  // non-CPU latent; kResourceExhausted when LibTorch fails to allocate;
+  // kInternal for any other LibTorch error. Never throws.
+  Result<torch::Tensor> Decode(const torch::Tensor& latent, ComponentTimings* timings) override;
+
+ private:
+  struct Weights;
+
+  Taef2Decoder(ModelInfo info, std::unique_ptr<Weights> weights, int64_t frame_batch);
+
+  // One forward pass over a batch of frames; may throw c10::Error.
+  torch::Tensor Forward(const torch::Tensor& latent) const;
+
+  ModelInfo info_;
+  std::unique_ptr<Weights> weights_;
+  int64_t frame_batch_;
+};
+
+}  // namespace vaed::models
+
+#endif  // VAED_DAEMON_MODELS_TAEF2_H_

@@ -1,0 +1,106 @@
+// Daemon configuration: parsed once into plain Options structs, validated
+// as a whole before anything starts.
+//
+// Sources, later ones win: the embedded default config (kDefaultConfigToml,
+// which serves the built-in demo model with no external file), then the
+// TOML file given by --config, then command-line flags. Environment
+// variables are not read.
+//
+// Thread-safety: plain values.
+#ifndef VAED_DAEMON_SERVER_CONFIG_H_
+#define VAED_DAEMON_SERVER_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/models/model_registry.h"
+#include "vaed/status.h"
+
+namespace vaed::server {
+
+struct ServerOptions {
+  // Unix socket path of the control channel (ipc://<socket>). Its directory
+  // is created if missing (mode 0750); systemd's RuntimeDirectory= normally
+  // provides it.
+  std::string socket = "/run/vaed/vaed.sock";
+  // Clients are told to send a heartbeat at least this often.
+  uint32_t heartbeat_interval_ms = 5000;
+  // A client silent for longer than this with nothing in flight is dropped
+  // and its regions are unmapped. A client whose pid no longer exists is
+  // dropped at once. Larger: idle clients survive longer pauses; smaller:
+  // dead clients' mappings are released sooner.
+  uint32_t client_timeout_ms = 30000;
+  // Largest control message accepted (ZMQ_MAXMSGSIZE); a peer sending more
+  // is disconnected by ZeroMQ. Messages are small: tensors travel by region.
+  uint64_t max_message_bytes = 1 << 20;
+};
+
+struct ExecutorOptions {
+  // LibTorch intra-op threads of the executor (at::set_num_threads). More
+  // threads: faster single decodes until memory bandwidth saturates; fewer:
+  // leaves cores to the DiT workers on the same node.
+  int intra_op_threads = 2;
+  // Decode requests waiting beyond the one running; past it requests are
+  // answered with resource_exhausted at once (back-pressure).
+  uint32_t queue_capacity = 64;
+};
+
+struct LogOptions {
+  // spdlog level: trace, debug, info, warn, error, critical, off.
+  std::string level = "info";
+};
+
+struct ModelsOptions {
+  // The model used when a request names none.
+  std::string default_model = "demo";
+  std::vector<models::ModelConfig> entries;
+};
+
+struct DaemonOptions {
+  ServerOptions server;
+  ExecutorOptions executor;
+  LogOptions log;
+  ModelsOptions models;
+  // Where the options came from, for the start-up log line.
+  std::string source = "embedded defaults";
+};
+
+// The embedded default configuration (TOML). It serves the built-in demo
+// model (deterministic seeded weights, flagged as demo everywhere).
+extern const char* const kDefaultConfigToml;
+
+// Parses TOML text on top of `base`. Unknown tables or keys, wrong value
+// types and out-of-range values are errors that name the key, e.g.
+// "vaed.toml: executor.intra_op_threads is 0; must be 1..256".
+Result<DaemonOptions> ParseConfigToml(std::string_view toml, std::string_view source_name,
+                                      DaemonOptions base);
+
+// Reads and parses a TOML file on top of `base`.
+Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base);
+
+// Whole-config checks that single keys cannot make (default model present,
+// unique model names, ...).
+Status ValidateOptions(const DaemonOptions& options);
+
+// The outcome of command-line parsing: options to run with, or an exit
+// (for --help, --version, --print-config or a usage error).
+struct CommandLine {
+  DaemonOptions options;
+  bool exit_now = false;
+  int exit_code = 0;
+};
+
+// Parses argv: --config FILE, --socket PATH, --intra-op-threads N,
+// --queue-capacity N, --log-level L, --model NAME=KIND[:WEIGHTS] (repeatable),
+// --taef2-weights PATH (adds model "taef2"), --default-model NAME,
+// --print-config, --help, --version. Errors print to stderr with usage.
+CommandLine ParseCommandLine(int argc, char** argv);
+
+// Renders options back as TOML (for --print-config and the start-up log).
+std::string ToToml(const DaemonOptions& options);
+
+}  // namespace vaed::server
+
+#endif  // VAED_DAEMON_SERVER_CONFIG_H_

@@ -1,0 +1,116 @@
+// vaectl: operate a running vaed daemon (status, decode).
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "ops/vaectl/commands.h"
+
+namespace {
+
+constexpr const char* kDescription =
+    "vaectl: operate vaed, the per-node VAE decode sidecar.\n"
+    "Talks to a running daemon over its control socket; latents and frames travel\n"
+    "through POSIX shared memory.";
+
+constexpr const char* kFooter =
+    "Examples:\n"
+    "  vaectl status\n"
+    "  vaectl --socket /tmp/vaed.sock status --json\n"
+    "  vaectl decode ../shared/data/taef2/video_bikes.safetensors --model taef2 --format mp4\n"
+    "  vaectl decode --random-latent 1,32,64,64 --model demo --out demo.png\n"
+    "\n"
+    "Exit status: 0 ok, 1 a request or file operation failed, 2 vaed is not running\n"
+    "(or not answering) at the socket, 3 vaed answered but reports itself unhealthy.";
+
+constexpr const char* kDecodeDescription =
+    "Decode a latent through the daemon, write PNG/MP4/raw frames, report timings and PSNR";
+
+constexpr const char* kDecodeFooter =
+    "Reads LATENT_FILE (safetensors; tensor --key, e.g. float32 [N,32,h,w] for TAEF2)\n"
+    "or generates --random-latent, asks the daemon for the output size (plan), decodes\n"
+    "into shared memory and writes PNG frames (frame_0000.png, ...), an H.264 yuv420p\n"
+    "MP4, or raw uint8 NHWC RGB bytes with a JSON sidecar; PNG and MP4 need the ffmpeg\n"
+    "CLI. Prints the daemon's timing per component, the geometry, warm/cold and the\n"
+    "model (loudly when it has demo weights). When the file also holds the original\n"
+    "pixels (--original-key) and/or a reference decode (--reference-key), it prints\n"
+    "the PSNR of the decode and of the reference vs the original (mean over frames of\n"
+    "10*log10(255^2/MSE), MSE over all uint8 values in float64), their difference,\n"
+    "and the max |diff| and number of values that differ from the reference.\n"
+    "\n"
+    "Examples:\n"
+    "  vaectl decode ../shared/data/taef2/photo_astronaut.safetensors --model taef2 --out astronaut.png\n"
+    "  vaectl decode ../shared/data/taef2/video_bikes.safetensors --model taef2 --format mp4 --fps 25\n"
+    "  vaectl decode --random-latent 2,32,16,16 --seed 7 --model demo --format none --json";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using vaed::vaectl::DecodeCommandOptions;
+  using vaed::vaectl::GlobalOptions;
+  GlobalOptions global;
+  DecodeCommandOptions decode;
+
+  CLI::App app{kDescription, "vaectl"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  // Global options may also follow the subcommand: `vaectl status --json`.
+  app.fallthrough();
+  app.add_option("--socket", global.socket, "vaed control socket (Unix socket path)")
+      ->capture_default_str();
+  app.add_flag("--json", global.json, "print one JSON object instead of text");
+  app.add_option("--connect-timeout-ms", global.connect_timeout_ms,
+                 "how long to wait for the daemon's hello reply")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+
+  CLI::App* status = app.add_subcommand(
+      "status", "Show daemon health, uptime, models, clients, regions and request counters");
+  status->footer(
+      "Shows version, health, uptime, pid and socket; every model (kind, demo flag,\n"
+      "weights path and sha256, resident memory); connected clients, registered regions,\n"
+      "requests served/failed, protocol errors, queue depth and intra-op threads.\n"
+      "Exit status: 0 healthy, 2 not running, 3 unhealthy.");
+
+  CLI::App* decode_cmd = app.add_subcommand("decode", kDecodeDescription);
+  decode_cmd->footer(kDecodeFooter);
+  auto* file_opt = decode_cmd->add_option("LATENT_FILE", decode.latent_file,
+                                          "safetensors file holding the latent")
+                       ->check(CLI::ExistingFile);
+  auto* random_opt =
+      decode_cmd
+          ->add_option("--random-latent", decode.random_latent,
+                       "decode a seeded random float32 latent of shape N,C,H,W instead of a "
+                       "file (e.g. for the demo model)")
+          ->type_name("N,C,H,W");
+  file_opt->excludes(random_opt);
+  decode_cmd->add_option("--seed", decode.seed, "seed of --random-latent")->capture_default_str();
+  decode_cmd->add_option("--key", decode.key, "tensor holding the latent")->capture_default_str();
+  decode_cmd->add_option("--model", decode.model,
+                         "model to decode with (default: the daemon's default model)");
+  decode_cmd->add_option("--out", decode.out,
+                         "png: directory (default <stem>_frames/) or a .png file for one "
+                         "frame; mp4/raw: file (default <stem>.mp4 / <stem>.u8) or directory")
+      ->type_name("DIR_OR_FILE");
+  decode_cmd->add_option("--format", decode.format, "what to write: png, mp4, raw or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"png", "mp4", "raw", "none"}));
+  decode_cmd->add_option("--fps", decode.fps, "frame rate of the MP4")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  decode_cmd->add_option("--reference-key", decode.reference_key,
+                         "uint8 [N,H,W,3] or [H,W,3] reference decode in the file to compare "
+                         "with ('' to skip)")
+      ->capture_default_str();
+  decode_cmd->add_option("--original-key", decode.original_key,
+                         "uint8 original pixels in the file (default: frames_u8, then "
+                         "image_u8)");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (status->parsed()) return vaed::vaectl::RunStatus(global);
+  if (decode.latent_file.empty() && decode.random_latent.empty()) {
+    std::cerr << "vaectl decode: give a LATENT_FILE or --random-latent N,C,H,W\n"
+              << "Run with --help for more information.\n";
+    return vaed::vaectl::kExitFailure;
+  }
+  return vaed::vaectl::RunDecode(global, decode);
+}

@@ -1,0 +1,76 @@
+#include "ops/vaectl/status_report.h"
+
+#include <sstream>
+
+#include "ops/common/text_format.h"
+
+namespace vaed::vaectl {
+
+nlohmann::json StatusToJson(const v1::StatusReply& s) {
+  nlohmann::json models = nlohmann::json::array();
+  for (const auto& m : s.models()) {
+    models.push_back({
+        {"name", m.name()},
+        {"kind", m.kind()},
+        {"demo_weights", m.demo_weights()},
+        {"weights_path", m.weights_path()},
+        {"weights_sha256", m.weights_sha256()},
+        {"resident_bytes", m.resident_bytes()},
+        {"description", m.description()},
+    });
+  }
+  return {
+      {"healthy", s.healthy()},
+      {"daemon_version", s.daemon_version()},
+      {"uptime_seconds", s.uptime_seconds()},
+      {"pid", s.pid()},
+      {"socket", s.socket()},
+      {"default_model", s.default_model()},
+      {"models", models},
+      {"clients", s.clients()},
+      {"regions", s.regions()},
+      {"requests_served", s.requests_served()},
+      {"requests_failed", s.requests_failed()},
+      {"protocol_errors", s.protocol_errors()},
+      {"queue_depth", s.queue_depth()},
+      {"intra_op_threads", s.intra_op_threads()},
+  };
+}
+
+std::string FormatStatus(const v1::StatusReply& s) {
+  std::ostringstream out;
+  out << "vaed " << s.daemon_version() << " is " << (s.healthy() ? "healthy" : "UNHEALTHY")
+      << ", up " << ops::HumanDuration(s.uptime_seconds()) << " (pid " << s.pid() << ")\n";
+  ops::TextTable summary(std::vector<std::string>{});
+  summary.AddRow({"socket", s.socket()});
+  summary.AddRow({"clients", std::to_string(s.clients()) + " connected, " +
+                                 std::to_string(s.regions()) + " regions registered"});
+  summary.AddRow({"requests", std::to_string(s.requests_served()) + " served, " +
+                                  std::to_string(s.requests_failed()) + " failed, " +
+                                  std::to_string(s.protocol_errors()) + " protocol errors"});
+  summary.AddRow({"executor", "queue depth " + std::to_string(s.queue_depth()) + ", " +
+                                  std::to_string(s.intra_op_threads()) + " intra-op threads"});
+  summary.AddRow({"default model", s.default_model()});
+  out << summary.Render();
+
+  out << "\nmodels\n";
+  ops::TextTable models({"name", "kind", "weights", "resident", "sha256", "path"},
+                        {false, false, false, true, false, false});
+  bool any_demo = false;
+  for (const auto& m : s.models()) {
+    any_demo = any_demo || m.demo_weights();
+    const std::string sha = m.weights_sha256().size() > 12
+                                ? m.weights_sha256().substr(0, 12) + "..."
+                                : (m.weights_sha256().empty() ? "-" : m.weights_sha256());
+    models.AddRow({m.name() + (m.name() == s.default_model() ? " *" : ""), m.kind(),
+                   m.demo_weights() ? "DEMO" : "real", ops::HumanBytes(m.resident_bytes()), sha,
+                   m.weights_path().empty() ? "-" : m.weights_path()});
+  }
+  out << models.Render();
+  out << "(* = default model";
+  if (any_demo) out << "; DEMO = deterministic random weights, not a trained decoder";
+  out << ")\n";
+  return out.str();
+}
+
+}  // namespace vaed::vaectl

@@ -1,0 +1,28 @@
+// `vaectl status` output: the daemon's StatusReply as a human-readable
+// summary or as one JSON object.
+//
+// Thread-safety: pure functions.
+#ifndef VAED_OPS_VAECTL_STATUS_REPORT_H_
+#define VAED_OPS_VAECTL_STATUS_REPORT_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "vaed/v1/vaed.pb.h"
+
+namespace vaed::vaectl {
+
+// Keys: healthy, daemon_version, uptime_seconds, pid, socket, default_model,
+// models [{name, kind, demo_weights, weights_path, weights_sha256,
+// resident_bytes, description}], clients, regions, requests_served,
+// requests_failed, protocol_errors, queue_depth, intra_op_threads. Sizes in
+// bytes, durations in seconds.
+nlohmann::json StatusToJson(const v1::StatusReply& status);
+
+// A few lines of summary plus a table of models, with human-readable
+// durations and sizes; demo models are flagged.
+std::string FormatStatus(const v1::StatusReply& status);
+
+}  // namespace vaed::vaectl
+
+#endif  // VAED_OPS_VAECTL_STATUS_REPORT_H_

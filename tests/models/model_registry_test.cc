@@ -1,0 +1,164 @@
+// Tests of the model registry (daemon/models/model_registry.h).
+#include "daemon/models/model_registry.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "safetensors_test_util.h"
+
+namespace vaed::models {
+namespace {
+
+using ::testing::HasSubstr;
+
+ModelConfig Demo(std::string name, uint64_t seed = 0) {
+  ModelConfig c;
+  c.name = std::move(name);
+  c.kind = "demo";
+  c.seed = seed;
+  return c;
+}
+
+Status CreateStatus(const std::vector<ModelConfig>& configs, const std::string& default_model) {
+  Result<std::unique_ptr<ModelRegistry>> r = ModelRegistry::Create(configs, default_model);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+TEST(ModelRegistryTest, CreateRejectsEmptyConfig) {
+  Status s = CreateStatus({}, "taef2");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("no model is configured"));
+}
+
+TEST(ModelRegistryTest, CreateRejectsEmptyName) {
+  Status s = CreateStatus({Demo("")}, "");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("models[0].name is empty"));
+}
+
+TEST(ModelRegistryTest, CreateRejectsDuplicateNames) {
+  Status s = CreateStatus({Demo("a"), Demo("b"), Demo("a")}, "a");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("models[2].name 'a' is a duplicate"));
+}
+
+TEST(ModelRegistryTest, CreateRejectsUnknownKindListingKnownKinds) {
+  ModelConfig c = Demo("y");
+  c.kind = "x";
+  Status s = CreateStatus({c}, "y");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "unknown model kind 'x' for model 'y' (known: taef2, demo)");
+}
+
+TEST(ModelRegistryTest, CreateRejectsTaef2WithoutWeightsPath) {
+  ModelConfig c;
+  c.name = "taef2";
+  c.kind = "taef2";
+  Status s = CreateStatus({c}, "taef2");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("models[0].weights_path is empty"));
+}
+
+TEST(ModelRegistryTest, CreateRejectsTaef2WithBadFrameBatch) {
+  ModelConfig c;
+  c.name = "taef2";
+  c.kind = "taef2";
+  c.weights_path = "/nonexistent.safetensors";
+  c.frame_batch = 0;
+  Status s = CreateStatus({c}, "taef2");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("models[0].frame_batch is 0"));
+}
+
+TEST(ModelRegistryTest, CreateRejectsDemoWithWeightsPath) {
+  ModelConfig c = Demo("d");
+  c.weights_path = "/some/weights.safetensors";
+  Status s = CreateStatus({c}, "d");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("weights_path is set for model 'd' of kind demo"));
+}
+
+TEST(ModelRegistryTest, CreateRejectsDefaultModelNotConfigured) {
+  Status s = CreateStatus({Demo("a"), Demo("b")}, "c");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "default_model 'c' is not a configured model (configured: a, b)");
+}
+
+TEST(ModelRegistryTest, CreateValidatesWholeConfigBeforeLoading) {
+  // The second entry is bad; the first (a missing weights file) must not be
+  // loaded, so the error is the config error, not kNotFound.
+  ModelConfig real;
+  real.name = "taef2";
+  real.kind = "taef2";
+  real.weights_path = "/nonexistent/taef2_decoder.safetensors";
+  ModelConfig bad = Demo("z");
+  bad.kind = "vae";
+  Status s = CreateStatus({real, bad}, "taef2");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("unknown model kind 'vae'"));
+}
+
+TEST(ModelRegistryTest, CreatePropagatesLoadErrors) {
+  ModelConfig real;
+  real.name = "taef2";
+  real.kind = "taef2";
+  real.weights_path = "/nonexistent/taef2_decoder.safetensors";
+  Status s = CreateStatus({real}, "taef2");
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("model 'taef2'"));
+  EXPECT_THAT(s.message(), HasSubstr("/nonexistent/taef2_decoder.safetensors"));
+}
+
+TEST(ModelRegistryTest, FindAndGetResolveNamesAndTheDefault) {
+  Result<std::unique_ptr<ModelRegistry>> r = ModelRegistry::Create({Demo("a", 1), Demo("b", 2)}, "b");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const ModelRegistry& reg = **r;
+  EXPECT_EQ(reg.default_model(), "b");
+  ASSERT_NE(reg.Find("a"), nullptr);
+  EXPECT_EQ(reg.Find("a")->info().name, "a");
+  ASSERT_NE(reg.Find(""), nullptr);
+  EXPECT_EQ(reg.Find("")->info().name, "b");
+  EXPECT_EQ(reg.Find("c"), nullptr);
+
+  Result<VaeModel*> got = reg.Get("a");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, reg.Find("a"));
+
+  std::vector<const VaeModel*> all = reg.models();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0]->info().name, "a");
+  EXPECT_EQ(all[1]->info().name, "b");
+  EXPECT_TRUE(all[0]->info().demo_weights);
+}
+
+TEST(ModelRegistryTest, GetUnknownNameListsAvailableModels) {
+  Result<std::unique_ptr<ModelRegistry>> r = ModelRegistry::Create({Demo("a"), Demo("b")}, "a");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Result<VaeModel*> got = (*r)->Get("taef3");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(got.status().message(), "unknown model 'taef3' (available: a, b)");
+}
+
+TEST(ModelRegistryTest, LoadsRealTaef2Weights) {
+  const std::string weights = test_util::SharedDataPath("taef2_decoder.safetensors");
+  if (!test_util::Exists(weights)) GTEST_SKIP() << "shared data absent: " << weights;
+  ModelConfig real;
+  real.name = "taef2";
+  real.kind = "taef2";
+  real.weights_path = weights;
+  Result<std::unique_ptr<ModelRegistry>> r = ModelRegistry::Create({real, Demo("demo")}, "taef2");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Result<VaeModel*> m = (*r)->Get("");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ((*m)->info().kind, "taef2");
+  EXPECT_FALSE((*m)->info().demo_weights);
+  EXPECT_EQ((*m)->info().weights_sha256,
+            "89f5078dc26a2dd6b6ce5d18ef0cee482bb81c56ff56c417185f1699defd2138");
+}
+
+}  // namespace
+}  // namespace vaed::models

@@ -1,0 +1,469 @@
+// Tests of the TAEF2 decoder (daemon/models/taef2.h) and the uint8
+// post-processing (daemon/models/postprocess.h) against the reference
+// decodes of shared/data/taef2 (README §6 tolerances: atol 1e-4 on float32;
+// uint8 |diff| <= 1 in at most 0.01 % of values).
+#include "daemon/models/taef2.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <utility>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "daemon/models/postprocess.h"
+#include "safetensors_test_util.h"
+#include "vaed/safetensors.h"
+
+namespace vaed::models {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using test_util::SharedDataPath;
+using test_util::TempDir;
+using test_util::TestTensor;
+
+const std::string kDecoderSha256 =
+    "89f5078dc26a2dd6b6ce5d18ef0cee482bb81c56ff56c417185f1699defd2138";
+
+// Copies a tensor out of a safetensors file into a torch tensor.
+torch::Tensor ToTorch(const TensorEntry& e) {
+  torch::ScalarType t = torch::kFloat;
+  if (e.dtype == DType::kUInt8) t = torch::kByte;
+  if (e.dtype == DType::kFloat16) t = torch::kHalf;
+  torch::Tensor out = torch::empty(e.shape, torch::TensorOptions().dtype(t));
+  std::memcpy(out.data_ptr(), e.data, e.nbytes);
+  return out;
+}
+
+// The decoder weights as writable test tensors (for making bad files).
+std::vector<TestTensor> DecoderTensors(const SafetensorsFile& file) {
+  std::vector<TestTensor> out;
+  for (const std::string& name : file.names()) {
+    const TensorEntry* e = file.Find(name);
+    out.push_back({name, "F16", e->shape,
+                   std::string(reinterpret_cast<const char*>(e->data), e->nbytes)});
+  }
+  return out;
+}
+
+class Taef2WeightsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = SharedDataPath("taef2_decoder.safetensors");
+    if (!test_util::Exists(path_)) GTEST_SKIP() << "shared data absent: " << path_;
+    Result<std::unique_ptr<SafetensorsFile>> f = SafetensorsFile::Open(path_);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    file_ = std::move(f).value();
+  }
+
+  Status CreateStatus(const std::string& weights_path) {
+    Taef2Options options;
+    options.weights_path = weights_path;
+    Result<std::unique_ptr<Taef2Decoder>> m = Taef2Decoder::Create(options);
+    return m.ok() ? Status::Ok() : m.status();
+  }
+
+  std::string path_;
+  std::unique_ptr<SafetensorsFile> file_;
+  TempDir dir_;
+};
+
+TEST_F(Taef2WeightsTest, CreateLoadsWeightsAndReportsSha256) {
+  Taef2Options options;
+  options.weights_path = path_;
+  Result<std::unique_ptr<Taef2Decoder>> m = Taef2Decoder::Create(options);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelInfo& info = (*m)->info();
+  EXPECT_EQ(info.name, "taef2");
+  EXPECT_EQ(info.kind, "taef2");
+  EXPECT_FALSE(info.demo_weights);
+  EXPECT_EQ(info.weights_path, path_);
+  EXPECT_EQ(info.weights_sha256, kDecoderSha256);
+  EXPECT_EQ(info.resident_bytes, 1338499u * 4);  // README §2 parameter count, fp32
+  EXPECT_EQ(info.latent_channels, 32);
+  EXPECT_EQ(info.latent_dtype, DType::kFloat32);
+}
+
+TEST_F(Taef2WeightsTest, CreateFailsNamingMissingTensorForEncoderWeights) {
+  const std::string encoder = SharedDataPath("taef2_encoder.safetensors");
+  if (!test_util::Exists(encoder)) GTEST_SKIP() << "shared data absent: " << encoder;
+  Status s = CreateStatus(encoder);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("taef2_encoder.safetensors: tensor '1.weight' is missing"));
+}
+
+TEST_F(Taef2WeightsTest, CreateFailsNamingMissingTensor) {
+  std::vector<TestTensor> tensors = DecoderTensors(*file_);
+  std::erase_if(tensors, [](const TestTensor& t) { return t.name == "14.conv.2.bias"; });
+  ASSERT_EQ(tensors.size(), 78u);
+  Status s = CreateStatus(dir_.Write("missing.safetensors", test_util::SafetensorsBytes(tensors)));
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "model 'taef2': missing.safetensors: tensor '14.conv.2.bias' is missing");
+}
+
+TEST_F(Taef2WeightsTest, CreateFailsNamingMisShapedTensor) {
+  std::vector<TestTensor> tensors = DecoderTensors(*file_);
+  for (TestTensor& t : tensors) {
+    if (t.name == "3.pool.0.weight") t.shape = {64, 256, 1, 1};  // same bytes, transposed shape
+  }
+  Status s = CreateStatus(dir_.Write("bad.safetensors", test_util::SafetensorsBytes(tensors)));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("bad.safetensors: tensor '3.pool.0.weight' has shape "
+                                     "[64, 256, 1, 1], expected [256, 64, 1, 1]"));
+}
+
+TEST_F(Taef2WeightsTest, CreateFailsNamingNonFloatTensor) {
+  std::vector<TestTensor> tensors = DecoderTensors(*file_);
+  for (TestTensor& t : tensors) {
+    if (t.name == "19.bias") t = {"19.bias", "U8", {6}, std::string(6, '\0')};
+  }
+  Status s = CreateStatus(dir_.Write("bad.safetensors", test_util::SafetensorsBytes(tensors)));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("tensor '19.bias' has dtype uint8, expected float16"));
+}
+
+TEST_F(Taef2WeightsTest, CreateRejectsUnexpectedExtraTensors) {
+  std::vector<TestTensor> tensors = DecoderTensors(*file_);
+  tensors.push_back({"20.weight", "F16", {1}, std::string(2, '\0')});
+  Status s = CreateStatus(dir_.Write("extra.safetensors", test_util::SafetensorsBytes(tensors)));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("holds 1 tensors that are not TAEF2 decoder parameters ('20.weight')"));
+}
+
+TEST_F(Taef2WeightsTest, CreateAcceptsFloat32Weights) {
+  std::vector<TestTensor> tensors = DecoderTensors(*file_);
+  for (TestTensor& t : tensors) {
+    torch::Tensor half = torch::empty(t.shape, torch::kHalf);
+    std::memcpy(half.data_ptr(), t.bytes.data(), t.bytes.size());
+    torch::Tensor f = half.to(torch::kFloat).contiguous();
+    t.dtype = "F32";
+    t.bytes.assign(static_cast<const char*>(f.data_ptr()), f.nbytes());
+  }
+  Status s = CreateStatus(dir_.Write("f32.safetensors", test_util::SafetensorsBytes(tensors)));
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST(Taef2CreateTest, RejectsBadOptions) {
+  Taef2Options options;
+  Result<std::unique_ptr<Taef2Decoder>> m = Taef2Decoder::Create(options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("weights_path is empty"));
+
+  options.weights_path = "/nonexistent/taef2_decoder.safetensors";
+  options.frame_batch = 0;
+  m = Taef2Decoder::Create(options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("frame_batch is 0; must be in [1, 4096]"));
+
+  options.frame_batch = 4;
+  m = Taef2Decoder::Create(options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(m.status().message(), HasSubstr("/nonexistent/taef2_decoder.safetensors"));
+}
+
+// ---- Reference decodes of the three photos ----
+
+struct Photo {
+  const char* name;  // file stem
+  int64_t h, w;      // latent size
+};
+
+class Taef2PhotoTest : public ::testing::TestWithParam<Photo> {};
+
+TEST_P(Taef2PhotoTest, DecodeMatchesOfficialFloatAndUint8References) {
+  at::set_num_threads(2);
+  const std::string weights = SharedDataPath("taef2_decoder.safetensors");
+  const std::string photo = SharedDataPath(std::string("photo_") + GetParam().name + ".safetensors");
+  if (!test_util::Exists(weights)) GTEST_SKIP() << "shared data absent: " << weights;
+  if (!test_util::Exists(photo)) GTEST_SKIP() << "shared data absent: " << photo;
+
+  Taef2Options options;
+  options.weights_path = weights;
+  Result<std::unique_ptr<Taef2Decoder>> model = Taef2Decoder::Create(options);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Result<std::unique_ptr<SafetensorsFile>> file = SafetensorsFile::Open(photo);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+
+  const int64_t h = GetParam().h, w = GetParam().w;
+  Result<const TensorEntry*> latent_e = (*file)->Require("latent", DType::kFloat32, {1, 32, h, w});
+  ASSERT_TRUE(latent_e.ok()) << latent_e.status().ToString();
+  Result<const TensorEntry*> ref_e =
+      (*file)->Require("decoded_f32", DType::kFloat32, {1, 3, 8 * h, 8 * w});
+  ASSERT_TRUE(ref_e.ok()) << ref_e.status().ToString();
+  Result<const TensorEntry*> ref_u8_e =
+      (*file)->Require("decoded_u8", DType::kUInt8, {8 * h, 8 * w, 3});
+  ASSERT_TRUE(ref_u8_e.ok()) << ref_u8_e.status().ToString();
+  const torch::Tensor latent = ToTorch(**latent_e);
+  const torch::Tensor ref = ToTorch(**ref_e);
+  const torch::Tensor ref_u8 = ToTorch(**ref_u8_e);
+
+  Result<DecodePlan> plan = (*model)->Plan(DType::kFloat32, latent.sizes().vec());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->shape_bucket, "taef2:" + std::to_string(h) + "x" + std::to_string(w));
+
+  ComponentTimings timings;
+  const auto start = std::chrono::steady_clock::now();
+  Result<torch::Tensor> out = (*model)->Decode(latent, &timings);
+  const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->sizes().vec(), (std::vector<int64_t>{1, 3, 8 * h, 8 * w}));
+  ASSERT_EQ(out->scalar_type(), torch::kFloat);
+  ASSERT_EQ(timings.entries().size(), 1u);
+  EXPECT_EQ(timings.entries()[0].first, "taef2.decode_latent");
+  EXPECT_GT(timings.entries()[0].second, 0.0);
+
+  const double max_abs = (*out - ref).abs().max().item<double>();
+  EXPECT_LE(max_abs, 1e-4);
+  // Not clamped: the reference goes slightly outside [0, 1] (README §1).
+  EXPECT_LT(out->min().item<float>(), 0.0f);
+
+  Result<torch::Tensor> u8 = ToUint8Nhwc(out->index({0}).unsqueeze(0));
+  ASSERT_TRUE(u8.ok()) << u8.status().ToString();
+  ASSERT_EQ(u8->sizes().vec(), (std::vector<int64_t>{1, 8 * h, 8 * w, 3}));
+  const torch::Tensor diff = (u8->index({0}).to(torch::kInt) - ref_u8.to(torch::kInt)).abs();
+  const int64_t max_u8_diff = diff.max().item<int64_t>();
+  const int64_t differing = diff.ne(0).sum().item<int64_t>();
+  EXPECT_LE(max_u8_diff, 1);
+  EXPECT_LE(static_cast<double>(differing), 1e-4 * static_cast<double>(diff.numel()));
+
+  std::printf("[ photo %-9s ] latent %ldx%ld: max|diff| f32 %.3g, u8 max %ld, u8 differing %ld of "
+              "%ld, decode %.3f s (taef2.decode_latent %.3f s)\n",
+              GetParam().name, static_cast<long>(h), static_cast<long>(w), max_abs,
+              static_cast<long>(max_u8_diff), static_cast<long>(differing),
+              static_cast<long>(diff.numel()), seconds.count(), timings.entries()[0].second);
+  RecordProperty("max_abs_diff", std::to_string(max_abs));
+  RecordProperty("decode_seconds", std::to_string(seconds.count()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Photos, Taef2PhotoTest,
+                         ::testing::Values(Photo{"astronaut", 64, 64}, Photo{"coffee", 50, 74},
+                                           Photo{"chelsea", 36, 56}),
+                         [](const ::testing::TestParamInfo<Photo>& info) {
+                           return std::string(info.param.name);
+                         });
+
+TEST_F(Taef2WeightsTest, DecodeOutputDoesNotDependOnFrameBatch) {
+  at::set_num_threads(2);
+  torch::manual_seed(7);
+  const torch::Tensor latent = torch::randn({5, 32, 6, 7});
+  Taef2Options options;
+  options.weights_path = path_;
+  options.frame_batch = 2;  // batches of 2, 2, 1
+  Result<std::unique_ptr<Taef2Decoder>> batched = Taef2Decoder::Create(options);
+  ASSERT_TRUE(batched.ok()) << batched.status().ToString();
+  Result<torch::Tensor> all = (*batched)->Decode(latent, nullptr);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->sizes().vec(), (std::vector<int64_t>{5, 3, 48, 56}));
+  for (int64_t i = 0; i < 5; ++i) {
+    Result<torch::Tensor> one = (*batched)->Decode(latent.narrow(0, i, 1), nullptr);
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    EXPECT_LE((all->narrow(0, i, 1) - *one).abs().max().item<double>(), 1e-5) << "frame " << i;
+  }
+}
+
+// ---- Plan() validation (demo model: needs no data files) ----
+
+class Taef2PlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<std::unique_ptr<Taef2Decoder>> m = Taef2Decoder::CreateDemo("taef2", 1);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(m).value();
+  }
+  Status PlanStatus(DType dtype, const std::vector<int64_t>& shape) {
+    Result<DecodePlan> p = model_->Plan(dtype, shape);
+    return p.ok() ? Status::Ok() : p.status();
+  }
+  std::unique_ptr<Taef2Decoder> model_;
+};
+
+TEST_F(Taef2PlanTest, PlanReturnsPixelGeometryAndShapeBucket) {
+  Result<DecodePlan> p = model_->Plan(DType::kFloat32, {16, 32, 34, 80});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->frames, 16);
+  EXPECT_EQ(p->channels, 3);
+  EXPECT_EQ(p->height_px, 272);
+  EXPECT_EQ(p->width_px, 640);
+  EXPECT_EQ(p->shape_bucket, "taef2:34x80");
+}
+
+TEST_F(Taef2PlanTest, PlanRejectsNonFloat32LatentNamingDtype) {
+  Status s = PlanStatus(DType::kFloat16, {1, 32, 8, 8});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), StartsWith("latent.dtype is float16"));
+  EXPECT_THAT(s.message(), HasSubstr("needs float32"));
+}
+
+TEST_F(Taef2PlanTest, PlanRejectsWrongRankNamingShape) {
+  Status s = PlanStatus(DType::kFloat32, {32, 8, 8});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), StartsWith("latent.shape [32, 8, 8] has rank 3"));
+  EXPECT_THAT(s.message(), HasSubstr("expected [frames, 32, height_latent, width_latent]"));
+}
+
+TEST_F(Taef2PlanTest, PlanRejectsWrongChannelCountNamingDim1) {
+  Status s = PlanStatus(DType::kFloat32, {1, 16, 8, 8});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), StartsWith("latent.shape[1] (channels) is 16"));
+  EXPECT_THAT(s.message(), HasSubstr("needs 32 latent channels"));
+}
+
+TEST_F(Taef2PlanTest, PlanRejectsZeroSizeDimsNamingTheDim) {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {0, 32, 8, 8}, {1, 0, 8, 8}, {1, 32, 0, 8}, {1, 32, 8, 0}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Status s = PlanStatus(DType::kFloat32, shapes[i]);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), StartsWith("latent.shape[" + std::to_string(i) + "]"));
+    EXPECT_THAT(s.message(), HasSubstr("is 0; must be >= 1"));
+  }
+}
+
+TEST_F(Taef2PlanTest, PlanRejectsOversizeRequestsStatingTheLimit) {
+  Status s = PlanStatus(DType::kFloat32, {1, 32, 1025, 8});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), StartsWith("latent.shape[2] (height_latent) is 1025"));
+  EXPECT_THAT(s.message(), HasSubstr("at most 1024 latent cells (8192 px)"));
+
+  s = PlanStatus(DType::kFloat32, {1, 32, 8, 4096});
+  EXPECT_THAT(s.message(), StartsWith("latent.shape[3] (width_latent) is 4096"));
+
+  s = PlanStatus(DType::kFloat32, {4097, 32, 8, 8});
+  EXPECT_THAT(s.message(), StartsWith("latent.shape[0] (frames) is 4097"));
+  EXPECT_THAT(s.message(), HasSubstr("at most 4096 frames"));
+}
+
+TEST_F(Taef2PlanTest, DecodeRejectsBadLatentWithoutThrowing) {
+  Result<torch::Tensor> out = model_->Decode(torch::zeros({1, 32, 4, 4}, torch::kDouble), nullptr);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), StartsWith("latent.dtype is unknown"));
+
+  out = model_->Decode(torch::zeros({1, 16, 4, 4}), nullptr);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), StartsWith("latent.shape[1]"));
+
+  out = model_->Decode(torch::Tensor(), nullptr);
+  ASSERT_FALSE(out.ok());
+}
+
+// ---- Demo model ----
+
+TEST(Taef2DemoTest, SameSeedGivesBitwiseIdenticalOutput) {
+  at::set_num_threads(2);
+  Result<std::unique_ptr<Taef2Decoder>> a = Taef2Decoder::CreateDemo("demo", 42);
+  Result<std::unique_ptr<Taef2Decoder>> b = Taef2Decoder::CreateDemo("demo", 42);
+  Result<std::unique_ptr<Taef2Decoder>> c = Taef2Decoder::CreateDemo("demo", 43);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  torch::manual_seed(3);
+  const torch::Tensor latent = torch::randn({2, 32, 5, 6});
+  Result<torch::Tensor> oa = (*a)->Decode(latent, nullptr);
+  Result<torch::Tensor> ob = (*b)->Decode(latent, nullptr);
+  Result<torch::Tensor> oc = (*c)->Decode(latent, nullptr);
+  ASSERT_TRUE(oa.ok() && ob.ok() && oc.ok());
+  ASSERT_EQ(oa->sizes().vec(), (std::vector<int64_t>{2, 3, 40, 48}));
+  EXPECT_TRUE(torch::equal(*oa, *ob));
+  EXPECT_FALSE(torch::equal(*oa, *oc));
+}
+
+TEST(Taef2DemoTest, OutputIsFiniteAndInASaneRange) {
+  at::set_num_threads(2);
+  Result<std::unique_ptr<Taef2Decoder>> m = Taef2Decoder::CreateDemo("demo", 0);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  torch::manual_seed(5);
+  const torch::Tensor latent = torch::randn({1, 32, 16, 16}) * 0.85;  // like real latents
+  Result<torch::Tensor> out = (*m)->Decode(latent, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(torch::isfinite(*out).all().item<bool>());
+  const double lo = out->min().item<double>(), hi = out->max().item<double>();
+  const double std = out->std().item<double>();
+  std::printf("demo output: min %.3f max %.3f mean %.3f std %.3f\n", lo, hi,
+              out->mean().item<double>(), std);
+  EXPECT_GT(lo, -1.0);
+  EXPECT_LT(hi, 2.0);
+  EXPECT_GT(std, 1e-3);  // not constant
+}
+
+TEST(Taef2DemoTest, InfoSaysDemoWeights) {
+  Result<std::unique_ptr<Taef2Decoder>> m = Taef2Decoder::CreateDemo("smoke", 9);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelInfo& info = (*m)->info();
+  EXPECT_EQ(info.name, "smoke");
+  EXPECT_EQ(info.kind, "demo");
+  EXPECT_TRUE(info.demo_weights);
+  EXPECT_TRUE(info.weights_path.empty());
+  EXPECT_TRUE(info.weights_sha256.empty());
+  EXPECT_THAT(info.description,
+              StartsWith("DEMO: deterministic seeded weights, not a trained model"));
+  EXPECT_EQ(info.resident_bytes, 1338499u * 4);
+}
+
+TEST(Taef2DemoTest, RejectsEmptyName) {
+  EXPECT_FALSE(Taef2Decoder::CreateDemo("", 0).ok());
+}
+
+// ---- ToUint8Nhwc ----
+
+TEST(ToUint8NhwcTest, ClampsScalesRoundsAndPermutesToNhwc) {
+  // [1, 3, 1, 2]: channel-major in, pixel-major out.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  torch::Tensor x = torch::tensor({-0.5f, 0.5f, 0.25f, 1.5f, 0.0078125f, nan}).reshape({1, 3, 1, 2});
+  Result<torch::Tensor> u8 = ToUint8Nhwc(x);
+  ASSERT_TRUE(u8.ok()) << u8.status().ToString();
+  ASSERT_EQ(u8->sizes().vec(), (std::vector<int64_t>{1, 1, 2, 3}));
+  ASSERT_EQ(u8->scalar_type(), torch::kByte);
+  ASSERT_TRUE(u8->is_contiguous());
+  // pixel 0: channels (-0.5, 0.25, 0.0078125) -> (0, 63.75 -> 64, 1.99 -> 2)
+  // pixel 1: channels (0.5, 1.5, NaN) -> (127.5 -> 128, 255, 0)
+  const std::vector<uint8_t> expected = {0, 64, 2, 128, 255, 0};
+  const uint8_t* p = u8->data_ptr<uint8_t>();
+  EXPECT_EQ(std::vector<uint8_t>(p, p + 6), expected);
+}
+
+// Finds a float x with x * 255 == target exactly in float32 arithmetic (the
+// product the helper computes), searching the floats next to target / 255.
+std::optional<float> InputScalingTo(float target) {
+  float x = target / 255.0f;
+  for (int i = 0; i < 64; ++i) x = std::nextafter(x, 0.0f);
+  for (int i = 0; i < 128; ++i, x = std::nextafter(x, 1.0f)) {
+    if (x * 255.0f == target) return x;
+  }
+  return std::nullopt;
+}
+
+TEST(ToUint8NhwcTest, RoundsExactHalvesToEven) {
+  // round-half-to-even: 2.5 -> 2, 4.5 -> 4, 5.5 -> 6 (std::round would give 3, 5, 6).
+  const std::vector<std::pair<float, uint8_t>> cases = {{2.5f, 2}, {4.5f, 4}, {5.5f, 6}};
+  int checked = 0;
+  for (const auto& [target, expected] : cases) {
+    const std::optional<float> x = InputScalingTo(target);
+    if (!x) continue;
+    Result<torch::Tensor> u8 = ToUint8Nhwc(torch::full({1, 1, 1, 1}, *x));
+    ASSERT_TRUE(u8.ok()) << u8.status().ToString();
+    EXPECT_EQ(u8->item<uint8_t>(), expected) << "x*255 == " << target;
+    ++checked;
+  }
+  EXPECT_GE(checked, 2) << "no float inputs produce exact .5 products";
+}
+
+TEST(ToUint8NhwcTest, RejectsNonFloatOrWrongRank) {
+  Result<torch::Tensor> r = ToUint8Nhwc(torch::zeros({1, 3, 2, 2}, torch::kDouble));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), StartsWith("output.dtype is Double"));
+  r = ToUint8Nhwc(torch::zeros({3, 2, 2}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), StartsWith("output.shape has rank 3"));
+}
+
+}  // namespace
+}  // namespace vaed::models

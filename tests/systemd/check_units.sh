@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Checks the shipped systemd snippets in systemd/ with systemd's own tools.
+#
+#   check_units.sh service  SYSTEMD_DIR VAED_BINARY
+#     Runs `systemd-analyze verify` on a copy of vaed.service whose ExecStart
+#     points at the built daemon (verify insists that the binary exists; the
+#     shipped unit keeps /usr/local/sbin/vaed). Fails on any output line that
+#     mentions vaed.service, and on shipped settings that would break clients
+#     (PrivateDevices=/PrivateIPC= hide their /dev/shm segments).
+#
+#   check_units.sh sysusers-tmpfiles SYSTEMD_DIR
+#     Applies vaed.sysusers and then vaed.tmpfiles to an empty alternate root
+#     and checks the users, directories, modes and owners they create.
+#
+# Exit status: 0 pass, 1 fail, 77 skipped (tool missing, or not root where
+# chown is needed); ctest maps 77 to "skipped".
+set -u
+
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+skip() { printf 'SKIP: %s\n' "$*" >&2; exit 77; }
+
+mode=${1:?usage: check_units.sh service|sysusers-tmpfiles SYSTEMD_DIR [VAED_BINARY]}
+dir=${2:?missing SYSTEMD_DIR}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vaed-units.XXXXXX") || fail "mktemp"
+trap 'rm -rf "$tmp"' EXIT
+
+check_service() {
+  local bin=${1:?missing VAED_BINARY}
+  local unit="$dir/vaed.service"
+  command -v systemd-analyze >/dev/null || skip "systemd-analyze not installed"
+  [ -f "$unit" ] || fail "$unit is missing"
+  [ -x "$bin" ] || fail "built daemon $bin is missing or not executable (build target vaed first)"
+
+  grep -qx 'ExecStart=/usr/local/sbin/vaed --config /etc/vaed/vaed.toml' "$unit" ||
+    fail "shipped ExecStart must be '/usr/local/sbin/vaed --config /etc/vaed/vaed.toml'"
+  local key
+  for key in PrivateDevices PrivateIPC; do
+    if grep -Eq "^[[:space:]]*${key}=" "$unit"; then
+      fail "$key= must not be set: clients' /dev/shm segments must stay visible to vaed"
+    fi
+  done
+  for key in Type=notify NotifyAccess=main WatchdogSec=30 User=vaed Group=vaed \
+             RuntimeDirectory=vaed RuntimeDirectoryMode=0750; do
+    grep -qx "$key" "$unit" || fail "expected line '$key' in $unit"
+  done
+
+  # Same file name, so that verify's messages name vaed.service.
+  sed "s#^ExecStart=/usr/local/sbin/vaed #ExecStart=$bin #" "$unit" > "$tmp/vaed.service"
+  grep -q "^ExecStart=$bin " "$tmp/vaed.service" || fail "could not rewrite ExecStart"
+
+  local out rc
+  out=$(cd "$tmp" && systemd-analyze verify "$tmp/vaed.service" 2>&1)
+  rc=$?
+  printf '%s\n' "$out"
+  if printf '%s\n' "$out" | grep -q 'vaed\.service'; then
+    fail "systemd-analyze verify reported problems in vaed.service (lines above)"
+  fi
+  [ "$rc" -eq 0 ] || fail "systemd-analyze verify exited with $rc"
+  echo "PASS: systemd-analyze verify vaed.service (ExecStart -> $bin)"
+}
+
+check_sysusers_tmpfiles() {
+  command -v systemd-sysusers >/dev/null || skip "systemd-sysusers not installed"
+  command -v systemd-tmpfiles >/dev/null || skip "systemd-tmpfiles not installed"
+  local root="$tmp/root" out
+  mkdir -p "$root/etc"
+
+  # Parse check that needs no privileges.
+  out=$(systemd-sysusers --dry-run --root="$root" "$dir/vaed.sysusers" 2>&1) ||
+    { printf '%s\n' "$out"; fail "systemd-sysusers --dry-run rejected vaed.sysusers"; }
+  printf '%s\n' "$out"
+  printf '%s\n' "$out" | grep -q "Creating user 'vaed'" || fail "vaed.sysusers does not create user vaed"
+  printf '%s\n' "$out" | grep -q "Creating group 'vaed'" || fail "vaed.sysusers does not create group vaed"
+
+  # systemd 252's systemd-tmpfiles has no --dry-run; applying the snippet
+  # chowns, which needs root.
+  [ "$(id -u)" -eq 0 ] || skip "vaed.sysusers parses; applying vaed.tmpfiles needs root (systemd 252 has no tmpfiles --dry-run)"
+
+  out=$(systemd-sysusers --root="$root" "$dir/vaed.sysusers" 2>&1) ||
+    { printf '%s\n' "$out"; fail "systemd-sysusers failed to apply vaed.sysusers"; }
+  local uid gid
+  uid=$(awk -F: '$1=="vaed"{print $3}' "$root/etc/passwd")
+  gid=$(awk -F: '$1=="vaed"{print $3}' "$root/etc/group")
+  [ -n "$uid" ] && [ -n "$gid" ] || fail "user/group vaed missing from the alternate root"
+
+  out=$(systemd-tmpfiles --root="$root" --create "$dir/vaed.tmpfiles" 2>&1)
+  local rc=$?
+  printf '%s\n' "$out"
+  [ "$rc" -eq 0 ] && [ -z "$out" ] || fail "systemd-tmpfiles --create vaed.tmpfiles: exit $rc"
+
+  local want path got
+  for want in "/run/vaed 750 $uid $gid" "/var/cache/vaed 750 $uid $gid" "/var/lib/vaed 750 0 $gid"; do
+    path=${want%% *}
+    got=$(stat -c "$path %a %u %g" "$root$path" 2>/dev/null) || fail "$path was not created"
+    [ "$got" = "$want" ] || fail "expected '$want', got '$got'"
+  done
+  echo "PASS: vaed.sysusers and vaed.tmpfiles apply cleanly (uid $uid, gid $gid)"
+}
+
+case "$mode" in
+  service) check_service "${3:-}" ;;
+  sysusers-tmpfiles) check_sysusers_tmpfiles ;;
+  *) fail "unknown mode '$mode'" ;;
+esac
