@@ -1,7 +1,7 @@
 // vaed: the per-node VAE decode daemon. See README.md and
 // ../shared/DESIGN.md for what it serves and how.
 #include <signal.h>
-#include <sys/signalfd.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <ATen/Parallel.h>
@@ -15,16 +15,28 @@
 
 namespace {
 
-// SIGTERM and SIGINT are blocked in every thread (threads inherit the mask)
-// and read through a signalfd by the control loop, so a stop request goes
-// through what the loop blocks on.
-int BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  if (pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return -1;
-  return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+// Written by the signal handler, polled by the control loop: a stop request
+// goes through what the loop blocks on. A handler (not a blocked-signal
+// signalfd) because libraries may start threads before main() whose signal
+// mask we cannot set; the handler runs on whichever thread gets the signal.
+int g_stop_fd = -1;
+
+void OnStopSignal(int) {
+  const uint64_t one = 1;
+  // write(2) is async-signal-safe; a full counter only means "already asked".
+  ssize_t n = write(g_stop_fd, &one, sizeof(one));
+  (void)n;
+}
+
+int InstallStopHandlers() {
+  g_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (g_stop_fd < 0) return -1;
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (sigaction(SIGTERM, &sa, nullptr) != 0 || sigaction(SIGINT, &sa, nullptr) != 0) return -1;
+  return g_stop_fd;
 }
 
 }  // namespace
@@ -32,7 +44,7 @@ int BlockStopSignals() {
 int main(int argc, char** argv) {
   // A client that disappears must never kill the daemon through a write.
   signal(SIGPIPE, SIG_IGN);
-  const int stop_fd = BlockStopSignals();
+  const int stop_fd = InstallStopHandlers();
   if (stop_fd < 0) {
     std::perror("vaed: setting up signal handling");
     return 1;

@@ -83,6 +83,13 @@ void Executor::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+size_t Executor::CancelClient(uint64_t client_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t before = queue_.size();
+  std::erase_if(queue_, [&](const std::unique_ptr<DecodeJob>& j) { return j->client_id == client_id; });
+  return before - queue_.size();
+}
+
 size_t Executor::queue_depth() const {
   std::lock_guard<std::mutex> lock(mu_);
   return queue_.size();

@@ -70,6 +70,11 @@ class Executor {
   // jobs; kCancelled after Stop().
   Status Submit(std::unique_ptr<DecodeJob> job);
 
+  // Drops the queued (not yet running) jobs of a client that has gone away
+  // (its replies would have nowhere to go); returns how many. The running
+  // job, if it is that client's, finishes: decodes are not interruptible.
+  size_t CancelClient(uint64_t client_id);
+
   // Answers every queued job with kCancelled, lets the running one finish,
   // joins the thread. Idempotent.
   void Stop();

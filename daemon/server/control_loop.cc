@@ -103,9 +103,12 @@ ControlLoop::ControlLoop(const DaemonOptions& options, models::ModelRegistry* re
 
 ControlLoop::~ControlLoop() {
   if (executor_) executor_->Stop();
-  // Unlink our socket file so a stale path does not look served.
-  std::error_code ec;
-  std::filesystem::remove(options_.server.socket, ec);
+  // Unlink our socket file so a stale path does not look served; never
+  // another daemon's (Bind() may have failed because it is served).
+  if (bound_) {
+    std::error_code ec;
+    std::filesystem::remove(options_.server.socket, ec);
+  }
 }
 
 Status ControlLoop::Bind() {
@@ -139,6 +142,7 @@ Status ControlLoop::Bind() {
   // Clients in the daemon's group may connect (the directory's mode decides
   // who reaches the socket at all).
   ::chmod(path.c_str(), 0660);
+  bound_ = true;
   return Status::Ok();
 }
 
@@ -262,8 +266,10 @@ void ControlLoop::DropExpiredClients() {
   for (const auto& e :
        clients_.FindExpired(now, std::chrono::milliseconds(options_.server.client_timeout_ms))) {
     const ClientState* c = clients_.Find(e.client_id);
-    spdlog::info("client {} ('{}', pid {}) dropped: {}; unmapping {} regions", e.client_id,
-                 c ? c->name : "?", c ? c->pid : 0, e.reason, c ? c->regions.size() : 0);
+    const size_t cancelled = executor_->CancelClient(e.client_id);
+    spdlog::info("client {} ('{}', pid {}) dropped: {}; unmapping {} regions, {} queued decodes "
+                 "cancelled", e.client_id, c ? c->name : "?", c ? c->pid : 0, e.reason,
+                 c ? c->regions.size() : 0, cancelled);
     clients_.Remove(e.client_id);
   }
 }

@@ -7,8 +7,8 @@
 // the executor when it finishes or is cancelled. A malformed message never
 // stops the loop; it is answered with ERROR_CODE_PROTOCOL_ERROR and counted.
 //
-// Stopping: Run() returns after `stop_fd` becomes readable (main passes a
-// signalfd for SIGTERM/SIGINT; tests an eventfd). It then cancels queued
+// Stopping: Run() returns after `stop_fd` becomes readable (main passes an
+// eventfd written by its SIGTERM/SIGINT handler). It then cancels queued
 // decodes (each answered with ERROR_CODE_CANCELLED), waits for the running
 // one, forwards the last replies and joins the executor thread.
 //
@@ -82,6 +82,7 @@ class ControlLoop {
   ClientRegistry clients_;
   SystemdNotifier notifier_;
 
+  bool bound_ = false;  // we own the socket path and unlink it at exit
   uint64_t requests_served_ = 0;
   uint64_t requests_failed_ = 0;
   uint64_t protocol_errors_ = 0;

@@ -253,6 +253,40 @@ INSTANTIATE_TEST_SUITE_P(Photos, Taef2PhotoTest,
                            return std::string(info.param.name);
                          });
 
+TEST(Taef2VideoTest, FrameBatchedDecodeOfCarphoneMatchesReferenceUint8) {
+  at::set_num_threads(2);
+  const std::string weights = SharedDataPath("taef2_decoder.safetensors");
+  const std::string video = SharedDataPath("video_carphone.safetensors");
+  if (!test_util::Exists(weights)) GTEST_SKIP() << "shared data absent: " << weights;
+  if (!test_util::Exists(video)) GTEST_SKIP() << "shared data absent: " << video;
+  Taef2Options options;
+  options.weights_path = weights;
+  options.frame_batch = 4;  // 32 frames -> 8 forward calls; the reference used batch 1
+  Result<std::unique_ptr<Taef2Decoder>> model = Taef2Decoder::Create(options);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Result<std::unique_ptr<SafetensorsFile>> file = SafetensorsFile::Open(video);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  Result<const TensorEntry*> latent_e = (*file)->Require("latent", DType::kFloat32, {32, 32, 18, 22});
+  ASSERT_TRUE(latent_e.ok()) << latent_e.status().ToString();
+  Result<const TensorEntry*> ref_e =
+      (*file)->Require("decoded_u8", DType::kUInt8, {32, 144, 176, 3});
+  ASSERT_TRUE(ref_e.ok()) << ref_e.status().ToString();
+
+  ComponentTimings timings;
+  Result<torch::Tensor> out = (*model)->Decode(ToTorch(**latent_e), &timings);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  Result<torch::Tensor> u8 = ToUint8Nhwc(*out);
+  ASSERT_TRUE(u8.ok()) << u8.status().ToString();
+  const torch::Tensor diff = (u8->to(torch::kInt) - ToTorch(**ref_e).to(torch::kInt)).abs();
+  const int64_t max_diff = diff.max().item<int64_t>();
+  const int64_t differing = diff.ne(0).sum().item<int64_t>();
+  EXPECT_LE(max_diff, 1);
+  EXPECT_LE(static_cast<double>(differing), 1e-4 * static_cast<double>(diff.numel()));
+  std::printf("[ video carphone ] 32 frames 18x22: u8 max %ld, differing %ld of %ld, decode %.3f s\n",
+              static_cast<long>(max_diff), static_cast<long>(differing),
+              static_cast<long>(diff.numel()), timings.entries()[0].second);
+}
+
 TEST_F(Taef2WeightsTest, DecodeOutputDoesNotDependOnFrameBatch) {
   at::set_num_threads(2);
   torch::manual_seed(7);

@@ -61,7 +61,7 @@ TEST(TextTableTest, PadsColumnsAndRightAlignsNumbers) {
 TEST(TextTableTest, ShortRowsArePaddedWithoutTrailingSpaces) {
   TextTable t({"a", "b"});
   t.AddRow({"long cell"});
-  EXPECT_EQ(t.Render(), "a          b\n-------------\nlong cell\n");
+  EXPECT_EQ(t.Render(), "a          b\n------------\nlong cell\n");
 }
 
 TEST(TextTableTest, EmptyHeaderRendersNoHeaderOrRule) {

@@ -1,0 +1,219 @@
+// Acceptance: the daemon's life cycle through real processes: a client
+// killed mid-request, SIGTERM shutdown, the C ABI, and the command line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "tests/integration/daemon_process.h"
+#include "vaed/client.h"
+#include "vaed/vaed_c.h"
+
+namespace vaed {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::DaemonProcess;
+
+// Polls the daemon's status until `pred` holds or `timeout` passes.
+template <typename Pred>
+bool WaitForStatus(client::Client& c, Pred pred, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto s = c.GetStatus();
+    if (s.ok() && pred(*s)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+TEST(LifecycleTest, ClientKilledMidRequestIsDroppedAndDaemonKeepsServing) {
+  DaemonProcess daemon({"--intra-op-threads", "1"});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  auto observer = client::Client::Connect({.socket = daemon.socket(), .client_name = "observer"});
+  ASSERT_TRUE(observer.ok());
+
+  // The victim: a separate client process whose pid we know.
+  const std::string victim = std::string(VAED_BINARY_DIR) + "/tests/integration/victim_client";
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], 1);
+    close(pipe_fds[0]);
+    execl(victim.c_str(), victim.c_str(), daemon.socket().c_str(), "2", nullptr);
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  FILE* p = fdopen(pipe_fds[0], "r");
+  char line[256] = {};
+  ASSERT_NE(fgets(line, sizeof(line), p), nullptr) << daemon.Log();
+  ASSERT_STREQ(line, "sending\n");
+  // The victim's decode is queued or running now; kill it without warning.
+  ASSERT_TRUE(WaitForStatus(
+      **observer, [](const v1::StatusReply& s) { return s.clients() == 2 && s.regions() == 2; },
+      std::chrono::seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(wstatus)) << "the victim finished before it was killed";
+  fclose(p);
+
+  // Its regions are unmapped once the daemon sees it is gone.
+  EXPECT_TRUE(WaitForStatus(
+      **observer, [](const v1::StatusReply& s) { return s.clients() == 1 && s.regions() == 0; },
+      std::chrono::seconds(60)))
+      << daemon.Log();
+  EXPECT_THAT(daemon.Log(), HasSubstr("has exited"));
+
+  // And it keeps serving.
+  auto in = client::SharedRegion::Create(32 * 2 * 2 * 4);
+  auto out = client::SharedRegion::Create(16 * 16 * 3);
+  ASSERT_TRUE(in.ok() && out.ok());
+  auto in_id = (*observer)->RegisterRegion(**in);
+  auto out_id = (*observer)->RegisterRegion(**out);
+  auto r = (*observer)->Decode({.model = "",
+                                .latent = {*in_id, 0, DType::kFloat32, {1, 32, 2, 2}},
+                                .output = {*out_id, 0, DType::kUInt8, {1, 16, 16, 3}}});
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  observer->reset();
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+}
+
+TEST(LifecycleTest, SigtermStopsCleanlyAndRemovesTheSocket) {
+  DaemonProcess daemon({});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  const std::string socket = daemon.socket();
+  {
+    auto c = client::Client::Connect({.socket = socket});
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE((*c)->GetStatus().ok());
+  }
+  EXPECT_EQ(daemon.Terminate(std::chrono::seconds(20)), 0) << daemon.Log();
+  EXPECT_FALSE(std::filesystem::exists(socket));
+  EXPECT_THAT(daemon.Log(), HasSubstr("stopped"));
+}
+
+TEST(LifecycleTest, DropsSilentClientAfterClientTimeout) {
+  const std::string cfg = "/tmp/vaed-lifecycle-timeout.toml";
+  {
+    std::ofstream f(cfg);
+    f << "[server]\nheartbeat_interval_ms = 200\nclient_timeout_ms = 1000\n";
+  }
+  DaemonProcess daemon({"--config", cfg});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  auto silent = client::Client::Connect(
+      {.socket = daemon.socket(), .client_name = "silent", .heartbeats = false});
+  auto chatty = client::Client::Connect({.socket = daemon.socket(), .client_name = "chatty"});
+  ASSERT_TRUE(silent.ok() && chatty.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  // The heartbeating client is kept, the silent one was dropped.
+  auto s = (*chatty)->GetStatus();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->clients(), 1u);
+  auto dropped = (*silent)->GetStatus();
+  EXPECT_EQ(dropped.status().code(), StatusCode::kFailedPrecondition);
+  std::remove(cfg.c_str());
+}
+
+TEST(CApiTest, DecodesThroughTheCAbi) {
+  DaemonProcess daemon({});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  char err[256] = {};
+  vaed_client* c = nullptr;
+  ASSERT_EQ(vaed_connect(daemon.socket().c_str(), "c-abi", &c, err, sizeof(err)), 0) << err;
+  vaed_tensor latent{};
+  latent.dtype = VAED_DTYPE_FLOAT32;
+  latent.ndim = 4;
+  const int64_t shape[4] = {2, 32, 3, 3};
+  std::memcpy(latent.shape, shape, sizeof(shape));
+  vaed_decode_result plan{};
+  ASSERT_EQ(vaed_plan_decode(c, nullptr, &latent, VAED_OUTPUT_UINT8_NHWC, &plan, err,
+                             sizeof(err)),
+            0)
+      << err;
+  EXPECT_EQ(plan.output_bytes, 2u * 24 * 24 * 3);
+
+  vaed_region *in = nullptr, *out = nullptr;
+  ASSERT_EQ(vaed_region_create(2 * 32 * 3 * 3 * 4, &in, err, sizeof(err)), 0) << err;
+  ASSERT_EQ(vaed_region_create(plan.output_bytes, &out, err, sizeof(err)), 0) << err;
+  ASSERT_EQ(vaed_register_region(c, in, &latent.region_id, err, sizeof(err)), 0) << err;
+  vaed_tensor output{};
+  ASSERT_EQ(vaed_register_region(c, out, &output.region_id, err, sizeof(err)), 0) << err;
+  output.dtype = VAED_DTYPE_UINT8;
+  output.ndim = plan.output_ndim;
+  std::memcpy(output.shape, plan.output_shape, sizeof(plan.output_shape));
+  vaed_decode_result result{};
+  ASSERT_EQ(vaed_decode(c, "demo", &latent, &output, VAED_OUTPUT_UINT8_NHWC, &result, err,
+                        sizeof(err)),
+            0)
+      << err;
+  EXPECT_EQ(result.frames, 2u);
+  EXPECT_EQ(result.demo_weights, 1);
+  ASSERT_GT(result.num_timings, 0);
+  bool has_decode = false;
+  for (int i = 0; i < result.num_timings; ++i) {
+    has_decode |= std::string(result.timings[i].component) == "decode";
+  }
+  EXPECT_TRUE(has_decode);
+
+  // An error carries its code and message.
+  latent.shape[1] = 7;
+  EXPECT_EQ(vaed_decode(c, "demo", &latent, &output, VAED_OUTPUT_UINT8_NHWC, &result, err,
+                        sizeof(err)),
+            static_cast<int>(StatusCode::kInvalidArgument));
+  EXPECT_THAT(std::string(err), HasSubstr("latent.shape[1]"));
+
+  vaed_region_free(in);
+  vaed_region_free(out);
+  vaed_client_free(c);
+  EXPECT_EQ(daemon.Terminate(), 0);
+}
+
+TEST(CommandLineTest, HelpDescribesTheFlags) {
+  testing::RunResult r = testing::RunVaed({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("--socket"));
+  EXPECT_THAT(r.output, HasSubstr("--taef2-weights"));
+}
+
+TEST(CommandLineTest, PrintConfigShowsEmbeddedDefaultsWithOverrides) {
+  testing::RunResult r =
+      testing::RunVaed({"--print-config", "--intra-op-threads", "3", "--socket", "/tmp/x.sock"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("intra_op_threads = 3"));
+  EXPECT_THAT(r.output, HasSubstr("/tmp/x.sock"));
+  EXPECT_THAT(r.output, HasSubstr("kind = 'demo'"));
+}
+
+TEST(CommandLineTest, RejectsBadConfigNamingTheKey) {
+  const std::string cfg = "/tmp/vaed-bad-config.toml";
+  {
+    std::ofstream f(cfg);
+    f << "[executor]\nintra_op_threads = 0\n";
+  }
+  testing::RunResult r = testing::RunVaed({"--config", cfg});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("executor.intra_op_threads is 0"));
+  {
+    std::ofstream f(cfg);
+    f << "[server]\nsokcet = \"/tmp/a\"\n";
+  }
+  r = testing::RunVaed({"--config", cfg});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("server.sokcet is not a known key"));
+  std::remove(cfg.c_str());
+}
+
+TEST(CommandLineTest, FailsToStartOnMissingModelWeights) {
+  testing::RunResult r = testing::RunVaed(
+      {"--socket", "/tmp/vaed-missing-weights.sock", "--model", "taef2=taef2:/nonexistent.st"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("/nonexistent.st"));
+}
+
+}  // namespace
+}  // namespace vaed

@@ -1,0 +1,137 @@
+// Acceptance: real TAEF2 weights on real photos and camera video, decoded by
+// a real `vaed` process through the real socket and shared memory. The
+// output must match the Python reference decode to +-1 (uint8) and its mean
+// PSNR against the original frames must be within 0.1 dB of the reference's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "tests/integration/daemon_process.h"
+#include "vaed/client.h"
+#include "vaed/safetensors.h"
+
+namespace vaed {
+namespace {
+
+using testing::DaemonProcess;
+
+// Mean over frames of 10*log10(255^2 / MSE), MSE over H*W*3 uint8 values in
+// float64 (data/taef2/README.md §6).
+double MeanPsnr(const uint8_t* a, const uint8_t* b, int64_t frames, int64_t frame_values) {
+  double sum = 0;
+  for (int64_t f = 0; f < frames; ++f) {
+    double se = 0;
+    for (int64_t i = 0; i < frame_values; ++i) {
+      const double d = double(a[f * frame_values + i]) - double(b[f * frame_values + i]);
+      se += d * d;
+    }
+    sum += 10.0 * std::log10(255.0 * 255.0 / (se / double(frame_values)));
+  }
+  return sum / double(frames);
+}
+
+struct RealCase {
+  const char* file;
+  const char* original_key;
+  int64_t frames, height_px, width_px;
+};
+
+class RealInputDecodeTest : public ::testing::TestWithParam<RealCase> {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::SharedFileExists("data/taef2/taef2_decoder.safetensors")) return;
+    daemon_ = new DaemonProcess({"--taef2-weights", testing::TaefWeights(), "--default-model",
+                                 "taef2", "--intra-op-threads", "2"});
+  }
+  static void TearDownTestSuite() {
+    if (daemon_) {
+      EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->Log();
+    }
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  static DaemonProcess* daemon_;
+};
+DaemonProcess* RealInputDecodeTest::daemon_ = nullptr;
+
+TEST_P(RealInputDecodeTest, MatchesReferenceDecodeAndItsPsnr) {
+  const RealCase& c = GetParam();
+  const std::string rel = std::string("data/taef2/") + c.file;
+  if (!testing::SharedFileExists(rel) || daemon_ == nullptr) {
+    GTEST_SKIP() << "../shared/" << rel << " or the TAEF2 weights are absent; real-input "
+                 << "acceptance needs the shared data pack beside the checkout";
+  }
+  ASSERT_TRUE(daemon_->ok()) << daemon_->Log();
+
+  auto file = SafetensorsFile::Open(testing::SharedPath(rel));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  const TensorEntry* latent = (*file)->Find("latent");
+  const TensorEntry* reference = (*file)->Find("decoded_u8");
+  const TensorEntry* original = (*file)->Find(c.original_key);
+  ASSERT_NE(latent, nullptr);
+  ASSERT_NE(reference, nullptr);
+  ASSERT_NE(original, nullptr);
+
+  auto client = client::Client::Connect({.socket = daemon_->socket(), .client_name = c.file});
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto plan = (*client)->PlanDecode("taef2", latent->dtype, latent->shape,
+                                    client::OutputFormat::kUInt8NHWC);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->output_bytes(), reference->nbytes);
+
+  auto in = client::SharedRegion::Create(latent->nbytes);
+  auto out = client::SharedRegion::Create(plan->output_bytes());
+  ASSERT_TRUE(in.ok() && out.ok());
+  std::memcpy((*in)->data(), latent->data, latent->nbytes);
+  auto in_id = (*client)->RegisterRegion(**in);
+  auto out_id = (*client)->RegisterRegion(**out);
+  ASSERT_TRUE(in_id.ok() && out_id.ok());
+
+  const std::vector<int64_t> out_shape(plan->output_shape().begin(), plan->output_shape().end());
+  auto reply = (*client)->Decode({.model = "taef2",
+                                  .latent = {*in_id, 0, latent->dtype, latent->shape},
+                                  .output = {*out_id, 0, DType::kUInt8, out_shape},
+                                  .format = client::OutputFormat::kUInt8NHWC});
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->frames(), c.frames);
+  EXPECT_EQ(reply->height_px(), c.height_px);
+  EXPECT_EQ(reply->width_px(), c.width_px);
+  EXPECT_FALSE(reply->demo_weights());
+
+  const uint8_t* decoded = (*out)->data();
+  int max_diff = 0;
+  uint64_t differing = 0;
+  for (uint64_t i = 0; i < reference->nbytes; ++i) {
+    const int d = std::abs(int(decoded[i]) - int(reference->data[i]));
+    max_diff = std::max(max_diff, d);
+    differing += d != 0;
+  }
+  const int64_t frame_values = c.height_px * c.width_px * 3;
+  const double psnr = MeanPsnr(decoded, original->data, c.frames, frame_values);
+  const double reference_psnr = MeanPsnr(reference->data, original->data, c.frames, frame_values);
+  std::printf("%s: PSNR %.4f dB (reference %.4f dB, diff %+.4f dB), max |diff| %d, %llu of %llu "
+              "values differ\n",
+              c.file, psnr, reference_psnr, psnr - reference_psnr, max_diff,
+              static_cast<unsigned long long>(differing),
+              static_cast<unsigned long long>(reference->nbytes));
+  EXPECT_LE(max_diff, 1);
+  EXPECT_NEAR(psnr, reference_psnr, 0.1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TaefData, RealInputDecodeTest,
+    ::testing::Values(RealCase{"video_bikes.safetensors", "frames_u8", 16, 272, 640},
+                      RealCase{"video_carphone.safetensors", "frames_u8", 32, 144, 176},
+                      RealCase{"photo_astronaut.safetensors", "image_u8", 1, 512, 512},
+                      RealCase{"photo_coffee.safetensors", "image_u8", 1, 400, 592},
+                      RealCase{"photo_chelsea.safetensors", "image_u8", 1, 288, 448}),
+    [](const ::testing::TestParamInfo<RealCase>& info) {
+      std::string name = info.param.file;
+      name = name.substr(0, name.find('.'));
+      return name;
+    });
+
+}  // namespace
+}  // namespace vaed

@@ -1,0 +1,68 @@
+// Tests of the LibTorch error adapter (daemon/models/torch_status.h).
+#include "daemon/models/torch_status.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <new>
+#include <stdexcept>
+
+namespace vaed::models {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+TEST(TorchStatusTest, FailedAllocationIsResourceExhausted) {
+  Status s;
+  try {
+    // 4 PiB: more than any address space allows, so the allocator fails.
+    torch::Tensor t = torch::empty({int64_t{1} << 50}, torch::kFloat);
+    ADD_FAILURE() << "allocation unexpectedly succeeded";
+  } catch (...) {
+    s = CurrentTorchErrorStatus("decode");
+  }
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  EXPECT_THAT(s.message(), StartsWith("decode: "));
+  EXPECT_THAT(s.message(), HasSubstr("can't allocate memory"));
+}
+
+TEST(TorchStatusTest, OtherTorchErrorIsInternalWithoutBacktrace) {
+  Status s;
+  try {
+    torch::Tensor t = torch::zeros({2, 3}).view({7});
+  } catch (...) {
+    s = CurrentTorchErrorStatus("reshape");
+  }
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_THAT(s.message(), StartsWith("reshape: shape '[7]' is invalid"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("frame #")));  // no C++ backtrace
+}
+
+TEST(TorchStatusTest, StandardExceptionsAreTranslated) {
+  Status s;
+  try {
+    throw std::bad_alloc();
+  } catch (...) {
+    s = CurrentTorchErrorStatus("x");
+  }
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  try {
+    throw std::runtime_error("boom");
+  } catch (...) {
+    s = CurrentTorchErrorStatus("x");
+  }
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "x: boom");
+  try {
+    throw 42;
+  } catch (...) {
+    s = CurrentTorchErrorStatus("x");
+  }
+  EXPECT_EQ(s.message(), "x: unknown exception");
+}
+
+}  // namespace
+}  // namespace vaed::models
