@@ -9,7 +9,8 @@ namespace vaed::models {
 Result<torch::Tensor> ToUint8Nhwc(const torch::Tensor& nchw_float) {
   if (!nchw_float.defined()) return InvalidArgument("output is an undefined tensor");
   if (nchw_float.scalar_type() != torch::kFloat) {
-    return InvalidArgument("output.dtype is " + std::string(c10::toString(nchw_float.scalar_type())) +
+    return InvalidArgument("output.dtype is " +
+                           std::string(c10::toString(nchw_float.scalar_type())) +
                            "; expected float32");
   }
   if (nchw_float.dim() != 4) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -17,6 +18,9 @@
 
 namespace vaed::models {
 namespace {
+
+// safetensors data is little-endian and is copied into host tensors as is.
+static_assert(std::endian::native == std::endian::little, "vaed assumes a little-endian host");
 
 constexpr int64_t kC = 64;        // channels of every activation after module 1
 constexpr int64_t kPoolC = 256;   // channels inside the MidBlock GroupNorm branch
@@ -55,15 +59,19 @@ struct Taef2BlockWeights {
 
 // All decoder weights, float32, contiguous, CPU.
 struct Taef2Decoder::Weights {
-  torch::Tensor in_w, in_b;                // module 1
-  std::array<Taef2BlockWeights, 3> mid;         // modules 3, 4, 5
-  torch::Tensor up1_w;                     // module 7
-  std::array<Taef2BlockWeights, 3> stage1;      // modules 8, 9, 10
-  torch::Tensor up2_w;                     // module 12
-  std::array<Taef2BlockWeights, 3> stage2;      // modules 13, 14, 15
-  torch::Tensor up3_w;                     // module 17
-  Taef2BlockWeights stage3;                     // module 18
-  torch::Tensor out_w, out_b;              // module 19
+  torch::Tensor in_w, in_b;                 // module 1
+  std::array<Taef2BlockWeights, 3> mid;     // modules 3, 4, 5
+  torch::Tensor up1_w;                      // module 7
+  std::array<Taef2BlockWeights, 3> stage1;  // modules 8, 9, 10
+  torch::Tensor up2_w;                      // module 12
+  std::array<Taef2BlockWeights, 3> stage2;  // modules 13, 14, 15
+  torch::Tensor up3_w;                      // module 17
+  Taef2BlockWeights stage3;                 // module 18
+  torch::Tensor out_w, out_b;               // module 19
+
+  Weights() {
+    for (Taef2BlockWeights& b : mid) b.mid = true;
+  }
 
   // Every parameter with its key, shape and slot, in state_dict order.
   std::vector<Param> Params() {
@@ -86,18 +94,14 @@ struct Taef2Decoder::Weights {
     };
     p.push_back({"1.weight", conv3(kC, Taef2Decoder::kLatentChannels), &in_w, Init::kConvRelu});
     p.push_back({"1.bias", {kC}, &in_b, Init::kBias});
-    for (int i = 0; i < 3; ++i) {
-      mid[i].mid = true;
-      block(3 + i, mid[i]);
-    }
+    for (int i = 0; i < 3; ++i) block(3 + i, mid[i]);
     p.push_back({"7.weight", conv3(kC, kC), &up1_w, Init::kConvLinear});
     for (int i = 0; i < 3; ++i) block(8 + i, stage1[i]);
     p.push_back({"12.weight", conv3(kC, kC), &up2_w, Init::kConvLinear});
     for (int i = 0; i < 3; ++i) block(13 + i, stage2[i]);
     p.push_back({"17.weight", conv3(kC, kC), &up3_w, Init::kConvLinear});
     block(18, stage3);
-    p.push_back(
-        {"19.weight", conv3(Taef2Decoder::kOutputChannels, kC), &out_w, Init::kConvOutput});
+    p.push_back({"19.weight", conv3(Taef2Decoder::kOutputChannels, kC), &out_w, Init::kConvOutput});
     p.push_back({"19.bias", {Taef2Decoder::kOutputChannels}, &out_b, Init::kOutputBias});
     return p;
   }
@@ -107,22 +111,32 @@ namespace {
 
 torch::ScalarType ToScalarType(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return torch::kFloat;
-    case DType::kFloat16: return torch::kHalf;
-    case DType::kBFloat16: return torch::kBFloat16;
-    case DType::kUInt8: return torch::kByte;
-    case DType::kUnknown: break;
+    case DType::kFloat32:
+      return torch::kFloat;
+    case DType::kFloat16:
+      return torch::kHalf;
+    case DType::kBFloat16:
+      return torch::kBFloat16;
+    case DType::kUInt8:
+      return torch::kByte;
+    case DType::kUnknown:
+      break;
   }
   return torch::kFloat;  // unreachable for dtypes a SafetensorsFile accepts
 }
 
 DType FromScalarType(torch::ScalarType t) {
   switch (t) {
-    case torch::kFloat: return DType::kFloat32;
-    case torch::kHalf: return DType::kFloat16;
-    case torch::kBFloat16: return DType::kBFloat16;
-    case torch::kByte: return DType::kUInt8;
-    default: return DType::kUnknown;
+    case torch::kFloat:
+      return DType::kFloat32;
+    case torch::kHalf:
+      return DType::kFloat16;
+    case torch::kBFloat16:
+      return DType::kBFloat16;
+    case torch::kByte:
+      return DType::kUInt8;
+    default:
+      return DType::kUnknown;
   }
 }
 
@@ -138,7 +152,7 @@ torch::Tensor ToFloatTensor(const TensorEntry& e) {
   return t.to(torch::kFloat).contiguous();
 }
 
-uint64_t ResidentBytes(std::vector<Param>& params) {
+uint64_t ResidentBytes(const std::vector<Param>& params) {
   uint64_t bytes = 0;
   for (const Param& p : params) bytes += static_cast<uint64_t>(p.slot->nbytes());
   return bytes;
@@ -206,8 +220,8 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::Create(const Taef2Options& o
       // Any float dtype is accepted and cast; anything else is reported as
       // "expected float16", the dtype the official weights use.
       const TensorEntry* found = file.Find(p.key);
-      const DType dtype = found != nullptr && IsFloatDType(found->dtype) ? found->dtype
-                                                                         : DType::kFloat16;
+      const DType dtype =
+          found != nullptr && IsFloatDType(found->dtype) ? found->dtype : DType::kFloat16;
       Result<const TensorEntry*> entry = file.Require(p.key, dtype, p.shape);
       if (!entry.ok()) return entry.status().WithContext(what);
       *p.slot = ToFloatTensor(**entry);
@@ -226,11 +240,10 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::Create(const Taef2Options& o
       list += (i ? ", '" : "'") + unexpected[i] + "'";
     }
     if (unexpected.size() > 5) list += ", ...";
-    return InvalidArgument(what + ": " + options.weights_path + " holds " +
-                           std::to_string(unexpected.size()) +
-                           " tensors that are not TAEF2 decoder parameters (" + list +
-                           "); expected exactly the " + std::to_string(kNumWeightTensors) +
-                           " decoder tensors (is this the encoder file?)");
+    return InvalidArgument(
+        what + ": " + options.weights_path + " holds " + std::to_string(unexpected.size()) +
+        " tensors that are not TAEF2 decoder parameters (" + list + "); expected exactly the " +
+        std::to_string(kNumWeightTensors) + " decoder tensors (is this the encoder file?)");
   }
 
   Result<std::string> sha = Sha256File(options.weights_path);
@@ -249,10 +262,10 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::Create(const Taef2Options& o
   info.latent_channels = kLatentChannels;
   info.latent_dtype = DType::kFloat32;
 
-  spdlog::info("model '{}': loaded TAEF2 decoder weights {} ({} tensors, {} bytes as fp32, "
-               "sha256 {})",
-               info.name, info.weights_path, params.size(), info.resident_bytes,
-               info.weights_sha256);
+  spdlog::info(
+      "model '{}': loaded TAEF2 decoder weights {} ({} tensors, {} bytes as fp32, "
+      "sha256 {})",
+      info.name, info.weights_path, params.size(), info.resident_bytes, info.weights_sha256);
   return std::unique_ptr<Taef2Decoder>(
       new Taef2Decoder(std::move(info), std::move(weights), options.frame_batch));
 }
@@ -271,14 +284,30 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::CreateDemo(const std::string
           p.shape.size() == 4 ? p.shape[1] * p.shape[2] * p.shape[3] : int64_t{1};
       double std = 0.0;
       switch (p.init) {
-        case Init::kConvRelu: std = std::sqrt(2.0 / fan_in); break;
-        case Init::kConvLinear: std = std::sqrt(1.0 / fan_in); break;
-        case Init::kConvResidual: std = 0.2 * std::sqrt(2.0 / fan_in); break;
-        case Init::kConvOutput: std = 0.75 * std::sqrt(1.0 / fan_in); break;
-        case Init::kBias: std = 0.01; break;
-        case Init::kOutputBias: *p.slot = torch::full(p.shape, 0.5, f32); continue;
-        case Init::kGnGamma: *p.slot = torch::ones(p.shape, f32); continue;
-        case Init::kGnBeta: *p.slot = torch::zeros(p.shape, f32); continue;
+        case Init::kConvRelu:
+          std = std::sqrt(2.0 / fan_in);
+          break;
+        case Init::kConvLinear:
+          std = std::sqrt(1.0 / fan_in);
+          break;
+        case Init::kConvResidual:
+          std = 0.2 * std::sqrt(2.0 / fan_in);
+          break;
+        case Init::kConvOutput:
+          std = 0.75 * std::sqrt(1.0 / fan_in);
+          break;
+        case Init::kBias:
+          std = 0.01;
+          break;
+        case Init::kOutputBias:
+          *p.slot = torch::full(p.shape, 0.5, f32);
+          continue;
+        case Init::kGnGamma:
+          *p.slot = torch::ones(p.shape, f32);
+          continue;
+        case Init::kGnBeta:
+          *p.slot = torch::zeros(p.shape, f32);
+          continue;
       }
       *p.slot = torch::randn(p.shape, gen, f32).mul_(std);
     }
@@ -289,18 +318,21 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::CreateDemo(const std::string
   ModelInfo info;
   info.name = name;
   info.kind = "demo";
-  info.description = "DEMO: deterministic seeded weights, not a trained model (TAEF2 "
-                     "architecture, seed " + std::to_string(seed) + ")";
+  info.description =
+      "DEMO: deterministic seeded weights, not a trained model (TAEF2 "
+      "architecture, seed " +
+      std::to_string(seed) + ")";
   info.demo_weights = true;
   info.resident_bytes = ResidentBytes(params);
   info.latent_channels = kLatentChannels;
   info.latent_dtype = DType::kFloat32;
 
-  spdlog::warn("model '{}': DEMO weights (deterministic, seed {}), not a trained model; its "
-               "output is not an image",
-               name, seed);
-  return std::unique_ptr<Taef2Decoder>(new Taef2Decoder(std::move(info), std::move(weights),
-                                                        Taef2Options{}.frame_batch));
+  spdlog::warn(
+      "model '{}': DEMO weights (deterministic, seed {}), not a trained model; its "
+      "output is not an image",
+      name, seed);
+  return std::unique_ptr<Taef2Decoder>(
+      new Taef2Decoder(std::move(info), std::move(weights), Taef2Options{}.frame_batch));
 }
 
 Result<DecodePlan> Taef2Decoder::Plan(DType latent_dtype,
@@ -332,8 +364,8 @@ Result<DecodePlan> Taef2Decoder::Plan(DType latent_dtype,
   }
   for (size_t i = 2; i < 4; ++i) {
     if (latent_shape[i] > kMaxLatentExtent) {
-      return InvalidArgument(DimName(i) + " is " + std::to_string(latent_shape[i]) + "; " +
-                             model + " accepts at most " + std::to_string(kMaxLatentExtent) +
+      return InvalidArgument(DimName(i) + " is " + std::to_string(latent_shape[i]) + "; " + model +
+                             " accepts at most " + std::to_string(kMaxLatentExtent) +
                              " latent cells (" + std::to_string(kMaxLatentExtent * kUpscale) +
                              " px)");
     }
@@ -362,14 +394,13 @@ torch::Tensor Taef2Decoder::Forward(const torch::Tensor& latent) const {
   return Conv3(x, w.out_w, w.out_b);  // module 19, no activation
 }
 
-Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
-                                           ComponentTimings* timings) {
+Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent, ComponentTimings* timings) {
   if (!latent.defined()) return InvalidArgument("latent is an undefined tensor");
   VAED_ASSIGN_OR_RETURN(DecodePlan plan,
                         Plan(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
   if (!latent.device().is_cpu()) {
-    return InvalidArgument("latent.device is " + latent.device().str() + "; model '" +
-                           info_.name + "' runs on CPU");
+    return InvalidArgument("latent.device is " + latent.device().str() + "; model '" + info_.name +
+                           "' runs on CPU");
   }
   try {
     torch::NoGradGuard no_grad;

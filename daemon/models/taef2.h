@@ -90,8 +90,7 @@ class Taef2Decoder final : public VaeModel {
   // starting "DEMO: deterministic seeded weights, not a trained model".
   // Logs a warning. Errors: kInvalidArgument for an empty `name`; LibTorch
   // failures as kResourceExhausted / kInternal.
-  static Result<std::unique_ptr<Taef2Decoder>> CreateDemo(const std::string& name,
-                                                          uint64_t seed);
+  static Result<std::unique_ptr<Taef2Decoder>> CreateDemo(const std::string& name, uint64_t seed);
 
   ~Taef2Decoder() override;
   Taef2Decoder(const Taef2Decoder&) = delete;

@@ -10,10 +10,9 @@
 #include <exception>
 #include <limits>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 namespace vaed {
 namespace {
@@ -120,8 +119,7 @@ Result<ParsedEntry> ParseEntry(const std::string& name, const Json& v) {
 
   const Json& offsets = v.at("data_offsets");
   if (!offsets.is_array() || offsets.size() != 2) {
-    return InvalidArgument(what + " data_offsets is " + offsets.dump() +
-                           "; expected [begin, end]");
+    return InvalidArgument(what + " data_offsets is " + offsets.dump() + "; expected [begin, end]");
   }
   VAED_ASSIGN_OR_RETURN(p.begin, ReadCount(offsets[0], what + " data_offsets[0]"));
   VAED_ASSIGN_OR_RETURN(p.end, ReadCount(offsets[1], what + " data_offsets[1]"));
@@ -134,10 +132,9 @@ Result<ParsedEntry> ParseEntry(const std::string& name, const Json& v) {
   VAED_ASSIGN_OR_RETURN(uint64_t expected_bytes,
                         ContiguousBytes(p.entry.dtype, p.entry.shape, what));
   if (p.entry.nbytes != expected_bytes) {
-    return InvalidArgument(what + " spans " + std::to_string(p.entry.nbytes) +
-                           " bytes but dtype " + dtype.get<std::string>() + " shape " +
-                           ShapeToString(p.entry.shape) + " needs " +
-                           std::to_string(expected_bytes) + " bytes");
+    return InvalidArgument(what + " spans " + std::to_string(p.entry.nbytes) + " bytes but dtype " +
+                           dtype.get<std::string>() + " shape " + ShapeToString(p.entry.shape) +
+                           " needs " + std::to_string(expected_bytes) + " bytes");
   }
   return p;
 }
@@ -209,10 +206,9 @@ Status CheckTiling(std::vector<const ParsedEntry*> sorted, uint64_t buffer_bytes
   const ParsedEntry* previous = nullptr;
   for (const ParsedEntry* p : sorted) {
     if (p->end > buffer_bytes) {
-      return InvalidArgument(Quoted(p->entry.name) + " data_offsets " +
-                             RangeToString(p->begin, p->end) +
-                             " run past the end of the data buffer (" +
-                             std::to_string(buffer_bytes) + " bytes)");
+      return InvalidArgument(
+          Quoted(p->entry.name) + " data_offsets " + RangeToString(p->begin, p->end) +
+          " run past the end of the data buffer (" + std::to_string(buffer_bytes) + " bytes)");
     }
     if (p->begin > covered) {
       return InvalidArgument("gap in the data buffer: bytes " + RangeToString(covered, p->begin) +
@@ -229,8 +225,8 @@ Status CheckTiling(std::vector<const ParsedEntry*> sorted, uint64_t buffer_bytes
   }
   if (covered != buffer_bytes) {
     return InvalidArgument("data buffer is " + std::to_string(buffer_bytes) +
-                           " bytes but the tensors end at byte " + std::to_string(covered) +
-                           ": " + std::to_string(buffer_bytes - covered) + " trailing bytes");
+                           " bytes but the tensors end at byte " + std::to_string(covered) + ": " +
+                           std::to_string(buffer_bytes - covered) + " trailing bytes");
   }
   return Status::Ok();
 }
@@ -270,14 +266,12 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string
   const uint64_t after_prefix = file_bytes - kLengthPrefixBytes;
   if (header_bytes > after_prefix) {
     return fail(InvalidArgument("header length " + std::to_string(header_bytes) +
-                                " runs past the end of the file (" +
-                                std::to_string(after_prefix) +
+                                " runs past the end of the file (" + std::to_string(after_prefix) +
                                 " bytes follow the 8-byte length)"));
   }
   if (header_bytes > kMaxHeaderBytes) {
-    return fail(InvalidArgument("header length " + std::to_string(header_bytes) +
-                                " exceeds the " + std::to_string(kMaxHeaderBytes) +
-                                "-byte limit"));
+    return fail(InvalidArgument("header length " + std::to_string(header_bytes) + " exceeds the " +
+                                std::to_string(kMaxHeaderBytes) + "-byte limit"));
   }
   if (header_bytes < 2) {
     return fail(InvalidArgument("header length " + std::to_string(header_bytes) +

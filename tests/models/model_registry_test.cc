@@ -113,7 +113,8 @@ TEST(ModelRegistryTest, CreatePropagatesLoadErrors) {
 }
 
 TEST(ModelRegistryTest, FindAndGetResolveNamesAndTheDefault) {
-  Result<std::unique_ptr<ModelRegistry>> r = ModelRegistry::Create({Demo("a", 1), Demo("b", 2)}, "b");
+  Result<std::unique_ptr<ModelRegistry>> r =
+      ModelRegistry::Create({Demo("a", 1), Demo("b", 2)}, "b");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const ModelRegistry& reg = **r;
   EXPECT_EQ(reg.default_model(), "b");

@@ -16,11 +16,11 @@
 namespace vaed {
 namespace {
 
-using ::testing::HasSubstr;
 using test_util::SafetensorsBytes;
 using test_util::SharedDataPath;
 using test_util::TempDir;
 using test_util::TestTensor;
+using ::testing::HasSubstr;
 
 // Bytes of `n` floats 0, 1, 2, ...
 std::string FloatBytes(int n) {
@@ -49,11 +49,10 @@ class SafetensorsTest : public ::testing::Test {
 
 TEST_F(SafetensorsTest, OpenAcceptsValidFileAndExposesTensorsAndMetadata) {
   // Keys deliberately not in buffer order; one zero-size tensor.
-  const std::string header =
-      R"({"__metadata__":{"source":"unit test"},)"
-      R"("b":{"dtype":"U8","shape":[2],"data_offsets":[24,26]},)"
-      R"("a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
-      R"("empty":{"dtype":"F16","shape":[0,4],"data_offsets":[26,26]}})";
+  const std::string header = R"({"__metadata__":{"source":"unit test"},)"
+                             R"("b":{"dtype":"U8","shape":[2],"data_offsets":[24,26]},)"
+                             R"("a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                             R"("empty":{"dtype":"F16","shape":[0,4],"data_offsets":[26,26]}})";
   const std::string data = FloatBytes(6) + std::string("\x07\x09", 2);
   const std::string path = dir_.Write("ok.safetensors", SafetensorsBytes(header, data));
 
@@ -85,8 +84,8 @@ TEST_F(SafetensorsTest, OpenAcceptsValidFileAndExposesTensorsAndMetadata) {
 }
 
 TEST_F(SafetensorsTest, OpenAcceptsFileWrittenByHelperWithPaddedHeader) {
-  const std::string path = dir_.Write(
-      "ok.safetensors", SafetensorsBytes({{"x", "BF16", {3}, std::string(6, '\1')}}));
+  const std::string path =
+      dir_.Write("ok.safetensors", SafetensorsBytes({{"x", "BF16", {3}, std::string(6, '\1')}}));
   Result<std::unique_ptr<SafetensorsFile>> f = SafetensorsFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ((*f)->size(), 1u);
@@ -180,8 +179,8 @@ TEST_F(SafetensorsTest, OpenRejectsOffsetsPastDataBuffer) {
 }
 
 TEST_F(SafetensorsTest, OpenRejectsUnknownDtypeNamingTensor) {
-  Status s = OpenRaw(R"({"weird":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
-                     FloatBytes(2));
+  Status s =
+      OpenRaw(R"({"weird":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", FloatBytes(2));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("tensor 'weird'"));
   EXPECT_THAT(s.message(), HasSubstr("dtype 'F64' is not supported"));
@@ -206,8 +205,8 @@ TEST_F(SafetensorsTest, OpenRejectsEntryMissingField) {
 }
 
 TEST_F(SafetensorsTest, OpenRejectsEntryWithUnknownField) {
-  Status s = OpenRaw(
-      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"stride":[1]}})", FloatBytes(1));
+  Status s = OpenRaw(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"stride":[1]}})",
+                     FloatBytes(1));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("unknown field 'stride'"));
 }

@@ -59,7 +59,8 @@ inline std::string SafetensorsBytes(const std::vector<TestTensor>& tensors,
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "vaed_models_test.XXXXXX").string();
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "vaed_models_test.XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << tmpl;
     path_ = tmpl;
   }

@@ -10,12 +10,13 @@
 
 #include <chrono>
 #include <cmath>
-#include <limits>
-#include <optional>
-#include <utility>
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <optional>
+#include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/models/postprocess.h"
@@ -25,11 +26,11 @@
 namespace vaed::models {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using test_util::SharedDataPath;
 using test_util::TempDir;
 using test_util::TestTensor;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 const std::string kDecoderSha256 =
     "89f5078dc26a2dd6b6ce5d18ef0cee482bb81c56ff56c417185f1699defd2138";
@@ -49,8 +50,8 @@ std::vector<TestTensor> DecoderTensors(const SafetensorsFile& file) {
   std::vector<TestTensor> out;
   for (const std::string& name : file.names()) {
     const TensorEntry* e = file.Find(name);
-    out.push_back({name, "F16", e->shape,
-                   std::string(reinterpret_cast<const char*>(e->data), e->nbytes)});
+    out.push_back(
+        {name, "F16", e->shape, std::string(reinterpret_cast<const char*>(e->data), e->nbytes)});
   }
   return out;
 }
@@ -179,12 +180,16 @@ struct Photo {
   int64_t h, w;      // latent size
 };
 
+// Keeps ctest names readable ("... # GetParam() = astronaut").
+void PrintTo(const Photo& p, std::ostream* os) { *os << p.name; }
+
 class Taef2PhotoTest : public ::testing::TestWithParam<Photo> {};
 
 TEST_P(Taef2PhotoTest, DecodeMatchesOfficialFloatAndUint8References) {
   at::set_num_threads(2);
   const std::string weights = SharedDataPath("taef2_decoder.safetensors");
-  const std::string photo = SharedDataPath(std::string("photo_") + GetParam().name + ".safetensors");
+  const std::string photo =
+      SharedDataPath(std::string("photo_") + GetParam().name + ".safetensors");
   if (!test_util::Exists(weights)) GTEST_SKIP() << "shared data absent: " << weights;
   if (!test_util::Exists(photo)) GTEST_SKIP() << "shared data absent: " << photo;
 
@@ -237,11 +242,12 @@ TEST_P(Taef2PhotoTest, DecodeMatchesOfficialFloatAndUint8References) {
   EXPECT_LE(max_u8_diff, 1);
   EXPECT_LE(static_cast<double>(differing), 1e-4 * static_cast<double>(diff.numel()));
 
-  std::printf("[ photo %-9s ] latent %ldx%ld: max|diff| f32 %.3g, u8 max %ld, u8 differing %ld of "
-              "%ld, decode %.3f s (taef2.decode_latent %.3f s)\n",
-              GetParam().name, static_cast<long>(h), static_cast<long>(w), max_abs,
-              static_cast<long>(max_u8_diff), static_cast<long>(differing),
-              static_cast<long>(diff.numel()), seconds.count(), timings.entries()[0].second);
+  std::printf(
+      "[ photo %-9s ] latent %ldx%ld: max|diff| f32 %.3g, u8 max %ld, u8 differing %ld of "
+      "%ld, decode %.3f s (taef2.decode_latent %.3f s)\n",
+      GetParam().name, static_cast<long>(h), static_cast<long>(w), max_abs,
+      static_cast<long>(max_u8_diff), static_cast<long>(differing), static_cast<long>(diff.numel()),
+      seconds.count(), timings.entries()[0].second);
   RecordProperty("max_abs_diff", std::to_string(max_abs));
   RecordProperty("decode_seconds", std::to_string(seconds.count()));
 }
@@ -266,7 +272,8 @@ TEST(Taef2VideoTest, FrameBatchedDecodeOfCarphoneMatchesReferenceUint8) {
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   Result<std::unique_ptr<SafetensorsFile>> file = SafetensorsFile::Open(video);
   ASSERT_TRUE(file.ok()) << file.status().ToString();
-  Result<const TensorEntry*> latent_e = (*file)->Require("latent", DType::kFloat32, {32, 32, 18, 22});
+  Result<const TensorEntry*> latent_e =
+      (*file)->Require("latent", DType::kFloat32, {32, 32, 18, 22});
   ASSERT_TRUE(latent_e.ok()) << latent_e.status().ToString();
   Result<const TensorEntry*> ref_e =
       (*file)->Require("decoded_u8", DType::kUInt8, {32, 144, 176, 3});
@@ -282,9 +289,10 @@ TEST(Taef2VideoTest, FrameBatchedDecodeOfCarphoneMatchesReferenceUint8) {
   const int64_t differing = diff.ne(0).sum().item<int64_t>();
   EXPECT_LE(max_diff, 1);
   EXPECT_LE(static_cast<double>(differing), 1e-4 * static_cast<double>(diff.numel()));
-  std::printf("[ video carphone ] 32 frames 18x22: u8 max %ld, differing %ld of %ld, decode %.3f s\n",
-              static_cast<long>(max_diff), static_cast<long>(differing),
-              static_cast<long>(diff.numel()), timings.entries()[0].second);
+  std::printf(
+      "[ video carphone ] 32 frames 18x22: u8 max %ld, differing %ld of %ld, decode %.3f s\n",
+      static_cast<long>(max_diff), static_cast<long>(differing), static_cast<long>(diff.numel()),
+      timings.entries()[0].second);
 }
 
 TEST_F(Taef2WeightsTest, DecodeOutputDoesNotDependOnFrameBatch) {
@@ -442,16 +450,15 @@ TEST(Taef2DemoTest, InfoSaysDemoWeights) {
   EXPECT_EQ(info.resident_bytes, 1338499u * 4);
 }
 
-TEST(Taef2DemoTest, RejectsEmptyName) {
-  EXPECT_FALSE(Taef2Decoder::CreateDemo("", 0).ok());
-}
+TEST(Taef2DemoTest, RejectsEmptyName) { EXPECT_FALSE(Taef2Decoder::CreateDemo("", 0).ok()); }
 
 // ---- ToUint8Nhwc ----
 
 TEST(ToUint8NhwcTest, ClampsScalesRoundsAndPermutesToNhwc) {
   // [1, 3, 1, 2]: channel-major in, pixel-major out.
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  torch::Tensor x = torch::tensor({-0.5f, 0.5f, 0.25f, 1.5f, 0.0078125f, nan}).reshape({1, 3, 1, 2});
+  torch::Tensor x =
+      torch::tensor({-0.5f, 0.5f, 0.25f, 1.5f, 0.0078125f, nan}).reshape({1, 3, 1, 2});
   Result<torch::Tensor> u8 = ToUint8Nhwc(x);
   ASSERT_TRUE(u8.ok()) << u8.status().ToString();
   ASSERT_EQ(u8->sizes().vec(), (std::vector<int64_t>{1, 1, 2, 3}));

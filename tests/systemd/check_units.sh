@@ -12,6 +12,11 @@
 #     Applies vaed.sysusers and then vaed.tmpfiles to an empty alternate root
 #     and checks the users, directories, modes and owners they create.
 #
+#   check_units.sh config SYSTEMD_DIR VAED_BINARY
+#     The example vaed.toml is accepted by the built daemon
+#     (`vaed --config vaed.toml --print-config`), and every key the daemon
+#     knows (its --print-config of the embedded defaults) is set in it.
+#
 # Exit status: 0 pass, 1 fail, 77 skipped (tool missing, or not root where
 # chown is needed); ctest maps 77 to "skipped".
 set -u
@@ -19,7 +24,7 @@ set -u
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 skip() { printf 'SKIP: %s\n' "$*" >&2; exit 77; }
 
-mode=${1:?usage: check_units.sh service|sysusers-tmpfiles SYSTEMD_DIR [VAED_BINARY]}
+mode=${1:?usage: check_units.sh service|sysusers-tmpfiles|config SYSTEMD_DIR [VAED_BINARY]}
 dir=${2:?missing SYSTEMD_DIR}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vaed-units.XXXXXX") || fail "mktemp"
 trap 'rm -rf "$tmp"' EXIT
@@ -97,8 +102,23 @@ check_sysusers_tmpfiles() {
   echo "PASS: vaed.sysusers and vaed.tmpfiles apply cleanly (uid $uid, gid $gid)"
 }
 
+check_config() {
+  local bin=${1:?missing VAED_BINARY}
+  local example="$dir/vaed.toml" out key missing=""
+  [ -x "$bin" ] || fail "built daemon $bin is missing or not executable (build target vaed first)"
+  out=$("$bin" --config "$example" --print-config 2>&1) ||
+    { printf '%s\n' "$out"; fail "vaed rejected $example"; }
+  out=$("$bin" --print-config 2>&1) || { printf '%s\n' "$out"; fail "vaed --print-config failed"; }
+  for key in $(printf '%s\n' "$out" | sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\)[[:space:]]*=.*/\1/p' | sort -u); do
+    grep -Eq "^[[:space:]]*${key}[[:space:]]*=" "$example" || missing="$missing $key"
+  done
+  [ -z "$missing" ] || fail "keys of vaed --print-config not set in $example:$missing"
+  echo "PASS: $example parses and sets every key the daemon prints"
+}
+
 case "$mode" in
   service) check_service "${3:-}" ;;
   sysusers-tmpfiles) check_sysusers_tmpfiles ;;
+  config) check_config "${3:-}" ;;
   *) fail "unknown mode '$mode'" ;;
 esac

@@ -62,9 +62,9 @@ namespace vaed {
 struct TensorEntry {
   std::string name;
   DType dtype = DType::kUnknown;
-  std::vector<int64_t> shape;   // elements per dim, C-contiguous
+  std::vector<int64_t> shape;     // elements per dim, C-contiguous
   const uint8_t* data = nullptr;  // first byte; 1-byte aligned only
-  uint64_t nbytes = 0;          // == numel(shape) * DTypeSize(dtype)
+  uint64_t nbytes = 0;            // == numel(shape) * DTypeSize(dtype)
 };
 
 class SafetensorsFile {

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The main job, end to end on a fresh Debian 12 machine (as root):
+#   1. installs the Debian packages and builds vaed (CPU preset);
+#   2. starts `vaed` with its embedded default config (plus the real TAEF2
+#      weights from ../shared/data/taef2 when they are there);
+#   3. decodes a latent through the client library with `vaectl decode`:
+#      the real bikes clip (16 frames, 640x272) when ../shared is present,
+#      otherwise a seeded random latent on the built-in demo model;
+#   4. writes the result (MP4 + PNG of the first frame) under out/demo/ and
+#      prints the timing breakdown;
+#   5. stops the daemon with SIGTERM and checks it exited cleanly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+shared="$root/../shared/data/taef2"
+
+scripts/install-deps.sh
+cmake --preset default >/dev/null
+cmake --build --preset default -j "$(nproc)" --target vaed vaectl
+
+run_dir=$(mktemp -d /tmp/vaed-demo-XXXXXX)
+socket="$run_dir/vaed.sock"
+out="$root/out/demo"
+mkdir -p "$out"
+daemon_args=(--socket "$socket")
+if [ -f "$shared/taef2_decoder.safetensors" ]; then
+  daemon_args+=(--taef2-weights "$shared/taef2_decoder.safetensors")
+fi
+
+echo "== starting vaed (embedded default config) on $socket"
+build/daemon/vaed "${daemon_args[@]}" >"$run_dir/vaed.log" 2>&1 &
+vaed_pid=$!
+stop_daemon() {
+  if kill -0 "$vaed_pid" 2>/dev/null; then
+    kill -TERM "$vaed_pid"
+    wait "$vaed_pid" && echo "== vaed stopped cleanly (exit 0)" || echo "== vaed exited with $?"
+  fi
+}
+trap stop_daemon EXIT
+for _ in $(seq 1 300); do
+  [ -S "$socket" ] && break
+  kill -0 "$vaed_pid" 2>/dev/null || { cat "$run_dir/vaed.log"; exit 1; }
+  sleep 0.1
+done
+build/ops/vaectl/vaectl --socket "$socket" status
+
+if [ -f "$shared/video_bikes.safetensors" ]; then
+  echo "== decoding the real bikes clip (TAEF2, 16 frames of 640x272)"
+  build/ops/vaectl/vaectl --socket "$socket" decode "$shared/video_bikes.safetensors" \
+    --model taef2 --format mp4 --fps 25 --out "$out/bikes.mp4"
+  build/ops/vaectl/vaectl --socket "$socket" decode "$shared/video_bikes.safetensors" \
+    --model taef2 --format png --out "$out/bikes_png"
+else
+  echo "== ../shared/data/taef2 is absent: decoding a seeded random latent on the DEMO model"
+  build/ops/vaectl/vaectl --socket "$socket" decode --random-latent 4,32,34,80 \
+    --model demo --format mp4 --out "$out/demo.mp4"
+fi
+echo "== daemon log (last lines)"
+tail -n 5 "$run_dir/vaed.log"
+stop_daemon
+trap - EXIT
+echo "== outputs in $out"
+ls -la "$out"
