@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/models/model_registry.h"
+#include "daemon/models/model_config.h"
 #include "vaed/status.h"
 
 namespace vaed::server {

@@ -10,6 +10,8 @@
 // each path, the --iterations timed decodes alternate between the paths so
 // that a change in machine load affects both alike. Reported: median and min
 // wall seconds per decode, and the ratio daemon / in-process.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
@@ -21,8 +23,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 #include <string>
 #include <vector>
 
@@ -81,10 +81,9 @@ Result<Latent> LoadLatent(const BenchOptions& o) {
   const vaed::TensorEntry* e = file->Find(o.key);
   if (e == nullptr) return vaed::NotFound(o.latent_path + ": no tensor '" + o.key + "'");
   if (e->dtype != vaed::DType::kFloat32 || e->shape.empty()) {
-    return vaed::InvalidArgument(o.latent_path + ": tensor '" + o.key +
-                                 "' must be float32 with a leading frame dim, is " +
-                                 std::string(vaed::DTypeName(e->dtype)) + " " +
-                                 vaed::ShapeToString(e->shape));
+    return vaed::InvalidArgument(
+        o.latent_path + ": tensor '" + o.key + "' must be float32 with a leading frame dim, is " +
+        std::string(vaed::DTypeName(e->dtype)) + " " + vaed::ShapeToString(e->shape));
   }
   Latent latent;
   latent.shape = e->shape;
@@ -221,7 +220,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "vaed_bench_decode: warm TAEF2 decode time in-process vs through a running vaed daemon.\n"
       "The daemon is not started here: run one first, e.g.\n"
-      "  vaed --socket /tmp/vaed-bench.sock --taef2-weights " VAED_BENCH_DEFAULT_WEIGHTS "\n"
+      "  vaed --socket /tmp/vaed-bench.sock --taef2-weights " VAED_BENCH_DEFAULT_WEIGHTS
+      "\n"
       "and give the same thread count (--threads here, executor.intra_op_threads there).\n"
       "Timed decodes alternate between the two paths. Exit status: 0 ok, 1 failure,\n"
       "2 the daemon is not running at --socket.",
@@ -322,7 +322,8 @@ int main(int argc, char** argv) {
         {"daemon", nullptr},
         {"ratio_daemon_over_in_process_median", OrNull(both, ratio_median)},
         {"ratio_daemon_over_in_process_min", OrNull(both, ratio_min)},
-        {"max_abs_diff_daemon_vs_in_process", OrNull(diff.has_value(), diff ? diff->max_abs_diff : 0)},
+        {"max_abs_diff_daemon_vs_in_process",
+         OrNull(diff.has_value(), diff ? diff->max_abs_diff : 0)},
         {"values_differing_daemon_vs_in_process",
          OrNull(diff.has_value(), diff ? diff->values_differing : 0)},
     };

@@ -51,7 +51,7 @@ Result<std::string> Ffmpeg() {
   if (!path.ok()) {
     return FailedPrecondition(
         "ffmpeg not found on PATH; it is needed to write PNG and MP4 files "
-        "(Debian/Ubuntu: apt-get install ffmpeg), or use --format raw");
+        "(Debian/Ubuntu: apt-get install ffmpeg); raw output needs no ffmpeg");
   }
   return path;
 }
@@ -59,20 +59,31 @@ Result<std::string> Ffmpeg() {
 // ffmpeg arguments that read `frames` as rawvideo rgb24 from stdin.
 std::vector<std::string> FfmpegRawInput(const std::string& ffmpeg, const RgbFrames& frames,
                                         const std::string& rate) {
-  return {ffmpeg,        "-hide_banner", "-loglevel", "error", "-nostdin", "-f", "rawvideo",
-          "-pixel_format", "rgb24",     "-video_size",
+  return {ffmpeg,
+          "-hide_banner",
+          "-loglevel",
+          "error",
+          "-nostdin",
+          "-f",
+          "rawvideo",
+          "-pixel_format",
+          "rgb24",
+          "-video_size",
           std::to_string(frames.width_px) + "x" + std::to_string(frames.height_px),
-          "-framerate",  rate,          "-i",       "pipe:0"};
+          "-framerate",
+          rate,
+          "-i",
+          "pipe:0"};
 }
 
 }  // namespace
 
 Status CheckRgbFrames(const RgbFrames& frames) {
   if (frames.frames <= 0 || frames.height_px <= 0 || frames.width_px <= 0) {
-    return InvalidArgument("frames: extents must be positive, got frames=" +
-                           std::to_string(frames.frames) + " height_px=" +
-                           std::to_string(frames.height_px) +
-                           " width_px=" + std::to_string(frames.width_px));
+    return InvalidArgument(
+        "frames: extents must be positive, got frames=" + std::to_string(frames.frames) +
+        " height_px=" + std::to_string(frames.height_px) +
+        " width_px=" + std::to_string(frames.width_px));
   }
   const uint64_t want = static_cast<uint64_t>(frames.frames) *
                         static_cast<uint64_t>(frames.height_px) *
@@ -83,6 +94,8 @@ Status CheckRgbFrames(const RgbFrames& frames) {
   }
   return Status::Ok();
 }
+
+Status CheckFfmpegAvailable() { return Ffmpeg().status(); }
 
 Result<std::string> FindExecutable(std::string_view name) {
   const char* path_env = std::getenv("PATH");
@@ -125,7 +138,8 @@ Status RunWithStdin(const std::vector<std::string>& argv, std::span<const uint8_
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
   pid_t pid = 0;
-  const int spawn_err = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, cargv.data(), environ);
+  const int spawn_err =
+      ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, cargv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawn_err != 0) return ErrnoStatus(spawn_err, what + ": posix_spawn");
   child_end.Close();
@@ -136,9 +150,9 @@ Status RunWithStdin(const std::vector<std::string>& argv, std::span<const uint8_
     const ssize_t n = ::send(fds[0], input.data() + sent, input.size() - sent, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      write_status = ErrnoStatus(errno, what + ": writing " + std::to_string(input.size()) +
-                                            " bytes to its stdin (sent " + std::to_string(sent) +
-                                            ")");
+      write_status =
+          ErrnoStatus(errno, what + ": writing " + std::to_string(input.size()) +
+                                 " bytes to its stdin (sent " + std::to_string(sent) + ")");
       break;
     }
     sent += static_cast<size_t>(n);
@@ -154,14 +168,13 @@ Status RunWithStdin(const std::vector<std::string>& argv, std::span<const uint8_
                    Join(argv) + ")");
   }
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
-    return IoError(what + ": exited with status " + std::to_string(WEXITSTATUS(wstatus)) +
-                   " (" + Join(argv) + ")");
+    return IoError(what + ": exited with status " + std::to_string(WEXITSTATUS(wstatus)) + " (" +
+                   Join(argv) + ")");
   }
   return write_status;
 }
 
-Result<std::vector<std::string>> WritePngSequence(const RgbFrames& frames,
-                                                  const std::string& dir) {
+Result<std::vector<std::string>> WritePngSequence(const RgbFrames& frames, const std::string& dir) {
   VAED_RETURN_IF_ERROR(CheckRgbFrames(frames));
   VAED_ASSIGN_OR_RETURN(const std::string ffmpeg, Ffmpeg());
   std::error_code ec;
@@ -209,9 +222,25 @@ Status WriteMp4(const RgbFrames& frames, const std::string& path, double fps) {
         "pad=ceil(iw/2)*2:ceil(ih/2)*2,"
         "scale=out_color_matrix=bt709:out_range=tv:flags=accurate_rnd+full_chroma_int,"
         "format=yuv420p",
-        "-c:v", "libx264", "-crf", "18", "-preset", "medium", "-colorspace", "bt709",
-        "-color_primaries", "bt709", "-color_trc", "bt709", "-color_range", "tv", "-movflags",
-        "+faststart", "-f", "mp4", "-y"}) {
+        "-c:v",
+        "libx264",
+        "-crf",
+        "18",
+        "-preset",
+        "medium",
+        "-colorspace",
+        "bt709",
+        "-color_primaries",
+        "bt709",
+        "-color_trc",
+        "bt709",
+        "-color_range",
+        "tv",
+        "-movflags",
+        "+faststart",
+        "-f",
+        "mp4",
+        "-y"}) {
     argv.emplace_back(a);
   }
   argv.push_back(path);

@@ -40,10 +40,14 @@ Status CheckRgbFrames(const RgbFrames& frames);
 // path. kNotFound when there is none.
 Result<std::string> FindExecutable(std::string_view name);
 
+// OK when the ffmpeg CLI is on PATH; otherwise the kFailedPrecondition
+// that the PNG and MP4 writers below would return. Lets callers fail before
+// a long decode rather than after it.
+Status CheckFfmpegAvailable();
+
 // Writes `frames` as `dir`/frame_0000.png, frame_0001.png, ... (lossless),
 // creating `dir` if needed. Returns the paths written, in frame order.
-Result<std::vector<std::string>> WritePngSequence(const RgbFrames& frames,
-                                                  const std::string& dir);
+Result<std::vector<std::string>> WritePngSequence(const RgbFrames& frames, const std::string& dir);
 
 // Writes a single-frame `frames` to the PNG file `path`.
 // kInvalidArgument when frames.frames != 1.

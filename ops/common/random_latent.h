@@ -21,8 +21,8 @@ Result<std::vector<int64_t>> ParseShape(std::string_view text);
 
 // `count` float32 samples of a standard normal distribution, the same for a
 // given `seed` whatever the C++ standard library (SplitMix64 bits and a
-// Box-Muller transform rather than <random>'s unspecified distributions). Real TAEF2 latents have std ~0.8; the
-// decoder's soft clamp 3*tanh(x/3) bounds any input.
+// Box-Muller transform rather than <random>'s unspecified distributions). Real TAEF2 latents have
+// std ~0.8; the decoder's soft clamp 3*tanh(x/3) bounds any input.
 std::vector<float> RandomNormalLatent(uint64_t count, uint64_t seed);
 
 }  // namespace vaed::ops

@@ -28,8 +28,7 @@ std::unique_ptr<client::Client> ConnectOrExplain(const GlobalOptions& global, in
     std::cerr << "vaed is not running at " << global.socket << ": " << reason << "\n";
     *exit_code = kExitUnavailable;
   } else {
-    std::cerr << "vaectl: cannot talk to vaed at " << global.socket << ": " << s.ToString()
-              << "\n";
+    std::cerr << "vaectl: cannot talk to vaed at " << global.socket << ": " << s.ToString() << "\n";
     *exit_code = kExitFailure;
   }
   return nullptr;

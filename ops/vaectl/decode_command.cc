@@ -47,8 +47,8 @@ Result<LatentInput> LoadLatent(const DecodeCommandOptions& options) {
   if (entry == nullptr) {
     std::string names;
     for (const auto& n : in.file->names()) names += (names.empty() ? "" : ", ") + n;
-    return NotFound(options.latent_file + ": no tensor '" + options.key + "' (tensors: " +
-                    names + "); choose one with --key");
+    return NotFound(options.latent_file + ": no tensor '" + options.key + "' (tensors: " + names +
+                    "); choose one with --key");
   }
   in.dtype = entry->dtype;
   in.shape = entry->shape;
@@ -70,7 +70,9 @@ Result<RegisteredRegion> CreateAndRegister(client::Client& client, uint64_t byte
                                            const char* what) {
   RegisteredRegion r;
   auto region = client::SharedRegion::Create(bytes);
-  if (!region.ok()) return region.status().WithContext(std::string("creating the ") + what + " region");
+  if (!region.ok()) {
+    return region.status().WithContext(std::string("creating the ") + what + " region");
+  }
   r.region = std::move(region).value();
   auto id = client.RegisterRegion(*r.region);
   if (!id.ok()) return id.status().WithContext(std::string("registering the ") + what + " region");
@@ -95,6 +97,7 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
   if (!plan.ok()) return ReportFailure("decode (plan)", plan.status());
   auto outputs = PlanOutput(options.format, options.out, latent->stem, plan->frames());
   if (!outputs.ok()) return ReportFailure("decode", outputs.status());
+  if (Status s = CheckOutputTools(*outputs); !s.ok()) return ReportFailure("decode", s);
 
   auto in = CreateAndRegister(*client, latent->bytes, "latent");
   if (!in.ok()) return ReportFailure("decode", in.status());
@@ -120,15 +123,15 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
   report.round_trip_seconds = round_trip;
   report.format = options.format;
   if (reply->output_bytes() > out->region->size()) {
-    return ReportFailure("decode", Internal("daemon reported " +
-                                            std::to_string(reply->output_bytes()) +
-                                            " output bytes, the region holds " +
-                                            std::to_string(out->region->size())));
+    return ReportFailure(
+        "decode",
+        Internal("daemon reported " + std::to_string(reply->output_bytes()) +
+                 " output bytes, the region holds " + std::to_string(out->region->size())));
   }
-  const ops::RgbFrames frames{
-      std::span<const uint8_t>(out->region->data(), reply->output_bytes()),
-      static_cast<int64_t>(reply->frames()), static_cast<int64_t>(reply->height_px()),
-      static_cast<int64_t>(reply->width_px())};
+  const ops::RgbFrames frames{std::span<const uint8_t>(out->region->data(), reply->output_bytes()),
+                              static_cast<int64_t>(reply->frames()),
+                              static_cast<int64_t>(reply->height_px()),
+                              static_cast<int64_t>(reply->width_px())};
   auto written = WriteOutputs(*outputs, frames, options.fps);
   if (!written.ok()) return ReportFailure("decode", written.status());
   report.outputs = *written;

@@ -14,7 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool IsDirectoryTarget(const std::string& out) {
@@ -92,7 +93,8 @@ Result<OutputPlan> PlanOutput(const std::string& format, const std::string& out,
       plan.kind = OutputKind::kRaw;
       plan.sidecar = fs::path(plan.path).replace_extension(".json").string();
       if (plan.sidecar == plan.path) {
-        return InvalidArgument("--out " + out + ": the raw output and its .json sidecar would be the same file");
+        return InvalidArgument("--out " + out +
+                               ": the raw output and its .json sidecar would be the same file");
       }
     }
     return plan;
@@ -100,8 +102,21 @@ Result<OutputPlan> PlanOutput(const std::string& format, const std::string& out,
   return InvalidArgument("--format " + format + ": expected png, mp4, raw or none");
 }
 
-Result<std::vector<std::string>> WriteOutputs(const OutputPlan& plan,
-                                              const ops::RgbFrames& frames, double fps) {
+Status CheckOutputTools(const OutputPlan& plan) {
+  switch (plan.kind) {
+    case OutputKind::kPngSequence:
+    case OutputKind::kPngImage:
+    case OutputKind::kMp4:
+      return ops::CheckFfmpegAvailable();
+    case OutputKind::kRaw:
+    case OutputKind::kNone:
+      return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> WriteOutputs(const OutputPlan& plan, const ops::RgbFrames& frames,
+                                              double fps) {
   switch (plan.kind) {
     case OutputKind::kNone:
       return std::vector<std::string>{};
@@ -184,8 +199,10 @@ nlohmann::json DecodeReportToJson(const DecodeReport& report) {
       {"nonfinite_outputs", r.nonfinite_outputs()},
       {"format", report.format},
       {"outputs", report.outputs},
-      {"original_key", q.original_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(q.original_key)},
-      {"reference_key", q.reference_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(q.reference_key)},
+      {"original_key",
+       q.original_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(q.original_key)},
+      {"reference_key",
+       q.reference_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(q.reference_key)},
       {"psnr_vs_original_db", nullptr},
       {"psnr_vs_original_min_db", nullptr},
       {"psnr_vs_original_max_db", nullptr},
@@ -227,8 +244,8 @@ std::string FormatDecodeReport(const DecodeReport& report) {
   }
   const std::vector<int64_t> latent_shape(r.latent_shape().begin(), r.latent_shape().end());
   out << "model        " << r.model() << (r.demo_weights() ? " (DEMO weights)" : "") << "\n"
-      << "latent       " << report.latent_source << "  "
-      << DTypeName(FromProto(r.latent_dtype())) << " " << ShapeToString(latent_shape) << "\n"
+      << "latent       " << report.latent_source << "  " << DTypeName(FromProto(r.latent_dtype()))
+      << " " << ShapeToString(latent_shape) << "\n"
       << "output       " << r.frames() << (r.frames() == 1 ? " frame, " : " frames, ")
       << r.width_px() << "x" << r.height_px() << " px (WxH), uint8 NHWC RGB, "
       << ops::HumanBytes(r.output_bytes()) << "\n"
@@ -241,8 +258,8 @@ std::string FormatDecodeReport(const DecodeReport& report) {
 
   ops::TextTable timings({"component", "seconds", "ms"}, {false, true, true});
   for (const auto& t : r.timings()) {
-    timings.AddRow({t.component(), ops::FormatFixed(t.seconds(), 4),
-                    ops::FormatFixed(t.seconds() * 1e3, 1)});
+    timings.AddRow(
+        {t.component(), ops::FormatFixed(t.seconds(), 4), ops::FormatFixed(t.seconds() * 1e3, 1)});
   }
   timings.AddRow({"(client round trip)", ops::FormatFixed(report.round_trip_seconds, 4),
                   ops::FormatFixed(report.round_trip_seconds * 1e3, 1)});

@@ -47,10 +47,13 @@ struct OutputPlan {
 Result<OutputPlan> PlanOutput(const std::string& format, const std::string& out,
                               const std::string& stem, int64_t frames);
 
+// OK when the tools `plan` needs are present (ffmpeg for PNG and MP4).
+Status CheckOutputTools(const OutputPlan& plan);
+
 // Writes `frames` as planned; returns the files written. See
 // ops/common/frame_writer.h for errors.
-Result<std::vector<std::string>> WriteOutputs(const OutputPlan& plan,
-                                              const ops::RgbFrames& frames, double fps);
+Result<std::vector<std::string>> WriteOutputs(const OutputPlan& plan, const ops::RgbFrames& frames,
+                                              double fps);
 
 // How a decode compares with the tensors stored in the latent file
 // (README §6 definitions: mean of per-frame PSNRs, peak 255, float64 MSE).
@@ -60,7 +63,7 @@ struct Quality {
   std::optional<ops::FramePsnr> psnr_vs_original;            // decode vs original
   std::optional<ops::FramePsnr> reference_psnr_vs_original;  // reference vs original
   std::optional<ops::U8Diff> vs_reference;                   // decode vs reference
-  std::vector<std::string> notes;  // why a comparison was skipped
+  std::vector<std::string> notes;                            // why a comparison was skipped
 };
 
 // Compares `decoded` (uint8 NHWC [frames, height_px, width_px, 3]) with
@@ -76,7 +79,7 @@ Quality CompareWithFile(const ops::RgbFrames& decoded, const SafetensorsFile& fi
 // Everything `vaectl decode` reports.
 struct DecodeReport {
   v1::DecodeReply reply;
-  std::string latent_source;  // "video_bikes.safetensors:latent" or "random(seed=0)"
+  std::string latent_source;      // "video_bikes.safetensors:latent" or "random(seed=0)"
   double round_trip_seconds = 0;  // Decode() as seen by the client
   std::string format;             // png | mp4 | raw | none
   std::vector<std::string> outputs;

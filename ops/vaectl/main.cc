@@ -37,8 +37,10 @@ constexpr const char* kDecodeFooter =
     "and the max |diff| and number of values that differ from the reference.\n"
     "\n"
     "Examples:\n"
-    "  vaectl decode ../shared/data/taef2/photo_astronaut.safetensors --model taef2 --out astronaut.png\n"
-    "  vaectl decode ../shared/data/taef2/video_bikes.safetensors --model taef2 --format mp4 --fps 25\n"
+    "  vaectl decode ../shared/data/taef2/photo_astronaut.safetensors --model taef2 --out "
+    "astronaut.png\n"
+    "  vaectl decode ../shared/data/taef2/video_bikes.safetensors --model taef2 --format mp4 --fps "
+    "25\n"
     "  vaectl decode --random-latent 2,32,16,16 --seed 7 --model demo --format none --json";
 
 }  // namespace
@@ -72,9 +74,10 @@ int main(int argc, char** argv) {
 
   CLI::App* decode_cmd = app.add_subcommand("decode", kDecodeDescription);
   decode_cmd->footer(kDecodeFooter);
-  auto* file_opt = decode_cmd->add_option("LATENT_FILE", decode.latent_file,
-                                          "safetensors file holding the latent")
-                       ->check(CLI::ExistingFile);
+  auto* file_opt =
+      decode_cmd
+          ->add_option("LATENT_FILE", decode.latent_file, "safetensors file holding the latent")
+          ->check(CLI::ExistingFile);
   auto* random_opt =
       decode_cmd
           ->add_option("--random-latent", decode.random_latent,
@@ -86,9 +89,10 @@ int main(int argc, char** argv) {
   decode_cmd->add_option("--key", decode.key, "tensor holding the latent")->capture_default_str();
   decode_cmd->add_option("--model", decode.model,
                          "model to decode with (default: the daemon's default model)");
-  decode_cmd->add_option("--out", decode.out,
-                         "png: directory (default <stem>_frames/) or a .png file for one "
-                         "frame; mp4/raw: file (default <stem>.mp4 / <stem>.u8) or directory")
+  decode_cmd
+      ->add_option("--out", decode.out,
+                   "png: directory (default <stem>_frames/) or a .png file for one "
+                   "frame; mp4/raw: file (default <stem>.mp4 / <stem>.u8) or directory")
       ->type_name("DIR_OR_FILE");
   decode_cmd->add_option("--format", decode.format, "what to write: png, mp4, raw or none")
       ->capture_default_str()
@@ -96,9 +100,10 @@ int main(int argc, char** argv) {
   decode_cmd->add_option("--fps", decode.fps, "frame rate of the MP4")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  decode_cmd->add_option("--reference-key", decode.reference_key,
-                         "uint8 [N,H,W,3] or [H,W,3] reference decode in the file to compare "
-                         "with ('' to skip)")
+  decode_cmd
+      ->add_option("--reference-key", decode.reference_key,
+                   "uint8 [N,H,W,3] or [H,W,3] reference decode in the file to compare "
+                   "with ('' to skip)")
       ->capture_default_str();
   decode_cmd->add_option("--original-key", decode.original_key,
                          "uint8 original pixels in the file (default: frames_u8, then "

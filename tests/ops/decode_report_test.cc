@@ -5,35 +5,22 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 
 #include "safetensors_writer.h"
+#include "test_util.h"
 
 namespace vaed::vaectl {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::Not;
+using ops_test::TempDir;
 using ops_test::TestTensor;
 using ops_test::WriteSafetensors;
-
-class ScratchDir {
- public:
-  ScratchDir()
-      : path_(fs::temp_directory_path() / ("vaectl-test-" + std::to_string(::getpid()))) {
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 // --------------------------------------------------------------- PlanOutput
 
@@ -59,7 +46,7 @@ TEST(PlanOutputTest, PngFileForManyFramesIsRejected) {
 }
 
 TEST(PlanOutputTest, Mp4DefaultsToStemAndGoesInsideDirectories) {
-  ScratchDir dir;
+  TempDir dir;
   auto a = PlanOutput("mp4", "", "bikes", 16);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->kind, OutputKind::kMp4);
@@ -97,13 +84,27 @@ TEST(PlanOutputTest, NoneWritesNothingAndUnknownFormatFails) {
   EXPECT_FALSE(PlanOutput("gif", "", "x", 1).ok());
 }
 
+TEST(CheckOutputToolsTest, PngAndMp4NeedFfmpegRawDoesNot) {
+  const char* old_path = std::getenv("PATH");
+  const std::string saved = old_path != nullptr ? old_path : "";
+  ::setenv("PATH", "/nonexistent-vaed-test", 1);
+  const Status png = CheckOutputTools({OutputKind::kPngSequence, "d", ""});
+  const Status mp4 = CheckOutputTools({OutputKind::kMp4, "x.mp4", ""});
+  const Status raw = CheckOutputTools({OutputKind::kRaw, "x.u8", "x.json"});
+  ::setenv("PATH", saved.c_str(), 1);
+  EXPECT_EQ(png.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(png.message(), HasSubstr("ffmpeg not found"));
+  EXPECT_EQ(mp4.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(raw.ok());
+}
+
 // ---------------------------------------------------------- CompareWithFile
 
 // Two frames of 2x2 RGB (12 values each).
 std::vector<uint8_t> Frames(uint8_t base) { return std::vector<uint8_t>(24, base); }
 
 TEST(CompareWithFileTest, ComparesWithOriginalAndReference) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir / "lat.safetensors";
   std::vector<uint8_t> reference = Frames(100);
   reference[5] = 102;  // differs from the decode by 2 in one value
@@ -127,7 +128,7 @@ TEST(CompareWithFileTest, ComparesWithOriginalAndReference) {
 }
 
 TEST(CompareWithFileTest, SingleImageReferenceWithoutFrameDimIsUsed) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir / "img.safetensors";
   WriteSafetensors(path, {{"image_u8", "U8", {2, 2, 3}, std::vector<uint8_t>(12, 7)},
                           {"decoded_u8", "U8", {2, 2, 3}, std::vector<uint8_t>(12, 7)}});
@@ -143,7 +144,7 @@ TEST(CompareWithFileTest, SingleImageReferenceWithoutFrameDimIsUsed) {
 }
 
 TEST(CompareWithFileTest, MismatchedOrMissingTensorsAreSkippedWithNotes) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir / "odd.safetensors";
   WriteSafetensors(path, {{"frames_u8", "U8", {1, 2, 2, 3}, std::vector<uint8_t>(12, 0)},
                           {"decoded_u8", "F32", {1, 1, 1, 3}, std::vector<uint8_t>(12, 0)}});
@@ -163,7 +164,7 @@ TEST(CompareWithFileTest, MismatchedOrMissingTensorsAreSkippedWithNotes) {
 }
 
 TEST(CompareWithFileTest, FileWithoutReferencesGivesNoNotes) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string path = dir / "plain.safetensors";
   WriteSafetensors(path, {{"latent", "F32", {1, 1, 1, 1}, std::vector<uint8_t>(4, 0)}});
   auto file = SafetensorsFile::Open(path);
@@ -245,8 +246,7 @@ TEST(DecodeReportToJsonTest, MissingComparisonsAndInfinitePsnrAreNull) {
   EXPECT_TRUE(j["max_abs_diff_vs_reference"].is_null());
   EXPECT_TRUE(j["values_differing_from_reference"].is_null());
 
-  r.quality.psnr_vs_original =
-      ops::FramePsnr{std::numeric_limits<double>::infinity(), 1, 1, 1};
+  r.quality.psnr_vs_original = ops::FramePsnr{std::numeric_limits<double>::infinity(), 1, 1, 1};
   j = DecodeReportToJson(r);
   EXPECT_TRUE(j.contains("psnr_vs_original_db"));
   EXPECT_TRUE(j["psnr_vs_original_db"].is_null());

@@ -4,39 +4,20 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "test_util.h"
 
 namespace vaed::ops {
 namespace {
 
 namespace fs = std::filesystem;
+using ops_test::ReadFile;
+using ops_test::TempDir;
 using ::testing::HasSubstr;
-
-// A fresh directory under the test's temp dir, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("vaed-ops-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
 
 std::vector<uint8_t> Pattern(size_t n) {
   std::vector<uint8_t> v(n);
@@ -44,17 +25,7 @@ std::vector<uint8_t> Pattern(size_t n) {
   return v;
 }
 
-// Output of a shell command (stdout), or "" when it fails.
-std::string Capture(const std::string& command) {
-  std::string out;
-  FILE* p = ::popen(command.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  ::pclose(p);
-  return out;
-}
+std::string Capture(const std::string& command) { return ops_test::RunCommand(command).out; }
 
 bool HaveFfmpeg() { return FindExecutable("ffmpeg").ok() && FindExecutable("ffprobe").ok(); }
 
@@ -86,10 +57,7 @@ TEST(RunWithStdinTest, ChildReceivesAllBytes) {
   const auto input = Pattern(3 * 1024 * 1024 + 17);
   const std::string copy = dir / "copy.bin";
   ASSERT_TRUE(RunWithStdin({"/bin/sh", "-c", "cat > '" + copy + "'"}, input).ok());
-  std::ifstream f(copy, std::ios::binary);
-  const std::vector<uint8_t> got((std::istreambuf_iterator<char>(f)),
-                                 std::istreambuf_iterator<char>());
-  EXPECT_EQ(got, input);
+  EXPECT_EQ(ReadFile(copy), std::string(input.begin(), input.end()));
 }
 
 // Regression guard: a child that exits without reading its input must give
@@ -178,12 +146,8 @@ TEST(WriteRawWithSidecarTest, WritesBytesAndDescribingJson) {
   TempDir dir;
   const auto data = Pattern(2 * 3 * 4 * 3);
   ASSERT_TRUE(WriteRawWithSidecar({data, 2, 3, 4}, dir / "out.u8", dir / "out.json").ok());
-  std::ifstream raw(dir / "out.u8", std::ios::binary);
-  const std::vector<uint8_t> got((std::istreambuf_iterator<char>(raw)),
-                                 std::istreambuf_iterator<char>());
-  EXPECT_EQ(got, data);
-  std::ifstream js(dir / "out.json");
-  const auto j = nlohmann::json::parse(js);
+  EXPECT_EQ(ReadFile(dir / "out.u8"), std::string(data.begin(), data.end()));
+  const auto j = nlohmann::json::parse(ReadFile(dir / "out.json"));
   EXPECT_EQ(j["file"], "out.u8");
   EXPECT_EQ(j["dtype"], "uint8");
   EXPECT_EQ(j["layout"], "NHWC");

@@ -89,11 +89,11 @@ TEST_P(ReadmePsnrTableTest, ReferenceDecodeVsOriginalMatchesReadme) {
   ASSERT_NE(original, nullptr);
   ASSERT_EQ(decoded->nbytes, original->nbytes);
   const auto& shape = decoded->shape;  // [N,H,W,3] or [H,W,3]
-  const size_t per_frame = static_cast<size_t>(shape[shape.size() - 3] *
-                                               shape[shape.size() - 2] * shape.back());
-  const FramePsnr p = MeanFramePsnr(std::span<const uint8_t>(decoded->data, decoded->nbytes),
-                                    std::span<const uint8_t>(original->data, original->nbytes),
-                                    per_frame);
+  const size_t per_frame =
+      static_cast<size_t>(shape[shape.size() - 3] * shape[shape.size() - 2] * shape.back());
+  const FramePsnr p =
+      MeanFramePsnr(std::span<const uint8_t>(decoded->data, decoded->nbytes),
+                    std::span<const uint8_t>(original->data, original->nbytes), per_frame);
   EXPECT_NEAR(p.mean_db, row.mean_db, 0.005);
   if (row.min_db > 0) {
     EXPECT_NEAR(p.min_db, row.min_db, 0.005);

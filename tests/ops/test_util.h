@@ -1,0 +1,72 @@
+// Helpers shared by the tests in tests/ops: a scratch directory, whole-file
+// reads and running a shell command with its output captured.
+#ifndef VAED_TESTS_OPS_TEST_UTIL_H_
+#define VAED_TESTS_OPS_TEST_UTIL_H_
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace vaed::ops_test {
+
+// A fresh directory under the system temp dir, removed with its contents
+// by the destructor.
+class TempDir {
+ public:
+  TempDir() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("vaed-ops-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  // The path of `name` inside the directory.
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+// The whole file, or "" when it cannot be read.
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct CommandResult {
+  int exit_code = -1;  // -1 when it could not run or died from a signal
+  std::string out;     // what it wrote to stdout
+};
+
+// Runs `command` with /bin/sh and captures its stdout (redirect stderr in
+// the command itself when it is wanted).
+inline CommandResult RunCommand(const std::string& command) {
+  CommandResult r;
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace vaed::ops_test
+
+#endif  // VAED_TESTS_OPS_TEST_UTIL_H_
