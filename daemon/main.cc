@@ -9,6 +9,7 @@
 
 #include <cstdio>
 
+#include "daemon/engine/memory_policy.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/server/config.h"
 #include "daemon/server/control_loop.h"
@@ -42,6 +43,9 @@ int InstallStopHandlers() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!vaed::engine::RetainFreedMemoryForReuse()) {
+    std::fprintf(stderr, "vaed: warning: glibc refused the memory-retention policy\n");
+  }
   // A client that disappears must never kill the daemon through a write.
   signal(SIGPIPE, SIG_IGN);
   const int stop_fd = InstallStopHandlers();

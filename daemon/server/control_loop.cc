@@ -242,7 +242,13 @@ void ControlLoop::ForwardExecutorReplies() {
     }
     uint64_t client_id = 0;
     std::memcpy(&client_id, client.data(), std::min(client.size(), sizeof(client_id)));
-    if (ClientState* c = clients_.Find(client_id); c && c->in_flight > 0) --c->in_flight;
+    if (ClientState* c = clients_.Find(client_id)) {
+      if (c->in_flight > 0) --c->in_flight;
+      // The silence timeout counts from the last exchange, and a reply is
+      // one: a decode longer than client_timeout_ms must not make its
+      // client look silent the moment it completes.
+      c->last_seen = std::chrono::steady_clock::now();
+    }
     v1::Reply reply;
     if (reply.ParseFromArray(payload.data(), static_cast<int>(payload.size())) &&
         reply.has_decode()) {

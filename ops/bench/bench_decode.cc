@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/engine/memory_policy.h"
 #include "daemon/models/postprocess.h"
 #include "daemon/models/taef2.h"
 #include "ops/common/psnr.h"
@@ -258,7 +259,14 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-daemon", o.skip_daemon, "only time the in-process decode")
       ->excludes(skip_local);
   app.add_flag("--json", o.json, "print one JSON object");
+  bool glibc_default_malloc = false;
+  app.add_flag("--glibc-default-malloc", glibc_default_malloc,
+               "keep glibc's default allocator policy in-process instead of the daemon's "
+               "(daemon/engine/memory_policy.h); shows what a DiT process pays without it");
   CLI11_PARSE(app, argc, argv);
+  // The in-process path gets the daemon's allocator policy by default, so
+  // the ratio measures the cost of going through the daemon, not malloc.
+  if (!glibc_default_malloc) vaed::engine::RetainFreedMemoryForReuse();
 
   // The model library logs through spdlog's default logger (stdout); keep
   // stdout for the results (--json must be one JSON object).
