@@ -7,11 +7,14 @@
 namespace vaed::engine {
 
 bool RetainFreedMemoryForReuse() {
-  // Without mmap, a block too large for a thread's arena falls back to the
-  // main arena (glibc's arena_get_retry), so executor threads are served too.
+  // One arena: a thread arena's heaps are at most 64 MiB and are unmapped
+  // as they empty, which brought the page-fault churn back for the executor
+  // thread (bikes through the daemon: 1.52 s/frame with per-thread arenas,
+  // 0.33 s/frame with one). Threads started later all share the main heap.
+  const bool one_arena = mallopt(M_ARENA_MAX, 1) == 1;
   const bool mmap_off = mallopt(M_MMAP_MAX, 0) == 1;
   const bool trim_off = mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1;
-  return mmap_off && trim_off;
+  return one_arena && mmap_off && trim_off;
 }
 
 }  // namespace vaed::engine

@@ -19,8 +19,10 @@
 
 namespace vaed::engine {
 
-// Disables mmap for large allocations (M_MMAP_MAX = 0) and heap trimming
-// (M_TRIM_THRESHOLD = INT_MAX). Returns false if glibc refused a setting.
+// Uses one malloc arena for all threads started afterwards (M_ARENA_MAX =
+// 1), disables mmap for large allocations (M_MMAP_MAX = 0) and heap
+// trimming (M_TRIM_THRESHOLD = INT_MAX). Returns false if glibc refused a
+// setting.
 bool RetainFreedMemoryForReuse();
 
 }  // namespace vaed::engine
