@@ -14,7 +14,7 @@
 #include <map>
 #include <memory>
 
-#include "tests/integration/daemon_process.h"
+#include "tests/common/daemon_process.h"
 #include "vaed/client.h"
 #include "vaed/wire.h"
 

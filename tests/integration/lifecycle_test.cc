@@ -7,7 +7,7 @@
 #include <cstring>
 #include <thread>
 
-#include "tests/integration/daemon_process.h"
+#include "tests/common/daemon_process.h"
 #include "vaed/client.h"
 #include "vaed/vaed_c.h"
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "tests/integration/daemon_process.h"
+#include "tests/common/daemon_process.h"
 #include "vaed/client.h"
 #include "vaed/safetensors.h"
 

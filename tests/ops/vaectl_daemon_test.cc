@@ -1,24 +1,15 @@
 // vaectl against a real daemon: starts the built `vaed` on a private socket
 // with the demo model and the real TAEF2 weights from ../shared, then runs
 // the built `vaectl` binary. Skips when the shared data is absent.
-#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
-#include <vector>
 
+#include "tests/common/daemon_process.h"
 #include "test_util.h"
-
-extern char** environ;
 
 namespace {
 
@@ -38,57 +29,20 @@ class VaectlDaemonTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!fs::exists(kData + "/taef2_decoder.safetensors")) return;
-    dir_ = fs::temp_directory_path() / ("vaectl-e2e-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    socket_ = (dir_ / "vaed.sock").string();
-    const std::string log = (dir_ / "vaed.log").string();
-    std::vector<std::string> args = {VAED_PATH,
-                                     "--socket",
-                                     socket_,
-                                     "--taef2-weights",
-                                     kData + "/taef2_decoder.safetensors",
-                                     "--intra-op-threads",
-                                     "2"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    const int err = posix_spawn(&daemon_pid_, VAED_PATH, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (err != 0) {
-      daemon_pid_ = -1;
-      return;
-    }
-    // Ready when `vaectl status` answers (models load before the socket binds).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (Vaectl("status").exit_code == 0) {
-        ready_ = true;
-        return;
-      }
-      int status = 0;
-      if (::waitpid(daemon_pid_, &status, WNOHANG) == daemon_pid_) {
-        daemon_pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    startup_log_ = ReadFile(log);
+    daemon_ = new vaed::testing::DaemonProcess(
+        {"--taef2-weights", kData + "/taef2_decoder.safetensors", "--intra-op-threads", "2"});
+    socket_ = daemon_->socket();
+    dir_ = daemon_->dir();
+    ready_ = daemon_->ok();
+    if (!ready_) startup_log_ = daemon_->Log();
   }
 
   static void TearDownTestSuite() {
-    if (daemon_pid_ > 0) {
-      ::kill(daemon_pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(daemon_pid_, &status, 0);
-      daemon_pid_ = -1;
+    if (daemon_) {
+      EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->Log();
     }
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
+    delete daemon_;
+    daemon_ = nullptr;
   }
 
   void SetUp() override {
@@ -108,9 +62,9 @@ class VaectlDaemonTest : public ::testing::Test {
 
   static std::string Tmp(const std::string& name) { return (dir_ / name).string(); }
 
+  static inline vaed::testing::DaemonProcess* daemon_ = nullptr;
   static inline fs::path dir_;
   static inline std::string socket_;
-  static inline pid_t daemon_pid_ = -1;
   static inline bool ready_ = false;
   static inline std::string startup_log_;
 };
@@ -239,5 +193,46 @@ TEST_F(VaectlDaemonTest, UnknownModelIsReported) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("nosuch"));
 }
+
+// Acceptance (issue 2): `vaectl decode` through a running vaed on each real
+// input: the decode matches the Python reference decode to |diff| <= 1 and
+// its mean PSNR against the original frames is within 0.1 dB of the
+// reference's (data/taef2/README.md §6).
+struct RealInput {
+  const char* file;
+  int frames, height_px, width_px;
+};
+
+class VaectlRealInputTest : public VaectlDaemonTest,
+                            public ::testing::WithParamInterface<RealInput> {};
+
+TEST_P(VaectlRealInputTest, DecodeMatchesReferenceWithinTolerance) {
+  const RealInput& in = GetParam();
+  const CliRun r = Vaectl("decode '" + kData + "/" + in.file +
+                          "' --model taef2 --format none --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["frames"], in.frames);
+  EXPECT_EQ(j["height_px"], in.height_px);
+  EXPECT_EQ(j["width_px"], in.width_px);
+  const double psnr = j["psnr_vs_original_db"].get<double>();
+  const double reference = j["reference_psnr_vs_original_db"].get<double>();
+  std::printf("%s: vaectl PSNR %.4f dB, reference %.4f dB, max |diff| %d\n", in.file, psnr,
+              reference, j["max_abs_diff_vs_reference"].get<int>());
+  EXPECT_NEAR(psnr, reference, 0.1);
+  EXPECT_LE(j["max_abs_diff_vs_reference"].get<int>(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TaefData, VaectlRealInputTest,
+    ::testing::Values(RealInput{"video_bikes.safetensors", 16, 272, 640},
+                      RealInput{"video_carphone.safetensors", 32, 144, 176},
+                      RealInput{"photo_astronaut.safetensors", 1, 512, 512},
+                      RealInput{"photo_coffee.safetensors", 1, 400, 592},
+                      RealInput{"photo_chelsea.safetensors", 1, 288, 448}),
+    [](const ::testing::TestParamInfo<RealInput>& info) {
+      const std::string f = info.param.file;
+      return f.substr(0, f.find('.'));
+    });
 
 }  // namespace

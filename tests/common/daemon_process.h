@@ -1,7 +1,7 @@
-// Test helper: runs a real `vaed` process on a private socket and stops it
+// Test helper shared by integration and ops tests: runs a real `vaed` process on a private socket and stops it
 // with SIGTERM, the way systemd does.
-#ifndef VAED_TESTS_INTEGRATION_DAEMON_PROCESS_H_
-#define VAED_TESTS_INTEGRATION_DAEMON_PROCESS_H_
+#ifndef VAED_TESTS_COMMON_DAEMON_PROCESS_H_
+#define VAED_TESTS_COMMON_DAEMON_PROCESS_H_
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -158,4 +158,4 @@ class DaemonProcess {
 
 }  // namespace vaed::testing
 
-#endif  // VAED_TESTS_INTEGRATION_DAEMON_PROCESS_H_
+#endif  // VAED_TESTS_COMMON_DAEMON_PROCESS_H_
