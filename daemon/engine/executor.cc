@@ -10,6 +10,7 @@
 #include "daemon/models/torch_status.h"
 #include "vaed/guarded_copy.h"
 #include "vaed/wire.h"
+#include "vaed/zmq_status.h"
 
 namespace vaed::engine {
 
@@ -99,9 +100,20 @@ void Executor::Run() {
   // OpenMP thread counts are per calling thread: set them here, on the
   // thread that runs the models.
   at::set_num_threads(options_.intra_op_threads);
-  zmq::socket_t replies(*context_, zmq::socket_type::push);
-  replies.set(zmq::sockopt::linger, 0);
-  replies.connect(reply_endpoint_);
+  zmq::socket_t replies;
+  try {
+    replies = zmq::socket_t(*context_, zmq::socket_type::push);
+    replies.set(zmq::sockopt::linger, 0);
+    replies.connect(reply_endpoint_);
+  } catch (const zmq::error_t& e) {
+    // Cannot happen with a live context; without a reply path the executor
+    // could answer nothing, so it refuses work instead of hanging clients.
+    spdlog::critical("{}", ZmqErrorStatus(e, "executor reply socket").ToString());
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    queue_.clear();
+    return;
+  }
   spdlog::info("executor: started with {} intra-op threads, queue capacity {}",
                at::get_num_threads(), options_.queue_capacity);
 
@@ -138,9 +150,18 @@ void Executor::SendReply(zmq::socket_t& socket, const DecodeJob& job, const v1::
   std::string bytes;
   reply.SerializeToString(&bytes);
   uint64_t client_id = job.client_id;
-  socket.send(zmq::buffer(job.routing_id), zmq::send_flags::sndmore);
-  socket.send(zmq::buffer(&client_id, sizeof(client_id)), zmq::send_flags::sndmore);
-  socket.send(zmq::buffer(bytes), zmq::send_flags::none);
+  // No exception leaves the executor thread: a failed hand-off is logged
+  // (it only happens when the context is being torn down).
+  try {
+    socket.send(zmq::buffer(job.routing_id), zmq::send_flags::sndmore);
+    socket.send(zmq::buffer(&client_id, sizeof(client_id)), zmq::send_flags::sndmore);
+    socket.send(zmq::buffer(bytes), zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    spdlog::error("{}", ZmqErrorStatus(e, "handing decode reply " +
+                                              std::to_string(job.request_id) +
+                                              " to the control loop")
+                            .ToString());
+  }
 }
 
 void Executor::Execute(const DecodeJob& job, v1::Reply* reply) {

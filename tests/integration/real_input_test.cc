@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <span>
 #include <cstring>
 #include <memory>
 
+#include "ops/common/psnr.h"
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
 #include "vaed/safetensors.h"
@@ -16,21 +18,6 @@ namespace vaed {
 namespace {
 
 using testing::DaemonProcess;
-
-// Mean over frames of 10*log10(255^2 / MSE), MSE over H*W*3 uint8 values in
-// float64 (data/taef2/README.md §6).
-double MeanPsnr(const uint8_t* a, const uint8_t* b, int64_t frames, int64_t frame_values) {
-  double sum = 0;
-  for (int64_t f = 0; f < frames; ++f) {
-    double se = 0;
-    for (int64_t i = 0; i < frame_values; ++i) {
-      const double d = double(a[f * frame_values + i]) - double(b[f * frame_values + i]);
-      se += d * d;
-    }
-    sum += 10.0 * std::log10(255.0 * 255.0 / (se / double(frame_values)));
-  }
-  return sum / double(frames);
-}
 
 struct RealCase {
   const char* file;
@@ -100,22 +87,19 @@ TEST_P(RealInputDecodeTest, MatchesReferenceDecodeAndItsPsnr) {
   EXPECT_EQ(reply->width_px(), c.width_px);
   EXPECT_FALSE(reply->demo_weights());
 
-  const uint8_t* decoded = (*out)->data();
-  int max_diff = 0;
-  uint64_t differing = 0;
-  for (uint64_t i = 0; i < reference->nbytes; ++i) {
-    const int d = std::abs(int(decoded[i]) - int(reference->data[i]));
-    max_diff = std::max(max_diff, d);
-    differing += d != 0;
-  }
-  const int64_t frame_values = c.height_px * c.width_px * 3;
-  const double psnr = MeanPsnr(decoded, original->data, c.frames, frame_values);
-  const double reference_psnr = MeanPsnr(reference->data, original->data, c.frames, frame_values);
+  const std::span<const uint8_t> decoded((*out)->data(), reference->nbytes);
+  const std::span<const uint8_t> ref(reference->data, reference->nbytes);
+  const std::span<const uint8_t> orig(original->data, original->nbytes);
+  const ops::U8Diff diff = ops::CompareU8(decoded, ref);
+  const size_t frame_values = size_t(c.height_px) * size_t(c.width_px) * 3;
+  const double psnr = ops::MeanFramePsnr(decoded, orig, frame_values).mean_db;
+  const double reference_psnr = ops::MeanFramePsnr(ref, orig, frame_values).mean_db;
+  const int max_diff = diff.max_abs_diff;
   std::printf("%s: PSNR %.4f dB (reference %.4f dB, diff %+.4f dB), max |diff| %d, %llu of %llu "
               "values differ\n",
               c.file, psnr, reference_psnr, psnr - reference_psnr, max_diff,
-              static_cast<unsigned long long>(differing),
-              static_cast<unsigned long long>(reference->nbytes));
+              static_cast<unsigned long long>(diff.values_differing),
+              static_cast<unsigned long long>(diff.values));
   EXPECT_LE(max_diff, 1);
   EXPECT_NEAR(psnr, reference_psnr, 0.1);
 }
