@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -155,6 +158,50 @@ TEST(LifecycleTest, KeepsClientWhoseDecodeOutlastsTheClientTimeout) {
   auto s = (*c)->GetStatus();
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   std::remove(cfg.c_str());
+}
+
+// Reads every datagram that arrives on `fd` within `timeout`.
+std::string ReadNotifications(int fd, std::chrono::milliseconds timeout) {
+  std::string all;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    char buf[4096];
+    const ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0) {
+      all.append(buf, size_t(n));
+      all += '\n';
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  return all;
+}
+
+// The sd_notify protocol as systemd speaks it: a datagram socket named by
+// NOTIFY_SOCKET, and WATCHDOG_USEC for the watchdog interval.
+TEST(LifecycleTest, NotifiesSystemdReadyWatchdogAndStopping) {
+  const std::string path = "/tmp/vaed-notify-test.sock";
+  std::remove(path.c_str());
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  setenv("WATCHDOG_USEC", "400000", 1);  // 0.4 s: pings every <= 0.2 s
+  DaemonProcess daemon({});
+  unsetenv("NOTIFY_SOCKET");
+  unsetenv("WATCHDOG_USEC");
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  const std::string running = ReadNotifications(fd, std::chrono::milliseconds(1500));
+  EXPECT_THAT(running, HasSubstr("READY=1"));
+  EXPECT_THAT(running, HasSubstr("WATCHDOG=1"));
+  EXPECT_THAT(running, ::testing::Not(HasSubstr("STOPPING=1")));
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+  EXPECT_THAT(ReadNotifications(fd, std::chrono::milliseconds(200)), HasSubstr("STOPPING=1"));
+  close(fd);
+  std::remove(path.c_str());
 }
 
 TEST(CApiTest, DecodesThroughTheCAbi) {
