@@ -287,7 +287,8 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   app.add_option("--model", model_flags,
                  "add or replace a model: NAME=KIND[:WEIGHTS], e.g. taef2=taef2:/path/taef2_decoder.safetensors");
   app.add_option("--taef2-weights", taef2_weights,
-                 "shorthand for --model taef2=taef2:PATH")
+                 "shorthand for --model taef2=taef2:PATH that also makes taef2 the default "
+                 "model unless --default-model says otherwise")
       ->check(CLI::ExistingFile);
   app.add_option("--default-model", default_model, "model used when a request names none (models.default)");
   app.add_flag("--print-config", print_config, "print the effective config as TOML and exit");
@@ -330,6 +331,7 @@ CommandLine ParseCommandLine(int argc, char** argv) {
     m.kind = "taef2";
     m.weights_path = taef2_weights;
     AddOrReplaceModel(&o.models.entries, std::move(m));
+    o.models.default_model = "taef2";
   }
   if (!default_model.empty()) o.models.default_model = default_model;
   if (Status s = ValidateOptions(o); !s.ok()) return fail(s);
