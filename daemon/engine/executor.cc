@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "daemon/engine/memory_policy.h"
 #include "daemon/models/postprocess.h"
 #include "daemon/models/torch_status.h"
 #include "vaed/guarded_copy.h"
@@ -142,6 +143,13 @@ void Executor::Run() {
     reply.set_request_id(job->request_id);
     Execute(*job, &reply);
     SendReply(replies, *job, reply);
+    job.reset();
+    // Bound what the memory policy retains between requests
+    // (memory_policy.h).
+    if (ReleaseFreedMemoryAbove(options_.retained_heap_mib << 20)) {
+      spdlog::debug("executor: heap above {} MiB after a request; returned its free part",
+                    options_.retained_heap_mib);
+    }
   }
   spdlog::info("executor: stopped");
 }

@@ -17,4 +17,11 @@ bool RetainFreedMemoryForReuse() {
   return one_arena && mmap_off && trim_off;
 }
 
+bool ReleaseFreedMemoryAbove(uint64_t retained_bytes) {
+  const struct mallinfo2 info = mallinfo2();
+  if (info.arena <= retained_bytes) return false;
+  malloc_trim(0);
+  return true;
+}
+
 }  // namespace vaed::engine

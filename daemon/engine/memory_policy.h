@@ -10,12 +10,18 @@
 // being kernel time.
 //
 // The policy keeps freed memory in the heap for reuse instead: it acts as
-// the daemon's memory pool. The cost: the process keeps its peak heap size
-// (RSS does not shrink after a large decode).
+// the daemon's memory pool. Page faults are expensive (trimming the heap
+// after every bikes request doubled its decode time through the daemon), so
+// the heap is kept across requests, up to a bound: after a request whose
+// peak left more than executor.retained_heap_mib of heap, the executor hands
+// the free part back (ReleaseFreedMemoryAbove), so one huge decode does not
+// pin its peak RSS for the daemon's life.
 //
 // Thread-safety: call once, from main(), before any thread is started.
 #ifndef VAED_DAEMON_ENGINE_MEMORY_POLICY_H_
 #define VAED_DAEMON_ENGINE_MEMORY_POLICY_H_
+
+#include <cstdint>
 
 namespace vaed::engine {
 
@@ -24,6 +30,11 @@ namespace vaed::engine {
 // trimming (M_TRIM_THRESHOLD = INT_MAX). Returns false if glibc refused a
 // setting.
 bool RetainFreedMemoryForReuse();
+
+// When the malloc heap holds more than `retained_bytes` (mallinfo2 arena
+// bytes), returns its free memory to the OS (malloc_trim) and returns true.
+// Call when idle, e.g. after a request; thread-safe.
+bool ReleaseFreedMemoryAbove(uint64_t retained_bytes);
 
 }  // namespace vaed::engine
 

@@ -20,6 +20,7 @@ max_message_bytes = 1048576
 [executor]
 intra_op_threads = 2
 queue_capacity = 64
+retained_heap_mib = 4096
 
 [log]
 level = "info"
@@ -135,11 +136,14 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
   VAED_ASSIGN_OR_RETURN(const toml::table* executor, r.Table(root, "executor"));
   if (executor) {
     VAED_RETURN_IF_ERROR(
-        r.CheckKeys(*executor, "executor", {"intra_op_threads", "queue_capacity"}));
+        r.CheckKeys(*executor, "executor",
+                    {"intra_op_threads", "queue_capacity", "retained_heap_mib"}));
     VAED_RETURN_IF_ERROR(r.Integer(*executor, "executor", "intra_op_threads",
                                    &o->executor.intra_op_threads, 1, 256));
     VAED_RETURN_IF_ERROR(r.Integer(*executor, "executor", "queue_capacity",
                                    &o->executor.queue_capacity, 1, 100000));
+    VAED_RETURN_IF_ERROR(r.Integer(*executor, "executor", "retained_heap_mib",
+                                   &o->executor.retained_heap_mib, 0, 1 << 24));
   }
 
   VAED_ASSIGN_OR_RETURN(const toml::table* log, r.Table(root, "log"));
@@ -355,6 +359,8 @@ std::string ToToml(const DaemonOptions& o) {
   root.insert("executor", toml::table{
                               {"intra_op_threads", int64_t{o.executor.intra_op_threads}},
                               {"queue_capacity", int64_t{o.executor.queue_capacity}},
+                              {"retained_heap_mib",
+                               static_cast<int64_t>(o.executor.retained_heap_mib)},
                           });
   root.insert("log", toml::table{{"level", o.log.level}});
   toml::array entries;
