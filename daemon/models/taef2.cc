@@ -405,14 +405,19 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent, Componen
   try {
     torch::NoGradGuard no_grad;
     const auto start = std::chrono::steady_clock::now();
+    // Peak memory grows with frames x latent cells per forward call, so
+    // large frames go through in smaller batches (kMaxCellsPerForward).
+    const int64_t cells = latent.size(2) * latent.size(3);
+    const int64_t batch =
+        std::clamp<int64_t>(kMaxCellsPerForward / std::max<int64_t>(cells, 1), 1, frame_batch_);
     torch::Tensor out;
-    if (plan.frames <= frame_batch_) {
+    if (plan.frames <= batch) {
       out = Forward(latent);
     } else {
       out = torch::empty({plan.frames, plan.channels, plan.height_px, plan.width_px},
                          torch::TensorOptions().dtype(torch::kFloat));
-      for (int64_t begin = 0; begin < plan.frames; begin += frame_batch_) {
-        const int64_t n = std::min(frame_batch_, plan.frames - begin);
+      for (int64_t begin = 0; begin < plan.frames; begin += batch) {
+        const int64_t n = std::min(batch, plan.frames - begin);
         out.narrow(0, begin, n).copy_(Forward(latent.narrow(0, begin, n)));
       }
     }

@@ -58,9 +58,15 @@ class Taef2Decoder final : public VaeModel {
   static constexpr int64_t kLatentChannels = 32;
   static constexpr int64_t kOutputChannels = 3;
   static constexpr int64_t kUpscale = 8;  // pixels per latent cell, each axis
-  // Upper bounds Plan() enforces, to refuse absurd requests before any
-  // allocation: latent extent per axis (latent cells; 8192 px) and frames.
-  static constexpr int64_t kMaxLatentExtent = 1024;
+  // Upper bounds Plan() enforces, to refuse requests before any allocation:
+  // latent extent per axis (latent cells; 2048 px) and frames. Peak memory
+  // measured for one 256x256-latent frame (2048x2048 px): 12.1 GB; a
+  // per-request memory budget replaces this bound later.
+  static constexpr int64_t kMaxLatentExtent = 256;
+  // Frames per forward call are reduced so that frames x latent cells stay
+  // within this (128x128 latent cells = one 1024x1024 px frame, ~3 GB peak);
+  // a single frame larger than this still runs alone.
+  static constexpr int64_t kMaxCellsPerForward = 128 * 128;
   static constexpr int64_t kMaxFrames = 4096;
   // Number of decoder tensors in the weights file.
   static constexpr size_t kNumWeightTensors = 79;

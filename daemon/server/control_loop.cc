@@ -32,6 +32,23 @@ bool SocketIsServed(const std::string& path) {
   return served;
 }
 
+// Client-chosen names end up in logs and replies: printable ASCII only, so a
+// client cannot forge log lines or corrupt the journal.
+Status CheckPrintableName(const std::string& name, const std::string& field) {
+  constexpr size_t kMaxName = 128;
+  if (name.size() > kMaxName) {
+    return InvalidArgument(field + " is " + std::to_string(name.size()) +
+                           " bytes; at most " + std::to_string(kMaxName) + " are allowed");
+  }
+  for (unsigned char ch : name) {
+    if (ch < 0x20 || ch > 0x7e) {
+      return InvalidArgument(field + " contains byte " + std::to_string(ch) +
+                             "; only printable ASCII (0x20-0x7e) is allowed");
+    }
+  }
+  return Status::Ok();
+}
+
 // The tensor layout a request's output must have.
 struct OutputLayout {
   DType dtype;
@@ -120,8 +137,13 @@ Status ControlLoop::Bind() {
     if (ec) return IoError("creating socket directory '" + dir.string() + "': " + ec.message());
     ::chmod(dir.c_str(), 0750);
   }
-  if (std::filesystem::exists(path, ec)) {
-    // ZeroMQ would unlink the path and steal it from a running daemon.
+  if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
+    // ZeroMQ would unlink whatever is at the path: never a file, directory
+    // or link of someone else's, and never a socket a live daemon serves.
+    if (!std::filesystem::is_socket(std::filesystem::symlink_status(path, ec))) {
+      return FailedPrecondition("server.socket " + path +
+                                " exists and is not a socket; refusing to replace it");
+    }
     if (SocketIsServed(path)) {
       return FailedPrecondition("another process is already serving " + path +
                                 " (is vaed running? see `vaectl status`)");
@@ -360,6 +382,10 @@ void ControlLoop::HandleMessage(const std::string& routing_id, const std::string
 void ControlLoop::HandleHello(const std::string& routing_id, const v1::Request& req,
                               v1::Reply* reply) {
   const v1::Hello& hello = req.hello();
+  if (Status s = CheckPrintableName(hello.client_name(), "hello.client_name"); !s.ok()) {
+    *reply->mutable_error() = ToProtoError(s);
+    return;
+  }
   if (hello.protocol_version() != kProtocolVersion) {
     *reply->mutable_error() = ToProtoError(VersionMismatch(
         "client speaks vaed protocol version " + std::to_string(hello.protocol_version()) +
@@ -408,6 +434,7 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
     return InvalidArgument("options.profile '" + d.options().profile() +
                            "' is not available in this daemon (available: safe)");
   }
+  VAED_RETURN_IF_ERROR(CheckPrintableName(d.model(), "model"));
   VAED_ASSIGN_OR_RETURN(models::VaeModel * model, registry_->Get(d.model()));
   const std::string model_name = model->info().name;
 

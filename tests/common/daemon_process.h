@@ -4,6 +4,7 @@
 #define VAED_TESTS_COMMON_DAEMON_PROCESS_H_
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +41,7 @@ inline RunResult RunVaed(const std::vector<std::string>& args,
   all.insert(all.end(), args.begin(), args.end());
   const pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(fd, 1);
     dup2(fd, 2);
     std::vector<char*> argv;
@@ -85,6 +87,8 @@ class DaemonProcess {
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     pid_ = fork();
     if (pid_ == 0) {
+      // The daemon dies with the test, even when the test is killed.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       FILE* f = freopen(log_.c_str(), "w", stderr);
       (void)f;
       dup2(fileno(stderr), fileno(stdout));

@@ -376,6 +376,35 @@ TEST(DaemonStartTest, RefusesSocketAlreadyServedByAnotherDaemon) {
   EXPECT_EQ(first.Terminate(), 0);
 }
 
+// Regression: the daemon replaced a regular file at --socket (and removed
+// it at exit); it must refuse anything that is not a socket.
+TEST(DaemonStartTest, RefusesToReplaceARegularFileAtTheSocketPath) {
+  const std::string path = "/tmp/vaed-precious-file.txt";
+  {
+    std::ofstream f(path);
+    f << "precious";
+  }
+  testing::RunResult r = testing::RunVaed({"--socket", path});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("is not a socket"));
+  std::ifstream in(path);
+  std::string content;
+  in >> content;
+  EXPECT_EQ(content, "precious");
+  std::remove(path.c_str());
+}
+
+TEST_F(BadInputTest, RejectsControlCharactersInNames) {
+  client::DecodeRequest r = Valid();
+  r.model = "demo\n2026-11-30 critical forged";
+  ExpectError(client_->Decode(r).status(), StatusCode::kInvalidArgument, "printable ASCII");
+  auto forged = client::Client::Connect(
+      {.socket = daemon_->socket(), .client_name = "w0\ncritical FORGED"});
+  ASSERT_FALSE(forged.ok());
+  EXPECT_THAT(forged.status().message(), HasSubstr("hello.client_name"));
+  ExpectStillServing();
+}
+
 TEST(ClientConnectTest, ReportsDaemonDownWithTheSocketPath) {
   auto c = client::Client::Connect({.socket = "/tmp/vaed-no-such-dir/vaed.sock"});
   ASSERT_FALSE(c.ok());

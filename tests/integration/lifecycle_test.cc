@@ -64,6 +64,12 @@ TEST(LifecycleTest, ClientKilledMidRequestIsDroppedAndDaemonKeepsServing) {
   ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
   EXPECT_TRUE(WIFSIGNALED(wstatus)) << "the victim finished before it was killed";
   fclose(p);
+  // A killed client cannot unlink its segments; clean up after it.
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    if (e.path().filename().string().rfind("vaed-" + std::to_string(pid) + "-", 0) == 0) {
+      std::filesystem::remove(e.path());
+    }
+  }
 
   // Its regions are unmapped once the daemon sees it is gone.
   EXPECT_TRUE(WaitForStatus(
