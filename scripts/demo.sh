@@ -6,7 +6,7 @@
 #   3. decodes a latent through the client library with `vaectl decode`:
 #      the real bikes clip (16 frames, 640x272) when ../shared is present,
 #      otherwise a seeded random latent on the built-in demo model;
-#   4. writes the result (MP4 + PNG of the first frame) under out/demo/ and
+#   4. writes the result (an MP4 and one PNG per frame) under out/demo/ and
 #      prints the timing breakdown;
 #   5. stops the daemon with SIGTERM and checks it exited cleanly.
 set -euo pipefail
@@ -59,5 +59,6 @@ echo "== daemon log (last lines)"
 tail -n 5 "$run_dir/vaed.log"
 stop_daemon
 trap - EXIT
+rm -rf "$run_dir"
 echo "== outputs in $out"
 ls -la "$out"
