@@ -25,6 +25,9 @@ struct RealCase {
   int64_t frames, height_px, width_px;
 };
 
+// Names the case in ctest output instead of a byte dump.
+void PrintTo(const RealCase& c, std::ostream* os) { *os << c.file; }
+
 class RealInputDecodeTest : public ::testing::TestWithParam<RealCase> {
  protected:
   static void SetUpTestSuite() {

@@ -203,6 +203,8 @@ struct RealInput {
   int frames, height_px, width_px;
 };
 
+void PrintTo(const RealInput& in, std::ostream* os) { *os << in.file; }
+
 class VaectlRealInputTest : public VaectlDaemonTest,
                             public ::testing::WithParamInterface<RealInput> {};
 
