@@ -34,6 +34,14 @@ Result<LatentInput> LoadLatent(const DecodeCommandOptions& options) {
   if (!options.random_latent.empty()) {
     VAED_ASSIGN_OR_RETURN(in.shape, ops::ParseShape(options.random_latent));
     VAED_ASSIGN_OR_RETURN(const uint64_t count, NumElements(in.shape, "--random-latent"));
+    // Generated before the daemon can plan it: refuse what cannot be a
+    // sensible latent instead of dying in the allocator.
+    constexpr uint64_t kMaxRandomElements = uint64_t{1} << 28;  // 1 GiB of float32
+    if (count > kMaxRandomElements) {
+      return InvalidArgument("--random-latent " + options.random_latent + " has " +
+                             std::to_string(count) + " elements; at most " +
+                             std::to_string(kMaxRandomElements) + " (1 GiB float32) are generated");
+    }
     in.generated = ops::RandomNormalLatent(count, options.seed);
     in.dtype = DType::kFloat32;
     in.data = reinterpret_cast<const uint8_t*>(in.generated.data());

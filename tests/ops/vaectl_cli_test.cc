@@ -34,6 +34,14 @@ TEST(VaectlCliTest, DecodeWithoutDaemonFailsBeforeWritingAnything) {
   EXPECT_THAT(r.out, HasSubstr("vaed is not running"));
 }
 
+// Regression: a huge --random-latent aborted vaectl with std::bad_alloc.
+TEST(VaectlCliTest, DecodeRefusesAnAbsurdRandomLatentWithoutCrashing) {
+  const auto r = Vaectl("--socket /nonexistent/x.sock decode --random-latent 4096,32,1024,1024 "
+                        "--format none");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("at most 268435456"));
+}
+
 TEST(VaectlCliTest, DecodeNeedsAFileOrRandomLatent) {
   const auto r = Vaectl("decode");
   EXPECT_EQ(r.exit_code, 1);
