@@ -43,6 +43,23 @@ Result<torch::Tensor> FormatOutput(const torch::Tensor& raw, v1::OutputFormat fo
 
 }  // namespace
 
+void FillDecodeGeometry(const models::VaeModel& model, const models::DecodePlan& plan,
+                        DType latent_dtype, const std::vector<int64_t>& latent_shape,
+                        DType output_dtype, const std::vector<int64_t>& output_shape,
+                        uint64_t output_bytes, v1::DecodeReply* out) {
+  out->set_model(model.info().name);
+  for (int64_t d : latent_shape) out->add_latent_shape(d);
+  out->set_latent_dtype(ToProto(latent_dtype));
+  for (int64_t d : output_shape) out->add_output_shape(d);
+  out->set_output_dtype(ToProto(output_dtype));
+  out->set_output_bytes(output_bytes);
+  out->set_frames(static_cast<uint32_t>(plan.frames));
+  out->set_height_px(static_cast<uint32_t>(plan.height_px));
+  out->set_width_px(static_cast<uint32_t>(plan.width_px));
+  out->set_compute_dtype("float32");
+  out->set_demo_weights(model.info().demo_weights);
+}
+
 Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& options,
                                                    zmq::context_t* context,
                                                    std::string reply_endpoint) {
@@ -242,18 +259,9 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   timings.Add("decode", SecondsSince(t_start));
   warm_buckets_.insert(bucket);
 
-  out->set_model(info.name);
-  for (int64_t d : job.latent.shape) out->add_latent_shape(d);
-  out->set_latent_dtype(ToProto(job.latent.dtype));
-  for (int64_t d : job.output.shape) out->add_output_shape(d);
-  out->set_output_dtype(ToProto(job.output.dtype));
-  out->set_output_bytes(bytes);
-  out->set_frames(static_cast<uint32_t>(job.plan.frames));
-  out->set_height_px(static_cast<uint32_t>(job.plan.height_px));
-  out->set_width_px(static_cast<uint32_t>(job.plan.width_px));
+  FillDecodeGeometry(*job.model, job.plan, job.latent.dtype, job.latent.shape, job.output.dtype,
+                     job.output.shape, bytes, out);
   out->set_warm(warm);
-  out->set_compute_dtype("float32");
-  out->set_demo_weights(info.demo_weights);
   out->set_nonfinite_outputs(static_cast<uint64_t>(nonfinite_out));
   for (const auto& [component, seconds] : timings.entries()) {
     v1::Timing* t = out->add_timings();

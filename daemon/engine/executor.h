@@ -54,6 +54,15 @@ struct DecodeJob {
   std::chrono::steady_clock::time_point received;
 };
 
+// Fills the geometry part of a DecodeReply that the plan decides: model,
+// latent and output shape/dtype/bytes, pixel frames and size, compute dtype
+// and the demo flag. Used for plan-only replies and for finished decodes, so
+// both always report the same fields.
+void FillDecodeGeometry(const models::VaeModel& model, const models::DecodePlan& plan,
+                        DType latent_dtype, const std::vector<int64_t>& latent_shape,
+                        DType output_dtype, const std::vector<int64_t>& output_shape,
+                        uint64_t output_bytes, v1::DecodeReply* out);
+
 // Completed replies arrive on `reply_endpoint` (inproc PULL bound by the
 // control loop) as three frames: routing id, client id (8 bytes, host
 // order), serialized vaed.v1.Reply.

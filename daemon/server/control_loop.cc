@@ -449,18 +449,9 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
 
   if (d.plan_only()) {
     v1::DecodeReply* p = reply->mutable_decode();
-    p->set_model(model_name);
-    for (int64_t x : latent_shape) p->add_latent_shape(x);
-    p->set_latent_dtype(ToProto(latent_dtype));
-    for (int64_t x : expected.shape) p->add_output_shape(x);
-    p->set_output_dtype(ToProto(expected.dtype));
-    p->set_output_bytes(expected_bytes);
-    p->set_frames(static_cast<uint32_t>(plan.frames));
-    p->set_height_px(static_cast<uint32_t>(plan.height_px));
-    p->set_width_px(static_cast<uint32_t>(plan.width_px));
-    p->set_demo_weights(model->info().demo_weights);
+    engine::FillDecodeGeometry(*model, plan, latent_dtype, latent_shape, expected.dtype,
+                               expected.shape, expected_bytes, p);
     p->set_planned_only(true);
-    p->set_compute_dtype("float32");
     return false;
   }
 
