@@ -196,6 +196,7 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
   v1::Decode* d = req.mutable_decode();
   d->set_model(request.model);
   d->set_output_format(static_cast<v1::OutputFormat>(request.format));
+  d->mutable_options()->set_stack_tiling(static_cast<v1::StackTiling>(request.stack_tiling));
   auto fill = [](const TensorView& view, v1::TensorRef* out) {
     TensorRef ref{view.region_id, view.offset, 0, view.dtype, view.shape};
     // The byte size is derived here; the daemon checks it again.

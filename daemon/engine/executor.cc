@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "daemon/engine/memory_policy.h"
+#include "daemon/engine/process_memory.h"
 #include "daemon/models/postprocess.h"
 #include "daemon/models/torch_status.h"
 #include "vaed/guarded_copy.h"
@@ -34,11 +35,20 @@ double SecondsSince(SteadyClock::time_point t0) {
 }
 
 // The raw decoder output bytes in the layout the request asked for.
-Result<torch::Tensor> FormatOutput(const torch::Tensor& raw, v1::OutputFormat format) {
-  return RunTorch("formatting output", [&]() -> Result<torch::Tensor> {
-    if (format == v1::OUTPUT_FORMAT_FLOAT32_NCHW) return raw.to(torch::kFloat32).contiguous();
-    return models::ToUint8Nhwc(raw);
-  });
+Result<torch::Tensor> FormatOutput(const models::VaeModel& model, const torch::Tensor& raw,
+                                   v1::OutputFormat format) {
+  if (format == v1::OUTPUT_FORMAT_FLOAT32_NCHW) {
+    return RunTorch("formatting output", [&]() -> Result<torch::Tensor> {
+      return raw.to(torch::kFloat32).contiguous();
+    });
+  }
+  VAED_ASSIGN_OR_RETURN(torch::Tensor unit, model.ToUnitRange(raw));
+  if (format == v1::OUTPUT_FORMAT_FLOAT32_NCHW_UNIT) {
+    return RunTorch("formatting output", [&]() -> Result<torch::Tensor> {
+      return unit.to(torch::kFloat32).contiguous();
+    });
+  }
+  return models::ToUint8Nhwc(unit);
 }
 
 }  // namespace
@@ -56,7 +66,7 @@ void FillDecodeGeometry(const models::VaeModel& model, const models::DecodePlan&
   out->set_frames(static_cast<uint32_t>(plan.frames));
   out->set_height_px(static_cast<uint32_t>(plan.height_px));
   out->set_width_px(static_cast<uint32_t>(plan.width_px));
-  out->set_compute_dtype("float32");
+  out->set_compute_dtype(model.info().compute_dtype);
   out->set_demo_weights(model.info().demo_weights);
 }
 
@@ -203,7 +213,9 @@ void Executor::Execute(const DecodeJob& job, v1::Reply* reply) {
 
 Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   const auto t_start = SteadyClock::now();
-  models::ComponentTimings timings;
+  ResetPeakRss();
+  models::DecodeReport report;
+  models::ComponentTimings& timings = report.timings;
   timings.Add("queue_wait", std::chrono::duration<double>(t_start - job.received).count());
   const models::ModelInfo& info = job.model->info();
 
@@ -235,14 +247,14 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   const std::string bucket = info.name + "/" + job.plan.shape_bucket;
   const bool warm = warm_buckets_.count(bucket) > 0;
 
-  VAED_ASSIGN_OR_RETURN(torch::Tensor raw, job.model->Decode(latent, &timings));
+  VAED_ASSIGN_OR_RETURN(torch::Tensor raw, job.model->Decode(latent, job.settings, &report));
 
   t0 = SteadyClock::now();
   VAED_ASSIGN_OR_RETURN(
       int64_t nonfinite_out, RunTorch("checking output", [&]() -> Result<int64_t> {
         return (~torch::isfinite(raw)).sum().item<int64_t>();
       }));
-  VAED_ASSIGN_OR_RETURN(torch::Tensor formatted, FormatOutput(raw, job.format));
+  VAED_ASSIGN_OR_RETURN(torch::Tensor formatted, FormatOutput(*job.model, raw, job.format));
   timings.Add("postprocess", SecondsSince(t0));
   const uint64_t bytes = static_cast<uint64_t>(formatted.numel()) * formatted.element_size();
   if (bytes != job.output.size) {
@@ -263,15 +275,34 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
                      job.output.shape, bytes, out);
   out->set_warm(warm);
   out->set_nonfinite_outputs(static_cast<uint64_t>(nonfinite_out));
+  out->set_peak_rss_bytes(PeakRssBytes());
+  const models::TilingReport& tiling = report.tiling;
+  if (tiling.tiled) {
+    v1::TilingInfo* t = out->mutable_tiling();
+    t->set_tile_rows(static_cast<uint32_t>(tiling.tile_rows));
+    t->set_tile_cols(static_cast<uint32_t>(tiling.tile_cols));
+    t->set_windows(static_cast<uint32_t>(tiling.windows));
+    t->set_decoder_calls(static_cast<uint32_t>(tiling.decoder_calls));
+    t->set_max_tiles_per_call(static_cast<uint32_t>(tiling.max_tiles_per_call));
+    t->set_stacked(tiling.stacked);
+    t->set_stack_decision(tiling.stack_decision);
+  }
   for (const auto& [component, seconds] : timings.entries()) {
     v1::Timing* t = out->add_timings();
     t->set_component(component);
     t->set_seconds(seconds);
   }
-  spdlog::info("decode: request {} client {} model {} latent {} -> {}x{}x{} {} in {:.3f} s{}",
+  std::string tiling_note;
+  if (tiling.tiled) {
+    tiling_note = " tiles " + std::to_string(tiling.tile_rows) + "x" +
+                  std::to_string(tiling.tile_cols) + " windows " +
+                  std::to_string(tiling.windows) + " calls " +
+                  std::to_string(tiling.decoder_calls) + " (" + tiling.stack_decision + ")";
+  }
+  spdlog::info("decode: request {} client {} model {} latent {} -> {}x{}x{} {} {} in {:.3f} s{}{}",
                job.request_id, job.client_id, info.name, ShapeToString(job.latent.shape),
-               job.plan.frames, job.plan.height_px, job.plan.width_px,
-               warm ? "warm" : "cold", SecondsSince(t_start),
+               job.plan.frames, job.plan.height_px, job.plan.width_px, info.compute_dtype,
+               warm ? "warm" : "cold", SecondsSince(t_start), tiling_note,
                info.demo_weights ? " [DEMO weights]" : "");
   return Status::Ok();
 }

@@ -47,6 +47,7 @@ struct DecodeJob {
   models::VaeModel* model = nullptr;
   models::DecodePlan plan;
   v1::OutputFormat format = v1::OUTPUT_FORMAT_UINT8_NHWC;
+  models::DecodeSettings settings;  // validated against the model's capabilities
   TensorRef latent;  // checked against latent_region's bounds
   TensorRef output;  // checked against output_region's bounds
   std::shared_ptr<HostRegion> latent_region;

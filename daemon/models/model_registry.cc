@@ -3,6 +3,7 @@
 #include <set>
 #include <utility>
 
+#include "daemon/models/h3/video_vae.h"
 #include "daemon/models/taef2.h"
 
 namespace vaed::models {
@@ -10,6 +11,22 @@ namespace {
 
 constexpr std::string_view kKindTaef2 = "taef2";
 constexpr std::string_view kKindDemo = "demo";
+constexpr std::string_view kKindH3Video = "h3_video";
+constexpr const char* kKnownKinds = "taef2, demo, h3_video";
+
+Result<StackTiling> ParseStackTiling(const std::string& where, const std::string& value) {
+  if (value == "off") return StackTiling::kOff;
+  if (value == "on") return StackTiling::kOn;
+  if (value == "auto") return StackTiling::kAuto;
+  return InvalidArgument(where + ".stack_tiling is '" + value + "'; must be off, on or auto");
+}
+
+Result<torch::ScalarType> ParseComputeDtype(const std::string& where, const std::string& value) {
+  if (value == "float32") return torch::kFloat;
+  if (value == "bfloat16") return torch::kBFloat16;
+  return InvalidArgument(where + ".compute_dtype is '" + value +
+                         "'; must be float32 or bfloat16");
+}
 
 std::string JoinNames(const std::vector<std::string>& names) {
   std::string s;
@@ -22,7 +39,8 @@ std::string JoinNames(const std::vector<std::string>& names) {
 
 Status ValidateConfig(const std::vector<ModelConfig>& configs, const std::string& default_model) {
   if (configs.empty()) {
-    return InvalidArgument("models: no model is configured; add at least one (kind taef2 or demo)");
+    return InvalidArgument(std::string("models: no model is configured; add at least one (kinds: ") +
+                           kKnownKinds + ")");
   }
   std::set<std::string> seen;
   std::vector<std::string> names;
@@ -35,7 +53,25 @@ Status ValidateConfig(const std::vector<ModelConfig>& configs, const std::string
       return InvalidArgument(where + ".name '" + c.name + "' is a duplicate; names must be unique");
     }
     names.push_back(c.name);
-    if (c.kind == kKindTaef2) {
+    if (c.kind != kKindH3Video) {
+      if (!c.config_path.empty()) {
+        return InvalidArgument(where + ".config is set for " + model + " of kind " + c.kind +
+                               ", which takes no config file (only h3_video does)");
+      }
+      if (c.compute_dtype != "float32") {
+        return InvalidArgument(where + ".compute_dtype is '" + c.compute_dtype + "' for " +
+                               model + " of kind " + c.kind + ", which computes in float32 only");
+      }
+      if (c.stack_tiling != "off") {
+        return InvalidArgument(where + ".stack_tiling is '" + c.stack_tiling + "' for " + model +
+                               " of kind " + c.kind +
+                               ", which does not decode in tiles (only h3_video stacks tiles)");
+      }
+    }
+    if (c.kind == kKindH3Video) {
+      VAED_RETURN_IF_ERROR(ParseStackTiling(where, c.stack_tiling).status());
+      VAED_RETURN_IF_ERROR(ParseComputeDtype(where, c.compute_dtype).status());
+    } else if (c.kind == kKindTaef2) {
       if (c.weights_path.empty()) {
         return InvalidArgument(where + ".weights_path is empty; " + model +
                                " of kind taef2 needs the path of taef2_decoder.safetensors");
@@ -53,7 +89,7 @@ Status ValidateConfig(const std::vector<ModelConfig>& configs, const std::string
       }
     } else {
       return InvalidArgument("unknown model kind '" + c.kind + "' for model '" + c.name +
-                             "' (known: taef2, demo)");
+                             "' (known: " + kKnownKinds + ")");
     }
   }
   if (seen.count(default_model) == 0) {
@@ -82,6 +118,17 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
       options.weights_path = c.weights_path;
       options.frame_batch = c.frame_batch;
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model, Taef2Decoder::Create(options));
+      models.push_back(std::move(model));
+    } else if (c.kind == kKindH3Video) {
+      h3::VideoVaeOptions options;
+      options.name = c.name;
+      options.config_path = c.config_path;
+      if (!c.weights_path.empty()) options.weights.push_back(c.weights_path);
+      options.seed = c.seed;
+      const std::string where = "model '" + c.name + "'";
+      VAED_ASSIGN_OR_RETURN(options.compute_dtype, ParseComputeDtype(where, c.compute_dtype));
+      VAED_ASSIGN_OR_RETURN(options.default_stack_tiling, ParseStackTiling(where, c.stack_tiling));
+      VAED_ASSIGN_OR_RETURN(std::unique_ptr<h3::VideoVae> model, h3::VideoVae::Create(options));
       models.push_back(std::move(model));
     } else {
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model,

@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
 #include "vaed/safetensors.h"
 #include "vaed/sha256.h"
@@ -108,37 +109,6 @@ struct Taef2Decoder::Weights {
 };
 
 namespace {
-
-torch::ScalarType ToScalarType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return torch::kFloat;
-    case DType::kFloat16:
-      return torch::kHalf;
-    case DType::kBFloat16:
-      return torch::kBFloat16;
-    case DType::kUInt8:
-      return torch::kByte;
-    case DType::kUnknown:
-      break;
-  }
-  return torch::kFloat;  // unreachable for dtypes a SafetensorsFile accepts
-}
-
-DType FromScalarType(torch::ScalarType t) {
-  switch (t) {
-    case torch::kFloat:
-      return DType::kFloat32;
-    case torch::kHalf:
-      return DType::kFloat16;
-    case torch::kBFloat16:
-      return DType::kBFloat16;
-    case torch::kByte:
-      return DType::kUInt8;
-    default:
-      return DType::kUnknown;
-  }
-}
 
 bool IsFloatDType(DType d) {
   return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
@@ -394,7 +364,9 @@ torch::Tensor Taef2Decoder::Forward(const torch::Tensor& latent) const {
   return Conv3(x, w.out_w, w.out_b);  // module 19, no activation
 }
 
-Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent, ComponentTimings* timings) {
+Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
+                                           const DecodeSettings& /*settings*/,
+                                           DecodeReport* report) {
   if (!latent.defined()) return InvalidArgument("latent is an undefined tensor");
   VAED_ASSIGN_OR_RETURN(DecodePlan plan,
                         Plan(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
@@ -422,7 +394,7 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent, Componen
       }
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    if (timings != nullptr) timings->Add("taef2.decode_latent", elapsed.count());
+    if (report != nullptr) report->timings.Add("taef2.decode_latent", elapsed.count());
     return out;
   } catch (...) {
     return CurrentTorchErrorStatus("model '" + info_.name + "': decode of latent " +

@@ -116,12 +116,14 @@ class Taef2Decoder final : public VaeModel {
 
   // Decodes `latent` (CPU float32 [N, 32, h, w], any strides) into a new
   // float32 tensor [N, 3, 8h, 8w], frame_batch frames per forward pass,
-  // without autograd. Adds "taef2.decode_latent" (seconds, wall clock) to
-  // `timings` when it is not null.
+  // without autograd. Adds "taef2.decode_latent" (seconds, wall clock) to the timings of
+  // `report` when it is not null. TAEF2 is never tiled; `settings` has nothing it uses.
   // Errors: the Plan() errors for a bad latent; kInvalidArgument for a
   // non-CPU latent; kResourceExhausted when LibTorch fails to allocate;
   // kInternal for any other LibTorch error. Never throws.
-  Result<torch::Tensor> Decode(const torch::Tensor& latent, ComponentTimings* timings) override;
+  using VaeModel::Decode;
+  Result<torch::Tensor> Decode(const torch::Tensor& latent, const DecodeSettings& settings,
+                               DecodeReport* report) override;
 
  private:
   struct Weights;

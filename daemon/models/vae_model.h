@@ -65,6 +65,39 @@ struct ModelInfo {
   uint64_t resident_bytes = 0; // bytes of weights held in memory
   int64_t latent_channels = 0;
   DType latent_dtype = DType::kFloat32;  // the dtype Decode() takes
+  std::string compute_dtype = "float32";  // dtype of the decoder's arithmetic
+  // Capabilities (DESIGN.md §2.5): what per-request options may ask for.
+  bool supports_stack_tiling = false;  // TileScheduling::kStacked exists
+};
+
+// How a request wants its tiles scheduled (DecodeOptions.stack_tiling).
+enum class StackTiling {
+  kDefault,  // the model's configured default
+  kOff,      // one decoder call per tile
+  kOn,       // all same-shape tiles of a window in one call
+  kAuto,     // stack when a window has >= 2 same-shape tiles
+};
+
+// Per-request settings, already validated against the model's capabilities.
+struct DecodeSettings {
+  StackTiling stack_tiling = StackTiling::kDefault;
+};
+
+// What a tiled decode did (zero/false for untiled models).
+struct TilingReport {
+  bool tiled = false;
+  int64_t tile_rows = 0, tile_cols = 0;  // tiles per window = rows * cols
+  int64_t windows = 0;                   // temporal windows
+  int64_t decoder_calls = 0;
+  int64_t max_tiles_per_call = 0;
+  bool stacked = false;
+  std::string stack_decision;  // why stacked or not, e.g. "auto: 4 same-shape tiles per window"
+};
+
+// Everything a decode reports besides its output.
+struct DecodeReport {
+  ComponentTimings timings;
+  TilingReport tiling;
 };
 
 class VaeModel {
@@ -81,11 +114,30 @@ class VaeModel {
                                   const std::vector<int64_t>& latent_shape) const = 0;
 
   // Decodes `latent` (CPU, contiguous, shape/dtype already accepted by
-  // Plan()) into the raw output float32 [frames, 3, height_px, width_px],
-  // not clamped. Adds its component timings to `timings`. Errors from
-  // LibTorch are returned as kInternal / kResourceExhausted, never thrown.
-  virtual Result<torch::Tensor> Decode(const torch::Tensor& latent,
-                                       ComponentTimings* timings) = 0;
+  // Plan()) into the raw output float32 [frames, 3, height_px, width_px] in
+  // the decoder's own output space, not clamped (may be a non-contiguous
+  // view). Adds its component timings and tiling facts to `report` (may be
+  // null). Errors from LibTorch are returned as kInternal /
+  // kResourceExhausted, never thrown.
+  virtual Result<torch::Tensor> Decode(const torch::Tensor& latent, const DecodeSettings& settings,
+                                       DecodeReport* report) = 0;
+
+  // Convenience: default settings, timings only (`timings` may be null).
+  Result<torch::Tensor> Decode(const torch::Tensor& latent, ComponentTimings* timings) {
+    DecodeReport report;
+    Result<torch::Tensor> out = Decode(latent, DecodeSettings{}, &report);
+    if (timings != nullptr) {
+      for (const auto& [name, s] : report.timings.entries()) timings->Add(name, s);
+    }
+    return out;
+  }
+
+  // Maps raw Decode() output to display RGB in [0, 1] (float32, same shape)
+  // with the model's official post-processing (H3: the inverse ImageNet
+  // normalisation and a clamp). The default is the identity (decoders whose
+  // raw output is already nominally [0, 1]). uint8 output is
+  // round_half_even(clamp(ToUnitRange(raw), 0, 1) * 255).
+  virtual Result<torch::Tensor> ToUnitRange(const torch::Tensor& raw) const { return raw; }
 };
 
 }  // namespace vaed::models

@@ -105,14 +105,18 @@ Status ParseModelEntry(const TomlReader& r, const toml::table& t, size_t index,
                        models::ModelConfig* out) {
   const std::string prefix = "models.entry[" + std::to_string(index) + "]";
   VAED_RETURN_IF_ERROR(
-      r.CheckKeys(t, prefix, {"name", "kind", "weights", "frame_batch", "seed"}));
+      r.CheckKeys(t, prefix, {"name", "kind", "weights", "config", "compute_dtype",
+                              "stack_tiling", "frame_batch", "seed"}));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "name", &out->name));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "kind", &out->kind));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "weights", &out->weights_path));
+  VAED_RETURN_IF_ERROR(r.String(t, prefix, "config", &out->config_path));
+  VAED_RETURN_IF_ERROR(r.String(t, prefix, "compute_dtype", &out->compute_dtype));
+  VAED_RETURN_IF_ERROR(r.String(t, prefix, "stack_tiling", &out->stack_tiling));
   VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "frame_batch", &out->frame_batch, 1, 256));
   VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "seed", &out->seed, 0, INT64_MAX));
   if (out->name.empty()) return r.Error(prefix + ".name", "is required and must not be empty");
-  if (out->kind.empty()) return r.Error(prefix + ".kind", "is required (taef2 or demo)");
+  if (out->kind.empty()) return r.Error(prefix + ".kind", "is required (taef2, demo or h3_video)");
   return Status::Ok();
 }
 
@@ -179,18 +183,23 @@ const std::set<std::string>& LogLevels() {
   return levels;
 }
 
-// Parses "NAME=KIND[:WEIGHTS]" from --model.
+// Parses "NAME=KIND[:WEIGHTS[:CONFIG]]" from --model.
 Result<models::ModelConfig> ParseModelFlag(const std::string& spec) {
   models::ModelConfig m;
   const size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0) {
-    return InvalidArgument("--model '" + spec + "' must look like NAME=KIND[:WEIGHTS]");
+    return InvalidArgument("--model '" + spec + "' must look like NAME=KIND[:WEIGHTS[:CONFIG]]");
   }
   m.name = spec.substr(0, eq);
   const std::string rest = spec.substr(eq + 1);
   const size_t colon = rest.find(':');
   m.kind = rest.substr(0, colon);
-  if (colon != std::string::npos) m.weights_path = rest.substr(colon + 1);
+  if (colon != std::string::npos) {
+    const std::string paths = rest.substr(colon + 1);
+    const size_t second = paths.find(':');
+    m.weights_path = paths.substr(0, second);
+    if (second != std::string::npos) m.config_path = paths.substr(second + 1);
+  }
   if (m.kind.empty()) return InvalidArgument("--model '" + spec + "' has an empty KIND");
   return m;
 }
@@ -289,7 +298,10 @@ CommandLine ParseCommandLine(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|critical|off (log.level)");
   app.add_option("--model", model_flags,
-                 "add or replace a model: NAME=KIND[:WEIGHTS], e.g. taef2=taef2:/path/taef2_decoder.safetensors");
+                 "add or replace a model: NAME=KIND[:WEIGHTS[:CONFIG]], e.g. "
+                 "taef2=taef2:/path/taef2_decoder.safetensors or "
+                 "h3=h3_video:/path/model.safetensors:/path/config.json (KIND: taef2, demo, "
+                 "h3_video; h3_video without WEIGHTS uses seeded random weights)");
   app.add_option("--taef2-weights", taef2_weights,
                  "shorthand for --model taef2=taef2:PATH that also makes taef2 the default "
                  "model unless --default-model says otherwise")
@@ -367,7 +379,14 @@ std::string ToToml(const DaemonOptions& o) {
   for (const auto& m : o.models.entries) {
     toml::table t{{"name", m.name}, {"kind", m.kind}, {"frame_batch", m.frame_batch}};
     if (!m.weights_path.empty()) t.insert("weights", m.weights_path);
-    if (m.kind == "demo") t.insert("seed", static_cast<int64_t>(m.seed));
+    if (!m.config_path.empty()) t.insert("config", m.config_path);
+    if (m.kind == "h3_video") {
+      t.insert("compute_dtype", m.compute_dtype);
+      t.insert("stack_tiling", m.stack_tiling);
+    }
+    if (m.kind == "demo" || (m.kind == "h3_video" && m.weights_path.empty())) {
+      t.insert("seed", static_cast<int64_t>(m.seed));
+    }
     entries.push_back(std::move(t));
   }
   root.insert("models", toml::table{{"default", o.models.default_model}, {"entry", entries}});

@@ -62,16 +62,48 @@ Result<OutputLayout> ExpectedOutput(const models::DecodePlan& plan, v1::OutputFo
       return OutputLayout{DType::kUInt8,
                           {plan.frames, plan.height_px, plan.width_px, plan.channels}};
     case v1::OUTPUT_FORMAT_FLOAT32_NCHW:
+    case v1::OUTPUT_FORMAT_FLOAT32_NCHW_UNIT:
       return OutputLayout{DType::kFloat32,
                           {plan.frames, plan.channels, plan.height_px, plan.width_px}};
     default:
       return InvalidArgument("output_format " + std::to_string(format) +
-                             " is unknown (expected UINT8_NHWC or FLOAT32_NCHW)");
+                             " is unknown (expected UINT8_NHWC, FLOAT32_NCHW or "
+                             "FLOAT32_NCHW_UNIT)");
   }
 }
 
 std::string FormatName(v1::OutputFormat format) {
-  return format == v1::OUTPUT_FORMAT_FLOAT32_NCHW ? "float32 NCHW" : "uint8 NHWC";
+  switch (format) {
+    case v1::OUTPUT_FORMAT_FLOAT32_NCHW:
+      return "float32 NCHW (raw)";
+    case v1::OUTPUT_FORMAT_FLOAT32_NCHW_UNIT:
+      return "float32 NCHW ([0, 1])";
+    default:
+      return "uint8 NHWC";
+  }
+}
+
+// The request's tile scheduling, checked against what the model supports.
+Result<models::StackTiling> StackTilingFor(const models::ModelInfo& model,
+                                           v1::StackTiling requested) {
+  switch (requested) {
+    case v1::STACK_TILING_UNSPECIFIED:
+      return models::StackTiling::kDefault;
+    case v1::STACK_TILING_OFF:
+      return models::StackTiling::kOff;
+    case v1::STACK_TILING_ON:
+    case v1::STACK_TILING_AUTO:
+      if (!model.supports_stack_tiling) {
+        return InvalidArgument("options.stack_tiling is " + v1::StackTiling_Name(requested) +
+                               "; model '" + model.name + "' (kind " + model.kind +
+                               ") does not support stacked tiles: it does not decode in tiles");
+      }
+      return requested == v1::STACK_TILING_ON ? models::StackTiling::kOn
+                                              : models::StackTiling::kAuto;
+    default:
+      return InvalidArgument("options.stack_tiling " + std::to_string(requested) +
+                             " is unknown (expected OFF, ON or AUTO)");
+  }
 }
 
 // Byte ranges [a, a+n) and [b, b+m) intersect (both already bounds-checked,
@@ -443,6 +475,8 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   const DType latent_dtype = FromProto(d.latent().dtype());
   const std::vector<int64_t> latent_shape(d.latent().shape().begin(), d.latent().shape().end());
   VAED_ASSIGN_OR_RETURN(models::DecodePlan plan, model->Plan(latent_dtype, latent_shape));
+  VAED_ASSIGN_OR_RETURN(models::StackTiling stack_tiling,
+                        StackTilingFor(model->info(), d.options().stack_tiling()));
   VAED_ASSIGN_OR_RETURN(OutputLayout expected, ExpectedOutput(plan, d.output_format()));
   VAED_ASSIGN_OR_RETURN(uint64_t expected_bytes,
                         ContiguousBytes(expected.dtype, expected.shape, "output"));
@@ -489,6 +523,7 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   job->model = model;
   job->plan = plan;
   job->format = d.output_format();
+  job->settings.stack_tiling = stack_tiling;
   job->latent = std::move(latent);
   job->output = std::move(output);
   job->latent_region = std::move(latent_region);
@@ -514,6 +549,11 @@ void ControlLoop::FillStatus(v1::StatusReply* s) const {
     out->set_demo_weights(i.demo_weights);
     out->set_resident_bytes(i.resident_bytes);
     out->set_description(i.description);
+    out->set_compute_dtype(i.compute_dtype);
+    if (i.supports_stack_tiling) {
+      out->add_capabilities("tiled");
+      out->add_capabilities("stack_tiling");
+    }
   }
   s->set_default_model(registry_->default_model());
   s->set_clients(static_cast<uint32_t>(clients_.client_count()));

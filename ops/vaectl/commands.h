@@ -31,6 +31,7 @@ struct DecodeCommandOptions {
   std::string random_latent;  // "N,C,H,W": seeded random float32 latent instead of a file
   uint64_t seed = 0;
   std::string key = "latent";
+  std::string stack_tiling = "default";  // default | off | on | auto
   std::string model;  // "" = the daemon's default model
   std::string out;    // see PlanOutput() in decode_report.h
   std::string format = "png";

@@ -119,6 +119,9 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
   request.output = {out->id, 0, FromProto(plan->output_dtype()),
                     std::vector<int64_t>(plan->output_shape().begin(), plan->output_shape().end())};
   request.format = client::OutputFormat::kUInt8NHWC;
+  if (options.stack_tiling == "off") request.stack_tiling = client::StackTiling::kOff;
+  if (options.stack_tiling == "on") request.stack_tiling = client::StackTiling::kOn;
+  if (options.stack_tiling == "auto") request.stack_tiling = client::StackTiling::kAuto;
   const auto start = std::chrono::steady_clock::now();
   auto reply = client->Decode(request);
   const double round_trip =

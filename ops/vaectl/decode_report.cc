@@ -197,6 +197,8 @@ nlohmann::json DecodeReportToJson(const DecodeReport& report) {
       {"timings", timings},
       {"round_trip_seconds", report.round_trip_seconds},
       {"nonfinite_outputs", r.nonfinite_outputs()},
+      {"peak_rss_bytes", r.peak_rss_bytes()},
+      {"tiling", nullptr},
       {"format", report.format},
       {"outputs", report.outputs},
       {"original_key",
@@ -213,6 +215,16 @@ nlohmann::json DecodeReportToJson(const DecodeReport& report) {
       {"values_compared", nullptr},
       {"notes", q.notes},
   };
+  if (r.has_tiling()) {
+    const v1::TilingInfo& t = r.tiling();
+    j["tiling"] = {{"tile_rows", t.tile_rows()},
+                   {"tile_cols", t.tile_cols()},
+                   {"windows", t.windows()},
+                   {"decoder_calls", t.decoder_calls()},
+                   {"max_tiles_per_call", t.max_tiles_per_call()},
+                   {"stacked", t.stacked()},
+                   {"stack_decision", t.stack_decision()}};
+  }
   if (q.psnr_vs_original) {
     j["psnr_vs_original_db"] = Db(q.psnr_vs_original->mean_db);
     j["psnr_vs_original_min_db"] = Db(q.psnr_vs_original->min_db);
@@ -250,7 +262,16 @@ std::string FormatDecodeReport(const DecodeReport& report) {
       << r.width_px() << "x" << r.height_px() << " px (WxH), uint8 NHWC RGB, "
       << ops::HumanBytes(r.output_bytes()) << "\n"
       << "compute      " << (r.compute_dtype().empty() ? "?" : r.compute_dtype()) << ", "
-      << (r.warm() ? "warm" : "cold (first decode of this shape bucket)") << "\n";
+      << (r.warm() ? "warm" : "cold (first decode of this shape bucket)");
+  if (r.peak_rss_bytes() != 0) out << ", peak RSS " << ops::HumanBytes(r.peak_rss_bytes());
+  out << "\n";
+  if (r.has_tiling()) {
+    const v1::TilingInfo& t = r.tiling();
+    out << "tiling       " << t.tile_rows() << "x" << t.tile_cols() << " tiles x " << t.windows()
+        << (t.windows() == 1 ? " window" : " windows") << ", " << t.decoder_calls()
+        << " decoder calls, up to " << t.max_tiles_per_call() << " tiles per call ("
+        << t.stack_decision() << ")\n";
+  }
   if (r.nonfinite_outputs() != 0) {
     out << "WARNING      " << r.nonfinite_outputs() << " non-finite (NaN/Inf) output values\n";
   }

@@ -25,7 +25,8 @@ constexpr const char* kDecodeDescription =
     "Decode a latent through the daemon, write PNG/MP4/raw frames, report timings and PSNR";
 
 constexpr const char* kDecodeFooter =
-    "Reads LATENT_FILE (safetensors; tensor --key, e.g. float32 [N,32,h,w] for TAEF2)\n"
+    "Reads LATENT_FILE (safetensors; tensor --key, e.g. float32 [N,32,h,w] for TAEF2,\n"
+    "[1,24,T,h,w] for the H3 video decoder)\n"
     "or generates --random-latent, asks the daemon for the output size (plan), decodes\n"
     "into shared memory and writes PNG frames (frame_0000.png, ...), an H.264 yuv420p\n"
     "MP4, or raw uint8 NHWC RGB bytes with a JSON sidecar; PNG and MP4 need the ffmpeg\n"
@@ -41,6 +42,8 @@ constexpr const char* kDecodeFooter =
     "astronaut.png\n"
     "  vaectl decode ../shared/data/taef2/video_bikes.safetensors --model taef2 --format mp4 --fps "
     "25\n"
+    "  vaectl decode ../shared/golden/h3/video_case_grid_2x2.safetensors --model h3 --format "
+    "mp4 --reference-key frames_u8 --stack-tiling on\n"
     "  vaectl decode --random-latent 2,32,16,16 --seed 7 --model demo --format none --json";
 
 }  // namespace
@@ -81,12 +84,18 @@ int main(int argc, char** argv) {
   auto* random_opt =
       decode_cmd
           ->add_option("--random-latent", decode.random_latent,
-                       "decode a seeded random float32 latent of shape N,C,H,W instead of a "
-                       "file (e.g. for the demo model)")
-          ->type_name("N,C,H,W");
+                       "decode a seeded random float32 latent of this shape instead of a "
+                       "file (e.g. 1,32,64,64 for the demo model, 1,24,7,16,16 for h3_video)")
+          ->type_name("D0,D1,...");
   file_opt->excludes(random_opt);
   decode_cmd->add_option("--seed", decode.seed, "seed of --random-latent")->capture_default_str();
   decode_cmd->add_option("--key", decode.key, "tensor holding the latent")->capture_default_str();
+  decode_cmd
+      ->add_option("--stack-tiling", decode.stack_tiling,
+                   "tile scheduling of tiled models: default (the model's), off, on or auto; "
+                   "the output is the same, speed and memory differ")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"default", "off", "on", "auto"}));
   decode_cmd->add_option("--model", decode.model,
                          "model to decode with (default: the daemon's default model)");
   decode_cmd

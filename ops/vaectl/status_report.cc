@@ -17,6 +17,9 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
         {"weights_sha256", m.weights_sha256()},
         {"resident_bytes", m.resident_bytes()},
         {"description", m.description()},
+        {"compute_dtype", m.compute_dtype()},
+        {"capabilities", std::vector<std::string>(m.capabilities().begin(),
+                                                  m.capabilities().end())},
     });
   }
   return {
@@ -54,8 +57,8 @@ std::string FormatStatus(const v1::StatusReply& s) {
   out << summary.Render();
 
   out << "\nmodels\n";
-  ops::TextTable models({"name", "kind", "weights", "resident", "sha256", "path"},
-                        {false, false, false, true, false, false});
+  ops::TextTable models({"name", "kind", "weights", "dtype", "resident", "sha256", "path"},
+                        {false, false, false, false, true, false, false});
   bool any_demo = false;
   for (const auto& m : s.models()) {
     any_demo = any_demo || m.demo_weights();
@@ -63,7 +66,9 @@ std::string FormatStatus(const v1::StatusReply& s) {
                                 ? m.weights_sha256().substr(0, 12) + "..."
                                 : (m.weights_sha256().empty() ? "-" : m.weights_sha256());
     models.AddRow({m.name() + (m.name() == s.default_model() ? " *" : ""), m.kind(),
-                   m.demo_weights() ? "DEMO" : "real", ops::HumanBytes(m.resident_bytes()), sha,
+                   m.demo_weights() ? "DEMO" : "real",
+                   m.compute_dtype().empty() ? "-" : m.compute_dtype(),
+                   ops::HumanBytes(m.resident_bytes()), sha,
                    m.weights_path().empty() ? "-" : m.weights_path()});
   }
   out << models.Render();

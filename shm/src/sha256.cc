@@ -44,6 +44,17 @@ class Fd {
   int fd_;
 };
 
+std::string Hex(const unsigned char* digest, unsigned int digest_len) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * digest_len);
+  for (unsigned int i = 0; i < digest_len; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 0xf];
+  }
+  return hex;
+}
+
 }  // namespace
 
 Result<std::string> Sha256File(const std::string& path) {
@@ -75,14 +86,20 @@ Result<std::string> Sha256File(const std::string& path) {
     return OpenSslStatus("sha256 " + path + ": EVP_DigestFinal_ex");
   }
 
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(2 * digest_len);
-  for (unsigned int i = 0; i < digest_len; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 0xf];
+  return Hex(digest, digest_len);
+}
+
+Result<std::string> Sha256Bytes(std::span<const uint8_t> bytes) {
+  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  if (ctx == nullptr) return OpenSslStatus("sha256: EVP_MD_CTX_new");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_len = 0;
+  if (EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), digest, &digest_len) != 1) {
+    return OpenSslStatus("sha256 of " + std::to_string(bytes.size()) + " bytes");
   }
-  return hex;
+  return Hex(digest, digest_len);
 }
 
 }  // namespace vaed

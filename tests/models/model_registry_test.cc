@@ -50,7 +50,38 @@ TEST(ModelRegistryTest, CreateRejectsUnknownKindListingKnownKinds) {
   c.kind = "x";
   Status s = CreateStatus({c}, "y");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "unknown model kind 'x' for model 'y' (known: taef2, demo)");
+  EXPECT_EQ(s.message(), "unknown model kind 'x' for model 'y' (known: taef2, demo, h3_video)");
+}
+
+TEST(ModelRegistryTest, CreateRejectsH3OnlyKeysOnOtherKinds) {
+  ModelConfig c = Demo("d");
+  c.config_path = "/tmp/config.json";
+  EXPECT_THAT(CreateStatus({c}, "d").message(), HasSubstr("models[0].config is set"));
+  c = Demo("d");
+  c.compute_dtype = "bfloat16";
+  EXPECT_THAT(CreateStatus({c}, "d").message(), HasSubstr("models[0].compute_dtype"));
+  c = Demo("d");
+  c.stack_tiling = "on";
+  EXPECT_THAT(CreateStatus({c}, "d").message(),
+              HasSubstr("does not decode in tiles (only h3_video stacks tiles)"));
+}
+
+TEST(ModelRegistryTest, CreateRejectsBadH3VideoOptionsBeforeLoading) {
+  ModelConfig c;
+  c.name = "h3";
+  c.kind = "h3_video";
+  c.stack_tiling = "sometimes";
+  EXPECT_THAT(CreateStatus({c}, "h3").message(),
+              HasSubstr("models[0].stack_tiling is 'sometimes'; must be off, on or auto"));
+  c.stack_tiling = "auto";
+  c.compute_dtype = "float16";
+  EXPECT_THAT(CreateStatus({c}, "h3").message(),
+              HasSubstr("models[0].compute_dtype is 'float16'; must be float32 or bfloat16"));
+  c.compute_dtype = "float32";
+  c.weights_path = "/nonexistent/h3.safetensors";
+  Status s = CreateStatus({c}, "h3");
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("/nonexistent/h3.safetensors"));
 }
 
 TEST(ModelRegistryTest, CreateRejectsTaef2WithoutWeightsPath) {

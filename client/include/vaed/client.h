@@ -101,8 +101,21 @@ enum class OutputFormat {
   // uint8 [frames, height_px, width_px, 3] RGB (round half to even of
   // clamp(x,0,1)*255).
   kUInt8NHWC = 1,
-  // float32 [frames, 3, height_px, width_px], raw decoder output.
+  // float32 [frames, 3, height_px, width_px], raw decoder output in the
+  // decoder's own space (H3 video: ImageNet-normalised RGB, not clamped).
   kFloat32NCHW = 2,
+  // float32 [frames, 3, height_px, width_px], RGB in [0, 1] after the
+  // model's official post-processing.
+  kFloat32NCHWUnit = 3,
+};
+
+// Tile scheduling of tiled models (= vaed.v1.StackTiling). Output bytes do
+// not depend on it; a model without stacked tiles rejects kOn and kAuto.
+enum class StackTiling {
+  kDefault = 0,  // the model's configured default
+  kOff = 1,
+  kOn = 2,
+  kAuto = 3,
 };
 
 struct DecodeRequest {
@@ -110,6 +123,7 @@ struct DecodeRequest {
   TensorView latent;
   TensorView output;  // dtype/shape must match what PlanDecode() returns
   OutputFormat format = OutputFormat::kUInt8NHWC;
+  StackTiling stack_tiling = StackTiling::kDefault;
 };
 
 class Client {

@@ -35,7 +35,11 @@ typedef struct vaed_region vaed_region;
 /* Element types (= vaed.v1.DType). */
 enum { VAED_DTYPE_FLOAT32 = 1, VAED_DTYPE_FLOAT16 = 2, VAED_DTYPE_BFLOAT16 = 3, VAED_DTYPE_UINT8 = 4 };
 /* Output layouts (= vaed.v1.OutputFormat). */
-enum { VAED_OUTPUT_UINT8_NHWC = 1, VAED_OUTPUT_FLOAT32_NCHW = 2 };
+enum {
+  VAED_OUTPUT_UINT8_NHWC = 1,
+  VAED_OUTPUT_FLOAT32_NCHW = 2,     /* raw decoder output */
+  VAED_OUTPUT_FLOAT32_NCHW_UNIT = 3 /* RGB in [0, 1] after the model's post-processing */
+};
 
 #define VAED_MAX_DIMS 8
 #define VAED_MAX_TIMINGS 16

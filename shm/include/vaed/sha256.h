@@ -1,9 +1,12 @@
-// SHA-256 of files, for identifying weights files in logs and status output.
+// SHA-256 of files and buffers, for identifying weights files in logs and
+// status output and for comparing outputs with recorded digests.
 //
 // Thread-safety: pure function; safe from any thread.
 #ifndef VAED_SHA256_H_
 #define VAED_SHA256_H_
 
+#include <cstdint>
+#include <span>
 #include <string>
 
 #include "vaed/status.h"
@@ -18,6 +21,9 @@ namespace vaed {
 // missing file, kIoError, ...); an OpenSSL failure is kInternal with
 // OpenSSL's error text.
 Result<std::string> Sha256File(const std::string& path);
+
+// The same digest of an in-memory buffer. Errors: kInternal from OpenSSL.
+Result<std::string> Sha256Bytes(std::span<const uint8_t> bytes);
 
 }  // namespace vaed
 

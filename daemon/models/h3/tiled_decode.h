@@ -1,0 +1,93 @@
+// The official H3 tiled decode around a per-tile decoder: spatial tiles of
+// each temporal window, the raw-neighbour blend, and the temporal assembly
+// with its 5-frame cross-fade (spec/h3_vae.md §2.2-2.4; official
+// `tiled_decode`, `blend` and `_decode_temporal_streaming` in
+// FL2VA/video_vae/klvae.py of MiniMax-AI/MiniMax-H3 at 8d8824e).
+//
+// The per-tile decoder is injected (TileDecodeFn) so the assembly is tested
+// on its own and the same code serves every dtype and scheduling.
+//
+// Layouts: latents are float32 [B, 24, latent_frames, height_latent,
+// width_latent], already de-normalised; decoded video is float32
+// [B, 3, pixel_frames, height_px, width_px] in the decoder's output space
+// (ImageNet-normalised RGB for H3), not clamped.
+//
+// Exactness: the blend is computed as the official code does (weights
+// arange(e)/e in the tile dtype, a*(1-w) and b*w as separate multiplies,
+// then an add), so with the same tile outputs the assembled frames are
+// bitwise those of the official implementation.
+//
+// Thread-safety: stateless functions; they use LibTorch's intra-op pool.
+// They may throw c10::Error (callers wrap them at the model's edge).
+#ifndef VAED_DAEMON_MODELS_H3_TILED_DECODE_H_
+#define VAED_DAEMON_MODELS_H3_TILED_DECODE_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+
+#include "daemon/models/h3/video_tiling.h"
+
+namespace vaed::models::h3 {
+
+// Decodes a batch of same-shape tiles: float32 [n, 24, 7, th, tw] ->
+// float32 [n, 3, 28, 16*th, 16*tw]. Items of the batch are independent.
+using TileDecodeFn = std::function<torch::Tensor(const torch::Tensor&)>;
+
+// How the tiles of one temporal window are fed to the decoder.
+enum class TileScheduling {
+  // One decoder call per tile, in row-major order (the official default).
+  kSequential,
+  // All tiles of a window that share a shape in one batched call
+  // ("stacked tiles", official `_run_tile_tasks` with stack_tiling), split
+  // back afterwards. Peak activation memory grows with the tile count.
+  kStacked,
+};
+
+// What a tiled decode did, for the reply and the logs.
+struct TiledDecodeStats {
+  int64_t windows = 0;
+  int64_t tiles_per_window = 0;
+  int64_t decoder_calls = 0;
+  int64_t max_tiles_per_call = 0;
+  // Wall-clock seconds spent inside TileDecodeFn calls, and in everything
+  // else of the tiled decode (slicing, blending, assembly, copies).
+  double tile_decode_seconds = 0;
+  double tile_merge_seconds = 0;
+};
+
+// Called after each temporal window with (windows done, windows total).
+using WindowProgressFn = std::function<void(int64_t, int64_t)>;
+
+// The official `blend`: returns a tensor shaped like `b` whose first
+// e = min(a.size(dim), b.size(dim), overlap) entries along `dim` are
+// a_last_e * (1 - p/e) + b_first_e * (p/e) for p = 0..e-1 (so the ramp never
+// reaches pure b), the rest being b. overlap >= 1.
+torch::Tensor BlendRamp(const torch::Tensor& a, const torch::Tensor& b, int64_t overlap,
+                        int64_t dim);
+
+// Spatially tiled decode of one temporal window: z_window float32
+// [B, 24, 7, h, w] -> float32 [B, 3, 28, 16h, 16w]. Tile (i, j) is blended
+// over its top rows with the RAW tile (i-1, j), then over its left columns
+// with the RAW tile (i, j-1) (the diagonal neighbour is ignored, as in the
+// official code), cropped by its overlaps with the next tiles and placed.
+// Adds to `stats` (not null).
+torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
+                           const TileDecodeFn& decode, TileScheduling scheduling,
+                           TiledDecodeStats* stats);
+
+// The whole temporal decode: z float32 [B, 24, T, h, w] (T = plan.latent_frames)
+// -> float32 [B, 3, plan.output_pixel_frames, 16h, 16w]. The latent stream is
+// padded with repeats of its last frame (plan.pad_latent_frames), each
+// window's frames [3, 20) go to the output with their first 5 frames
+// cross-faded with the previous window's frames [23, 28), the last window's
+// [23, 28) is appended, and the pad frames are cut from the end.
+// `progress` may be empty. Adds to `stats` (not null).
+torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, const TileGrid& grid,
+                          const TileDecodeFn& decode, TileScheduling scheduling,
+                          TiledDecodeStats* stats, const WindowProgressFn& progress = {});
+
+}  // namespace vaed::models::h3
+
+#endif  // VAED_DAEMON_MODELS_H3_TILED_DECODE_H_

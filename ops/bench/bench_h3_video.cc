@@ -1,0 +1,311 @@
+// vaed_bench_h3_video: what stacked tiles and bf16 buy for the H3 video
+// decoder on this machine, and how close the decoder gets to the machine's
+// matmul speed.
+//
+// One run measures, on the same seeded random latent and the same seeded
+// random weights (ViT3D at full width 2048 / 32 heads / FFN 8192 by default,
+// with --layers blocks instead of 36 so that it finishes on a laptop-class
+// CPU; the per-block cost is the released model's):
+//   * decode time (warm, in-process VideoVae) for every combination of
+//     compute dtype {float32, bfloat16} x tile scheduling {sequential,
+//     stacked}, split into tile_decode and tile_merge;
+//   * whether stacked output bytes equal sequential bytes (per dtype), and
+//     the bf16 error against fp32 (max/mean abs of the raw output, PSNR of
+//     the uint8 frames);
+//   * the FLOP rate the decoder achieves (analytic FLOPs of all decoder
+//     calls / tile_decode seconds) against a plain matmul of the FFN's w1
+//     shape [tokens, dim] x [dim, 2*ffn] timed in the same run and dtype.
+// Results print as a table (and JSON with --json). Timings are figures to
+// read, not pass/fail criteria.
+#include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "daemon/models/h3/video_vae.h"
+#include "daemon/models/h3/video_tiling.h"
+#include "daemon/models/postprocess.h"
+#include "ops/common/text_format.h"
+
+namespace {
+
+using vaed::Result;
+using vaed::Status;
+using vaed::models::DecodeReport;
+using vaed::models::DecodeSettings;
+using vaed::models::StackTiling;
+using vaed::models::h3::VideoDecoderConfig;
+using vaed::models::h3::VideoVae;
+using vaed::models::h3::VideoVaeOptions;
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+  int64_t layers = 2;
+  int64_t latent_frames = 12;  // 2 windows
+  int64_t height_latent = 20;  // 320 px: 2 tile rows
+  int64_t width_latent = 20;   // 320 px: 2 tile cols
+  int threads = 2;
+  int iterations = 1;
+  uint64_t seed = 1;
+  bool skip_bf16 = false;
+  bool skip_fp32 = false;
+  bool json = false;
+};
+
+double Seconds(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Analytic FLOPs of one decoder call on one tile of t x h x w latent cells
+// (multiply-add = 2 FLOPs; matmuls only, norms/RoPE/softmax ignored).
+double TileFlops(const VideoDecoderConfig& c, int64_t t, int64_t h, int64_t w) {
+  const double n = double(t * h * w);
+  const double s = n + double(c.num_register_tokens) + 1;
+  const double d = double(c.dim), f = double(c.ffn_inner);
+  const double per_block = 2 * s * d * 3 * d      // to_qkv
+                           + 2 * 2 * s * s * d    // q k^T and attn v
+                           + 2 * s * d * d        // to_out
+                           + 2 * s * d * 2 * f    // w1 (gate and value)
+                           + 2 * s * f * d;       // w2
+  const double patch = double(c.out_channels * 4 * 16 * 16);
+  return double(c.depth) * per_block + 2 * n * double(c.latent_channels) * d  // x_embedder
+         + 2 * s * d * patch;                                                 // proj_out
+}
+
+struct ModeResult {
+  std::string dtype;
+  std::string scheduling;
+  double decode_latent = 0, tile_decode = 0, tile_merge = 0;
+  int64_t decoder_calls = 0, max_tiles_per_call = 0;
+  double gflops = 0;  // achieved in tile_decode
+  torch::Tensor raw;  // last output, [F, 3, H, W] float32
+  torch::Tensor u8;   // the same as uint8 frames [F, H, W, 3]
+};
+
+// Median-free: with one iteration per mode (the default) the figure is that
+// run; with more, the minimum (least disturbed by other load).
+Result<ModeResult> RunMode(VideoVae& model, const torch::Tensor& latent, StackTiling stack,
+                           int iterations, double flops_per_tile) {
+  ModeResult r;
+  r.dtype = model.info().compute_dtype;
+  r.scheduling = stack == StackTiling::kOn ? "stacked" : "sequential";
+  DecodeSettings settings;
+  settings.stack_tiling = stack;
+  {  // warm-up: oneDNN primitive creation, allocator pools
+    DecodeReport warm;
+    VAED_ASSIGN_OR_RETURN(torch::Tensor out, model.Decode(latent, settings, &warm));
+    (void)out;
+  }
+  r.decode_latent = r.tile_decode = r.tile_merge = 1e300;
+  for (int i = 0; i < iterations; ++i) {
+    DecodeReport report;
+    VAED_ASSIGN_OR_RETURN(torch::Tensor out, model.Decode(latent, settings, &report));
+    for (const auto& [name, s] : report.timings.entries()) {
+      if (name == "video_vae.decode_latent") r.decode_latent = std::min(r.decode_latent, s);
+      if (name == "video_vae.tile_decode") r.tile_decode = std::min(r.tile_decode, s);
+      if (name == "video_vae.tile_merge") r.tile_merge = std::min(r.tile_merge, s);
+    }
+    r.decoder_calls = report.tiling.decoder_calls;
+    r.max_tiles_per_call = report.tiling.max_tiles_per_call;
+    const int64_t tiles = report.tiling.tile_rows * report.tiling.tile_cols * report.tiling.windows;
+    r.gflops = flops_per_tile * double(tiles) / r.tile_decode / 1e9;
+    r.raw = out.contiguous();
+    VAED_ASSIGN_OR_RETURN(torch::Tensor unit, model.ToUnitRange(r.raw));
+    VAED_ASSIGN_OR_RETURN(r.u8, vaed::models::ToUint8Nhwc(unit));
+  }
+  return r;
+}
+
+// GFLOP/s of [m, k] x [k, n] in `dtype` (best of `reps`).
+double MatmulGflops(int64_t m, int64_t k, int64_t n, torch::ScalarType dtype, int reps) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor a = torch::randn({m, k}).to(dtype);
+  torch::Tensor b = torch::randn({n, k}).to(dtype);  // weight layout, as nn.Linear
+  torch::Tensor c = torch::linear(a, b);             // warm-up
+  double best = 1e300;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = Clock::now();
+    c = torch::linear(a, b);
+    best = std::min(best, Seconds(t0));
+  }
+  return 2.0 * double(m) * double(k) * double(n) / best / 1e9;
+}
+
+Result<std::unique_ptr<VideoVae>> BuildModel(const BenchOptions& o, torch::ScalarType dtype) {
+  static VideoDecoderConfig config = VideoDecoderConfig::Official();
+  config.depth = o.layers;
+  VideoVaeOptions options;
+  options.name = "h3_bench";
+  options.config = &config;
+  options.seed = o.seed;
+  options.compute_dtype = dtype;
+  options.default_stack_tiling = StackTiling::kOff;
+  return VideoVae::Create(options);
+}
+
+int Run(const BenchOptions& o) {
+  at::set_num_threads(o.threads);
+  torch::NoGradGuard no_grad;
+  const VideoDecoderConfig base = VideoDecoderConfig::Official();
+  auto grid = vaed::models::h3::PlanTileGrid(o.height_latent, o.width_latent);
+  auto temporal = vaed::models::h3::PlanTemporal(o.latent_frames);
+  if (!grid.ok() || !temporal.ok()) {
+    std::cerr << "vaed_bench_h3_video: "
+              << (grid.ok() ? temporal.status() : grid.status()).ToString() << "\n";
+    return 2;
+  }
+  const auto tile0 = grid->tile(0);
+  VideoDecoderConfig cfg = base;
+  cfg.depth = o.layers;
+  const double flops_per_tile = TileFlops(cfg, 7, tile0.height_latent, tile0.width_latent);
+  const int64_t tokens = 7 * tile0.height_latent * tile0.width_latent + 5;
+
+  torch::Generator g = at::detail::createCPUGenerator(o.seed);
+  const torch::Tensor latent = torch::randn(
+      {1, 24, o.latent_frames, o.height_latent, o.width_latent}, g, torch::kFloat);
+
+  std::cout << "H3 video decoder benchmark: latent [1, 24, " << o.latent_frames << ", "
+            << o.height_latent << ", " << o.width_latent << "] -> "
+            << temporal->output_pixel_frames << " frames " << o.width_latent * 16 << "x"
+            << o.height_latent * 16 << " px; " << grid->num_tiles() << " tiles x "
+            << temporal->num_windows() << " windows; ViT3D " << o.layers << " layers x "
+            << cfg.dim << " (full model: 36), random weights; " << o.threads
+            << " intra-op threads\n"
+            << "analytic decoder FLOPs per tile call: " << flops_per_tile / 1e12
+            << " TFLOP (" << tokens << " tokens)\n" << std::flush;
+
+  std::vector<ModeResult> results;
+  std::vector<torch::ScalarType> dtypes;
+  if (!o.skip_fp32) dtypes.push_back(torch::kFloat);
+  if (!o.skip_bf16) dtypes.push_back(torch::kBFloat16);
+  nlohmann::json matmul = nlohmann::json::object();
+  for (torch::ScalarType dtype : dtypes) {
+    auto model = BuildModel(o, dtype);
+    if (!model.ok()) {
+      std::cerr << "vaed_bench_h3_video: " << model.status().ToString() << "\n";
+      return 1;
+    }
+    for (StackTiling s : {StackTiling::kOff, StackTiling::kOn}) {
+      auto r = RunMode(**model, latent, s, o.iterations, flops_per_tile);
+      if (!r.ok()) {
+        std::cerr << "vaed_bench_h3_video: " << r.status().ToString() << "\n";
+        return 1;
+      }
+      std::cout << "  " << r->dtype << " " << r->scheduling << ": "
+                << vaed::ops::FormatFixed(r->decode_latent, 2) << " s\n" << std::flush;
+      results.push_back(std::move(*r));
+    }
+    const double mm = MatmulGflops(tokens, cfg.dim, 2 * cfg.ffn_inner, dtype, 3);
+    matmul[dtype == torch::kFloat ? "float32" : "bfloat16"] = mm;
+  }
+
+  vaed::ops::TextTable table({"dtype", "tiles", "calls", "tiles/call", "decode s", "tile_decode s",
+                              "tile_merge s", "GFLOP/s", "% of matmul"},
+                             {false, false, true, true, true, true, true, true, true});
+  nlohmann::json modes = nlohmann::json::array();
+  for (const ModeResult& r : results) {
+    const double mm = matmul[r.dtype].get<double>();
+    table.AddRow({r.dtype, r.scheduling, std::to_string(r.decoder_calls),
+                  std::to_string(r.max_tiles_per_call), vaed::ops::FormatFixed(r.decode_latent, 3),
+                  vaed::ops::FormatFixed(r.tile_decode, 3), vaed::ops::FormatFixed(r.tile_merge, 3),
+                  vaed::ops::FormatFixed(r.gflops, 1), vaed::ops::FormatFixed(100 * r.gflops / mm, 1)});
+    modes.push_back({{"dtype", r.dtype},
+                     {"scheduling", r.scheduling},
+                     {"decoder_calls", r.decoder_calls},
+                     {"decode_latent_s", r.decode_latent},
+                     {"tile_decode_s", r.tile_decode},
+                     {"tile_merge_s", r.tile_merge},
+                     {"gflops", r.gflops}});
+  }
+  std::cout << "\n" << table.Render();
+  for (const auto& [dtype, gflops] : matmul.items()) {
+    std::cout << "plain matmul [" << tokens << ", " << cfg.dim << "] x [" << cfg.dim << ", "
+              << 2 * cfg.ffn_inner << "] " << dtype << ": "
+              << vaed::ops::FormatFixed(gflops.get<double>(), 1) << " GFLOP/s\n";
+  }
+
+  nlohmann::json summary;
+  auto find = [&](const std::string& dtype, const std::string& s) -> const ModeResult* {
+    for (const ModeResult& r : results) {
+      if (r.dtype == dtype && r.scheduling == s) return &r;
+    }
+    return nullptr;
+  };
+  for (const std::string dtype : {"float32", "bfloat16"}) {
+    const ModeResult* seq = find(dtype, "sequential");
+    const ModeResult* st = find(dtype, "stacked");
+    if (seq == nullptr || st == nullptr) continue;
+    const bool same = torch::equal(seq->raw, st->raw);
+    const double speedup = seq->decode_latent / st->decode_latent;
+    std::cout << dtype << ": stacked / sequential speed-up " << vaed::ops::FormatFixed(speedup, 3)
+              << "x; stacked output " << (same ? "bitwise equal to" : "DIFFERS from")
+              << " sequential";
+    if (!same) {
+      std::cout << " (max abs " << (seq->raw - st->raw).abs().max().item<double>() << ")";
+    }
+    std::cout << "\n";
+    summary[dtype] = {{"stacked_speedup", speedup}, {"stacked_bitwise_equal", same}};
+  }
+  const ModeResult* f32 = find("float32", "sequential");
+  const ModeResult* b16 = find("bfloat16", "sequential");
+  if (f32 != nullptr && b16 != nullptr) {
+    const torch::Tensor diff = (f32->raw - b16->raw).abs();
+    const double max_abs = diff.max().item<double>();
+    const double mean_abs = diff.mean().item<double>();
+    const double mse =
+        (f32->u8.to(torch::kDouble) - b16->u8.to(torch::kDouble)).pow(2).mean().item<double>();
+    const double psnr = mse == 0 ? INFINITY : 10 * std::log10(255.0 * 255.0 / mse);
+    const double speedup = f32->decode_latent / b16->decode_latent;
+    std::cout << "bfloat16 vs float32 (sequential): speed-up " << vaed::ops::FormatFixed(speedup, 3)
+              << "x; raw output max abs error " << max_abs << ", mean abs " << mean_abs
+              << "; uint8 frames PSNR " << vaed::ops::FormatFixed(psnr, 2)
+              << " dB\n";
+    summary["bf16_vs_fp32"] = {{"speedup", speedup},
+                               {"max_abs_error", max_abs},
+                               {"mean_abs_error", mean_abs},
+                               {"uint8_psnr_db", std::isfinite(psnr) ? nlohmann::json(psnr)
+                                                                     : nlohmann::json(nullptr)}};
+  }
+  if (o.json) {
+    std::cout << nlohmann::json{{"modes", modes}, {"matmul_gflops", matmul}, {"summary", summary}}
+                     .dump(2)
+              << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchOptions o;
+  CLI::App app{
+      "H3 video decoder benchmark: sequential vs stacked tiles, float32 vs bfloat16, and the "
+      "decoder's FLOP rate against a plain matmul, all measured in one run (random weights)"};
+  app.add_option("--layers", o.layers, "ViT3D blocks (the released model has 36)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 36));
+  app.add_option("--latent-frames", o.latent_frames, "latent frames T (>= 3; 12 = 2 windows)")
+      ->capture_default_str();
+  app.add_option("--height-latent", o.height_latent, "latent height (cells of 16 px)")
+      ->capture_default_str();
+  app.add_option("--width-latent", o.width_latent, "latent width (cells of 16 px)")
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "LibTorch intra-op threads")->capture_default_str();
+  app.add_option("--iterations", o.iterations, "timed decodes per mode (min is reported)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "seed of the latent and the weights")->capture_default_str();
+  app.add_flag("--skip-bf16", o.skip_bf16, "measure float32 only");
+  app.add_flag("--skip-fp32", o.skip_fp32, "measure bfloat16 only");
+  app.add_flag("--json", o.json, "also print the figures as JSON");
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+  return Run(o);
+}

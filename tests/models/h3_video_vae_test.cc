@@ -1,0 +1,189 @@
+// The served H3 video model in-process: latent de-normalisation, the whole
+// tiled decode against the golden raw output, stacked vs sequential bytes,
+// the latent contract, and a full-width smoke test. (The daemon path is
+// tests/integration/h3_video_test.cc.)
+#include "daemon/models/h3/video_vae.h"
+
+#include <ATen/Parallel.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "daemon/models/postprocess.h"
+#include "vaed/safetensors.h"
+
+namespace vaed::models::h3 {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Golden(const std::string& name) {
+  return std::string(VAED_SHARED_DIR) + "/golden/h3/" + name;
+}
+
+torch::Tensor ToTorch(const TensorEntry& e) {
+  torch::Tensor t = torch::empty(e.shape, torch::kFloat);
+  std::memcpy(t.data_ptr(), e.data, e.nbytes);
+  return t;
+}
+
+class H3VideoVaeGoldenTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!std::filesystem::exists(Golden("video_tiny_weights.safetensors"))) return;
+    at::set_num_threads(2);
+    VideoVaeOptions options;
+    options.name = "h3";
+    options.config_path = Golden("video_tiny_config.json");
+    options.weights = {Golden("video_tiny_weights.safetensors")};
+    auto m = VideoVae::Create(options);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = m->release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
+  void SetUp() override {
+    if (model_ == nullptr) {
+      GTEST_SKIP() << "shared golden data absent: " << Golden("video_tiny_weights.safetensors");
+    }
+  }
+  static VideoVae* model_;
+};
+VideoVae* H3VideoVaeGoldenTest::model_ = nullptr;
+
+TEST_F(H3VideoVaeGoldenTest, DenormalizeEqualsGoldenLatentDenormBitwise) {
+  for (const char* name : {"one_tile", "two_windows_two_tiles", "grid_2x2", "padded_windows",
+                           "small_canvas"}) {
+    auto file = SafetensorsFile::Open(Golden(std::string("video_case_") + name + ".safetensors"));
+    ASSERT_TRUE(file.ok());
+    torch::Tensor latent = ToTorch(*(*file)->Find("latent"));
+    torch::Tensor denorm = ToTorch(*(*file)->Find("latent_denorm"));
+    EXPECT_TRUE(torch::equal(model_->Denormalize(latent), denorm)) << name;
+  }
+}
+
+TEST_F(H3VideoVaeGoldenTest, GridDecodeMatchesGoldenRawOutputAndStackingIsBitwise) {
+  auto file = SafetensorsFile::Open(Golden("video_case_grid_2x2.safetensors"));
+  ASSERT_TRUE(file.ok());
+  torch::Tensor latent = ToTorch(*(*file)->Find("latent"));
+  torch::Tensor golden = ToTorch(*(*file)->Find("frames_f32"));  // [1, 3, 22, 320, 320]
+  DecodeSettings seq_settings{.stack_tiling = StackTiling::kOff};
+  DecodeSettings stack_settings{.stack_tiling = StackTiling::kOn};
+  DecodeReport seq_report, stack_report;
+  Result<torch::Tensor> seq = model_->Decode(latent, seq_settings, &seq_report);
+  Result<torch::Tensor> stacked = model_->Decode(latent, stack_settings, &stack_report);
+  ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+  ASSERT_TRUE(stacked.ok()) << stacked.status().ToString();
+  ASSERT_EQ(seq->sizes(), (std::vector<int64_t>{22, 3, 320, 320}));
+  const torch::Tensor ours = seq->permute({1, 0, 2, 3}).unsqueeze(0);
+  const double max_abs = (ours - golden).abs().max().item<double>();
+  std::printf("grid_2x2 frames_f32 max abs diff vs golden: %.3g\n", max_abs);
+  EXPECT_LE(max_abs, 1e-5);
+  EXPECT_TRUE(torch::equal(*seq, *stacked)) << "stacked tiles changed the output";
+  EXPECT_EQ(seq_report.tiling.decoder_calls, 4);
+  EXPECT_EQ(stack_report.tiling.decoder_calls, 1);
+  EXPECT_EQ(stack_report.tiling.max_tiles_per_call, 4);
+  EXPECT_TRUE(stack_report.tiling.stacked);
+  EXPECT_THAT(stack_report.tiling.stack_decision, HasSubstr("on"));
+
+  // uint8 through the official inverse normalisation.
+  Result<torch::Tensor> unit = model_->ToUnitRange(*seq);
+  ASSERT_TRUE(unit.ok());
+  EXPECT_GE(unit->min().item<float>(), 0.0f);
+  EXPECT_LE(unit->max().item<float>(), 1.0f);
+  Result<torch::Tensor> u8 = ToUint8Nhwc(*unit);
+  ASSERT_TRUE(u8.ok());
+  torch::Tensor golden_u8 = torch::empty({22, 320, 320, 3}, torch::kByte);
+  const TensorEntry* gu8 = (*file)->Find("frames_u8");
+  std::memcpy(golden_u8.data_ptr(), gu8->data, gu8->nbytes);
+  const int64_t differing = (u8->to(torch::kInt) - golden_u8.to(torch::kInt)).ne(0).sum().item<int64_t>();
+  const int64_t max_diff = (u8->to(torch::kInt) - golden_u8.to(torch::kInt)).abs().max().item<int64_t>();
+  EXPECT_LE(max_diff, 1);
+  EXPECT_LE(differing, golden_u8.numel() / 1000);
+}
+
+TEST_F(H3VideoVaeGoldenTest, AutoStacksOnlyWithTwoOrMoreTiles) {
+  std::string reason;
+  Result<TileGrid> one = PlanTileGrid(16, 16);
+  Result<TileGrid> four = PlanTileGrid(20, 20);
+  ASSERT_TRUE(one.ok() && four.ok());
+  EXPECT_EQ(model_->ChooseScheduling(StackTiling::kAuto, *one, &reason),
+            TileScheduling::kSequential);
+  EXPECT_THAT(reason, HasSubstr("1 tile"));
+  EXPECT_EQ(model_->ChooseScheduling(StackTiling::kAuto, *four, &reason), TileScheduling::kStacked);
+  EXPECT_THAT(reason, HasSubstr("4 same-shape tiles"));
+  EXPECT_EQ(model_->ChooseScheduling(StackTiling::kDefault, *four, &reason),
+            TileScheduling::kSequential);  // configured default: off
+}
+
+TEST_F(H3VideoVaeGoldenTest, PlanStatesTheLatentContract) {
+  auto plan = model_->Plan(DType::kFloat32, {1, 24, 37, 30, 54});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->frames, 124);
+  EXPECT_EQ(plan->height_px, 480);
+  EXPECT_EQ(plan->width_px, 864);
+  EXPECT_EQ(plan->shape_bucket, "h3:30x54");
+  EXPECT_THAT(model_->Plan(DType::kFloat32, {1, 24, 2, 16, 16}).status().message(),
+              HasSubstr("T >= 3"));
+  EXPECT_THAT(model_->Plan(DType::kFloat32, {1, 16, 24, 16, 16}).status().message(),
+              HasSubstr("24 latent channels"));
+  EXPECT_THAT(model_->Plan(DType::kBFloat16, {1, 24, 7, 16, 16}).status().message(),
+              HasSubstr("latent.dtype"));
+  EXPECT_THAT(model_->Plan(DType::kFloat32, {1, 24, 7, 16}).status().message(),
+              HasSubstr("rank 4"));
+  EXPECT_THAT(model_->Plan(DType::kFloat32, {1, 24, 7, 16, 161}).status().message(),
+              HasSubstr("latent.shape[4]"));
+  EXPECT_THAT(model_->Plan(DType::kFloat32, {1, 24, 513, 16, 16}).status().message(),
+              HasSubstr("latent.shape[2]"));
+}
+
+TEST(H3VideoVaeTest, RejectsBadOptions) {
+  VideoVaeOptions options;
+  options.name = "";
+  EXPECT_THAT(VideoVae::Create(options).status().message(), HasSubstr("name"));
+  options.name = "h3";
+  options.compute_dtype = torch::kHalf;
+  EXPECT_THAT(VideoVae::Create(options).status().message(), HasSubstr("compute_dtype"));
+  options.compute_dtype = torch::kFloat;
+  options.config_path = "/nonexistent/config.json";
+  Result<std::unique_ptr<VideoVae>> missing = VideoVae::Create(options);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("/nonexistent/config.json"));
+}
+
+TEST(H3VideoVaeTest, FullWidthTwoLayerModelDecodesOneWindowInBf16) {
+  // The released width (2048, 32 heads, FFN 8192) with 2 of its 36 blocks
+  // and random weights: builds, decodes one 256-px tile-window, finite.
+  at::set_num_threads(2);
+  VideoDecoderConfig config = VideoDecoderConfig::Official();
+  config.depth = 2;
+  VideoVaeOptions options;
+  options.name = "h3_full_width";
+  options.config = &config;
+  options.seed = 3;
+  options.compute_dtype = torch::kBFloat16;
+  auto model = VideoVae::Create(options);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_TRUE((*model)->info().demo_weights);
+  EXPECT_EQ((*model)->info().compute_dtype, "bfloat16");
+  torch::Generator g = at::detail::createCPUGenerator(11);
+  torch::Tensor latent = torch::randn({1, 24, 7, 16, 16}, g, torch::kFloat);
+  const auto t0 = std::chrono::steady_clock::now();
+  DecodeReport report;
+  Result<torch::Tensor> out = (*model)->Decode(latent, DecodeSettings{}, &report);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  std::printf("full-width 2-layer bf16 tile-window: %.2f s\n", seconds);
+  EXPECT_EQ(out->sizes(), (std::vector<int64_t>{22, 3, 256, 256}));
+  EXPECT_TRUE(torch::isfinite(*out).all().item<bool>());
+  EXPECT_EQ(report.tiling.decoder_calls, 1);
+}
+
+}  // namespace
+}  // namespace vaed::models::h3
