@@ -7,12 +7,16 @@
 #      the real bikes clip (16 frames, 640x272) when ../shared is present,
 #      otherwise a seeded random latent on the built-in demo model;
 #   4. writes the result (an MP4 and one PNG per frame) under out/demo/ and
-#      prints the timing breakdown;
+#      prints the timing breakdown; with ../shared/golden/h3 present it also
+#      serves the tiny MiniMax-H3 video decoder and decodes a golden case
+#      (4 tiles, stacked) into out/demo/h3_grid_2x2.mp4, comparing it with
+#      the official decode;
 #   5. stops the daemon with SIGTERM and checks it exited cleanly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 shared="$root/../shared/data/taef2"
+golden="$root/../shared/golden/h3"
 
 scripts/install-deps.sh
 cmake --preset default >/dev/null
@@ -25,6 +29,9 @@ mkdir -p "$out"
 daemon_args=(--socket "$socket")
 if [ -f "$shared/taef2_decoder.safetensors" ]; then
   daemon_args+=(--taef2-weights "$shared/taef2_decoder.safetensors")
+fi
+if [ -f "$golden/video_tiny_weights.safetensors" ]; then
+  daemon_args+=(--model "h3=h3_video:$golden/video_tiny_weights.safetensors:$golden/video_tiny_config.json")
 fi
 
 echo "== starting vaed (embedded default config) on $socket"
@@ -54,6 +61,12 @@ else
   echo "== ../shared/data/taef2 is absent: decoding a seeded random latent on the DEMO model"
   build/ops/vaectl/vaectl --socket "$socket" decode --random-latent 4,32,34,80 \
     --model demo --format mp4 --out "$out/demo.mp4"
+fi
+if [ -f "$golden/video_case_grid_2x2.safetensors" ]; then
+  echo "== decoding an H3 video golden case (tiny seeded H3 decoder, 2x2 tiles, stacked)"
+  build/ops/vaectl/vaectl --socket "$socket" decode "$golden/video_case_grid_2x2.safetensors" \
+    --model h3 --format mp4 --stack-tiling on --reference-key frames_u8 \
+    --out "$out/h3_grid_2x2.mp4"
 fi
 echo "== daemon log (last lines)"
 tail -n 5 "$run_dir/vaed.log"

@@ -75,7 +75,7 @@ enum class StackTiling {
   kDefault,  // the model's configured default
   kOff,      // one decoder call per tile
   kOn,       // all same-shape tiles of a window in one call
-  kAuto,     // stack when a window has >= 2 same-shape tiles
+  kAuto,     // the model decides (H3 on CPU: sequential, see video_vae.cc)
 };
 
 // Per-request settings, already validated against the model's capabilities.

@@ -37,7 +37,7 @@ struct DecodeCommandOptions {
   std::string format = "png";
   double fps = 24.0;
   std::string reference_key = "decoded_u8";
-  std::string original_key;  // "" = frames_u8, then image_u8
+  std::string original_key;  // "" = frames_u8, then image_u8 (not the reference); "none"
 };
 
 int RunStatus(const GlobalOptions& global);

@@ -68,7 +68,8 @@ struct Quality {
 
 // Compares `decoded` (uint8 NHWC [frames, height_px, width_px, 3]) with
 // tensors of `file`: the reference decode `reference_key` and the original
-// `original_key` (when empty: "frames_u8", then "image_u8"). A tensor is
+// `original_key` (when empty: "frames_u8", then "image_u8", skipping a key
+// equal to `reference_key`; "none": no original). A tensor is
 // used when it is uint8 and holds exactly the decoded number of values
 // ([N,H,W,3], or [H,W,3] for one frame); otherwise, or when it is absent,
 // that comparison is skipped with a note (an absent default key gets no

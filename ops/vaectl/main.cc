@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   decode_cmd->add_option("--original-key", decode.original_key,
                          "uint8 original pixels in the file (default: frames_u8, then "
-                         "image_u8)");
+                         "image_u8, unless that is the --reference-key; 'none': no original)");
 
   CLI11_PARSE(app, argc, argv);
 

@@ -127,6 +127,25 @@ TEST(CompareWithFileTest, ComparesWithOriginalAndReference) {
   EXPECT_TRUE(q.notes.empty());
 }
 
+TEST(CompareWithFileTest, ReferenceNamedFramesU8IsNotTakenForTheOriginal) {
+  // The H3 golden files keep the official decode in frames_u8.
+  TempDir dir;
+  const std::string path = dir / "golden.safetensors";
+  WriteSafetensors(path, {{"frames_u8", "U8", {2, 2, 2, 3}, Frames(100)}});
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok());
+  const auto decoded = Frames(100);
+  const Quality q = CompareWithFile({decoded, 2, 2, 2}, **file, "frames_u8", "");
+  EXPECT_TRUE(q.original_key.empty());
+  EXPECT_FALSE(q.psnr_vs_original.has_value());
+  ASSERT_TRUE(q.vs_reference.has_value());
+  EXPECT_EQ(q.vs_reference->values_differing, 0u);
+  // "none" turns the original comparison off explicitly.
+  const Quality none = CompareWithFile({decoded, 2, 2, 2}, **file, "", "none");
+  EXPECT_FALSE(none.psnr_vs_original.has_value());
+  EXPECT_TRUE(none.notes.empty());
+}
+
 TEST(CompareWithFileTest, SingleImageReferenceWithoutFrameDimIsUsed) {
   TempDir dir;
   const std::string path = dir / "img.safetensors";

@@ -115,7 +115,7 @@ enum class StackTiling {
   kDefault = 0,  // the model's configured default
   kOff = 1,
   kOn = 2,
-  kAuto = 3,
+  kAuto = 3,     // the model decides; the reply says what and why
 };
 
 struct DecodeRequest {
