@@ -110,16 +110,10 @@ struct Taef2Decoder::Weights {
 
 namespace {
 
-bool IsFloatDType(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
-}
-
 // Copies one tensor out of the mapping (which may be misaligned) and casts
 // it to float32. May throw c10::Error.
 torch::Tensor ToFloatTensor(const TensorEntry& e) {
-  torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(ToScalarType(e.dtype)));
-  if (e.nbytes > 0) std::memcpy(t.data_ptr(), e.data, e.nbytes);
-  return t.to(torch::kFloat).contiguous();
+  return CopyOutOfMapping(e).to(torch::kFloat).contiguous();
 }
 
 uint64_t ResidentBytes(const std::vector<Param>& params) {

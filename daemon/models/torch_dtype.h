@@ -1,5 +1,6 @@
 // Conversions between the wire/file dtype vocabulary (vaed::DType) and
-// LibTorch scalar types, in one place.
+// LibTorch scalar types, and the one copy of a safetensors tensor out of its
+// mapping, in one place.
 //
 // Thread-safety: pure functions.
 #ifndef VAED_DAEMON_MODELS_TORCH_DTYPE_H_
@@ -7,6 +8,9 @@
 
 #include <torch/torch.h>
 
+#include <cstring>
+
+#include "vaed/safetensors.h"
 #include "vaed/tensor_ref.h"
 
 namespace vaed::models {
@@ -42,6 +46,20 @@ inline DType FromScalarType(torch::ScalarType t) {
     default:
       return DType::kUnknown;
   }
+}
+
+// True for the floating dtypes weights may be stored in (F32, F16, BF16).
+inline bool IsFloatDType(DType d) {
+  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+}
+
+// Copies a safetensors tensor out of its mapping (which may be misaligned)
+// into a new contiguous tensor of the stored dtype. Precondition: e.dtype is
+// not kUnknown. May throw c10::Error (allocation).
+inline torch::Tensor CopyOutOfMapping(const TensorEntry& e) {
+  torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(ToScalarType(e.dtype)));
+  if (e.nbytes > 0) std::memcpy(t.data_ptr(), e.data, e.nbytes);
+  return t;
 }
 
 }  // namespace vaed::models

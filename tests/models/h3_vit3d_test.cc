@@ -18,6 +18,7 @@
 
 #include "daemon/models/h3/video_config.h"
 #include "daemon/models/h3/vit3d_decoder.h"
+#include "daemon/models/torch_dtype.h"
 #include "safetensors_test_util.h"
 #include "vaed/safetensors.h"
 
@@ -40,19 +41,6 @@ std::string Golden(const std::string& file) { return GoldenDir() + "/" + file; }
     }                                                                \
   } while (0)
 
-torch::ScalarType TorchType(DType d) {
-  switch (d) {
-    case DType::kFloat16:
-      return torch::kHalf;
-    case DType::kBFloat16:
-      return torch::kBFloat16;
-    case DType::kUInt8:
-      return torch::kByte;
-    default:
-      return torch::kFloat;
-  }
-}
-
 std::string SafetensorsDType(torch::ScalarType t) {
   if (t == torch::kHalf) return "F16";
   if (t == torch::kBFloat16) return "BF16";
@@ -61,7 +49,7 @@ std::string SafetensorsDType(torch::ScalarType t) {
 }
 
 torch::Tensor ToTorch(const TensorEntry& e) {
-  torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(TorchType(e.dtype)));
+  torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(ToScalarType(e.dtype)));
   std::memcpy(t.data_ptr(), e.data, e.nbytes);
   return t;
 }

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
 #include "vaed/safetensors.h"
 #include "vaed/sha256.h"
@@ -127,31 +128,10 @@ class TensorSource {
       const std::string& prefix, const std::vector<int64_t>& v_shape, Init g_init) = 0;
 };
 
-bool IsFloatDType(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
-}
-
-torch::ScalarType ToScalarType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16:
-      return torch::kHalf;
-    case DType::kBFloat16:
-      return torch::kBFloat16;
-    case DType::kUInt8:
-      return torch::kByte;
-    case DType::kFloat32:
-    case DType::kUnknown:
-      break;
-  }
-  return torch::kFloat;
-}
-
 // Copies one tensor out of the mapping (which may be misaligned) and casts
 // it to float32. May throw c10::Error.
 torch::Tensor ToFloatTensor(const TensorEntry& e) {
-  torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(ToScalarType(e.dtype)));
-  if (e.nbytes > 0) std::memcpy(t.data_ptr(), e.data, e.nbytes);
-  return t.to(torch::kFloat).contiguous();
+  return CopyOutOfMapping(e).to(torch::kFloat).contiguous();
 }
 
 class FileSource final : public TensorSource {

@@ -12,6 +12,7 @@
 #include <set>
 #include <string_view>
 
+#include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
 #include "vaed/safetensors.h"
 #include "vaed/sha256.h"
@@ -114,28 +115,6 @@ bool IsIgnoredKey(std::string_view k) {
   return StartsWith(k, "encoder.") || StartsWith(k, "quant_conv.");
 }
 constexpr std::string_view kMaskToken = "decoder.mask_token";  // unused training buffer
-
-torch::ScalarType TorchType(DType d) {
-  switch (d) {
-    case DType::kFloat16:
-      return torch::kHalf;
-    case DType::kBFloat16:
-      return torch::kBFloat16;
-    default:
-      return torch::kFloat;
-  }
-}
-
-bool IsFloat(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
-}
-
-// Copies a tensor out of the (possibly misaligned) mapping. May throw.
-torch::Tensor CopyOut(const TensorEntry& e) {
-  torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(TorchType(e.dtype)));
-  if (e.nbytes > 0) std::memcpy(t.data_ptr(), e.data, e.nbytes);
-  return t;
-}
 
 // ---- Forward building blocks (op order mirrors the official code) --------
 
@@ -460,7 +439,7 @@ Result<std::unique_ptr<Vit3dDecoder>> Vit3dDecoder::Load(
       consumed.insert(key);
       const TensorEntry& e = *it->second.entry;
       const std::string where = " in " + it->second.file->path();
-      if (!IsFloat(e.dtype)) {
+      if (!IsFloatDType(e.dtype)) {
         wrong.push_back("tensor '" + key + "'" + where + " has dtype " +
                         std::string(DTypeName(e.dtype)) + "; expected F32, F16 or BF16");
       } else if (e.shape != expected) {
@@ -490,7 +469,9 @@ Result<std::unique_ptr<Vit3dDecoder>> Vit3dDecoder::Load(
       const std::vector<std::string>& keys = layout == WeightLayout::kOriginal
                                                  ? std::vector<std::string>{spec.original}
                                                  : spec.diffusers;
-      for (const std::string& key : keys) sources.push_back(CopyOut(*tensors.at(key).entry));
+      for (const std::string& key : keys) {
+        sources.push_back(CopyOutOfMapping(*tensors.at(key).entry));
+      }
       const torch::ScalarType store = spec.store == Store::kCompute ? compute_dtype : torch::kFloat;
       *spec.slot = Assemble(spec, layout, sources, config.heads).to(store).contiguous();
     }
