@@ -1,4 +1,5 @@
 #include "daemon/models/h3/audio_config.h"
+#include "daemon/models/read_file.h"
 
 #include <cerrno>
 #include <cmath>
@@ -168,21 +169,6 @@ Status ValidateWithNames(const AudioDecoderConfig& c, std::string_view source,
     return bad(n.output_clamp, "is " + std::to_string(c.output_clamp) + "; must be finite and > 0");
   }
   return Status::Ok();
-}
-
-// Reads a whole file. Errors keep errno and start with `path`.
-Result<std::string> ReadFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return ErrnoStatus(errno, path);
-  std::string out;
-  char buf[65536];
-  size_t got = 0;
-  while ((got = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, got);
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed) return ErrnoStatus(err, path);
-  return out;
 }
 
 // Typed access to JSON members; every error names the file and the field
@@ -443,7 +429,7 @@ Result<AudioDecoderConfig> FromComponent(const JsonFields& f, const Json& root,
 
   const std::string meta_path =
       (std::filesystem::path(path).parent_path() / meta_rel).lexically_normal().string();
-  Result<std::string> meta_text = ReadFile(meta_path);
+  Result<std::string> meta_text = ReadFileToString(meta_path);
   if (!meta_text.ok()) {
     return meta_text.status().WithContext(path + ": reading source_metadata_path");
   }
@@ -528,7 +514,7 @@ Status AudioDecoderConfig::Validate(std::string_view source) const {
 }
 
 Result<AudioDecoderConfig> AudioDecoderConfig::LoadJsonFile(const std::string& path) {
-  VAED_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  VAED_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   VAED_ASSIGN_OR_RETURN(Json root, ParseJson(text, path));
   const JsonFields f(path);
   if (!root.is_object()) {

@@ -1,4 +1,5 @@
 #include "daemon/models/h3/video_config.h"
+#include "daemon/models/read_file.h"
 
 #include <cerrno>
 #include <cmath>
@@ -127,24 +128,9 @@ Status ValidateNamed(const VideoDecoderConfig& c, const FieldNames& n) {
   return Status::Ok();
 }
 
-// Reads a whole file. Errors keep errno (kNotFound for a missing file).
-Result<std::string> ReadFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return ErrnoStatus(errno, "opening " + path);
-  std::string data;
-  char buf[65536];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) data.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed) return ErrnoStatus(err, "reading " + path);
-  return data;
-}
-
 // The one place nlohmann::json exceptions are translated in this file.
 Result<Json> ReadJsonFile(const std::string& path) {
-  VAED_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  VAED_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
   try {
     return Json::parse(text);
   } catch (const Json::exception& e) {
