@@ -302,15 +302,8 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::CreateDemo(const std::string
 Result<DecodePlan> Taef2Decoder::Plan(DType latent_dtype,
                                       const std::vector<int64_t>& latent_shape) const {
   const std::string model = "model '" + info_.name + "'";
-  if (latent_dtype != DType::kFloat32) {
-    return InvalidArgument("latent.dtype is " + std::string(DTypeName(latent_dtype)) + "; " +
-                           model + " needs float32");
-  }
-  if (latent_shape.size() != 4) {
-    return InvalidArgument("latent.shape " + ShapeToString(latent_shape) + " has rank " +
-                           std::to_string(latent_shape.size()) + "; " + model +
-                           " expected [frames, 32, height_latent, width_latent]");
-  }
+  VAED_RETURN_IF_ERROR(CheckLatentDtypeAndRank(info_, latent_dtype, latent_shape,
+                                               {"frames", "32", "height_latent", "width_latent"}));
   for (size_t i = 0; i < 4; ++i) {
     if (latent_shape[i] < 1) {
       return InvalidArgument(DimName(i) + " is " + std::to_string(latent_shape[i]) +

@@ -100,6 +100,29 @@ struct DecodeReport {
   TilingReport tiling;
 };
 
+// The checks every model's Plan() starts with: a float32 latent of
+// `layout.size()` dims. Errors (kInvalidArgument):
+//   "latent.dtype is float16; model 'x' needs float32"
+//   "latent.shape [32, 8, 8] has rank 3; model 'x' expected [frames, 32, ...]"
+// where the expected layout is `layout` joined ("frames", "32", ...).
+inline Status CheckLatentDtypeAndRank(const ModelInfo& info, DType latent_dtype,
+                                      const std::vector<int64_t>& latent_shape,
+                                      const std::vector<std::string>& layout) {
+  const std::string model = "model '" + info.name + "'";
+  if (latent_dtype != DType::kFloat32) {
+    return InvalidArgument("latent.dtype is " + std::string(DTypeName(latent_dtype)) + "; " +
+                           model + " needs float32");
+  }
+  if (latent_shape.size() != layout.size()) {
+    std::string expected;
+    for (const std::string& d : layout) expected += (expected.empty() ? "" : ", ") + d;
+    return InvalidArgument("latent.shape " + ShapeToString(latent_shape) + " has rank " +
+                           std::to_string(latent_shape.size()) + "; " + model + " expected [" +
+                           expected + "]");
+  }
+  return Status::Ok();
+}
+
 class VaeModel {
  public:
   virtual ~VaeModel() = default;

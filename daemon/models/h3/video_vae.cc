@@ -117,15 +117,9 @@ VideoVae::~VideoVae() = default;
 Result<DecodePlan> VideoVae::Plan(DType latent_dtype,
                                   const std::vector<int64_t>& latent_shape) const {
   const std::string model = "model '" + info_.name + "'";
-  if (latent_dtype != DType::kFloat32) {
-    return InvalidArgument("latent.dtype is " + std::string(DTypeName(latent_dtype)) + "; " +
-                           model + " takes float32 latents");
-  }
-  if (latent_shape.size() != 5) {
-    return InvalidArgument("latent.shape " + ShapeToString(latent_shape) + " has rank " +
-                           std::to_string(latent_shape.size()) + "; " + model +
-                           " takes [1, 24, latent_frames, height_latent, width_latent]");
-  }
+  VAED_RETURN_IF_ERROR(CheckLatentDtypeAndRank(
+      info_, latent_dtype, latent_shape,
+      {"1", "24", "latent_frames", "height_latent", "width_latent"}));
   if (latent_shape[0] != 1) {
     return InvalidArgument(DimName(0) + " is " + std::to_string(latent_shape[0]) + "; " + model +
                            " decodes one video per request (batch 1)");
