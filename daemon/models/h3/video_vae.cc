@@ -129,13 +129,13 @@ Result<DecodePlan> VideoVae::Plan(DType latent_dtype,
                            " needs 24 latent channels (layout [1, 24, T, h, w]; a latent with "
                            "channels and frames swapped is not accepted)");
   }
-  Result<TemporalPlan> temporal = PlanTemporal(latent_shape[2]);
-  if (!temporal.ok()) {
-    return InvalidArgument(DimName(2) + ": " + std::string(temporal.status().message()));
-  }
   if (latent_shape[2] > kMaxLatentFrames) {
     return InvalidArgument(DimName(2) + " is " + std::to_string(latent_shape[2]) +
                            "; at most " + std::to_string(kMaxLatentFrames) + " per request");
+  }
+  Result<TemporalPlan> temporal = PlanTemporal(latent_shape[2]);
+  if (!temporal.ok()) {
+    return InvalidArgument(DimName(2) + ": " + std::string(temporal.status().message()));
   }
   for (size_t i = 3; i < 5; ++i) {
     if (latent_shape[i] < 1 || latent_shape[i] > kMaxLatentExtent) {
