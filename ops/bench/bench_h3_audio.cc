@@ -118,7 +118,9 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", o.seconds, "seconds of audio to decode")
       ->capture_default_str()
       ->check(CLI::Range(0.025, 600.0));
-  app.add_option("--threads", o.threads, "LibTorch intra-op threads")->capture_default_str();
+  app.add_option("--threads", o.threads, "LibTorch intra-op threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   app.add_option("--iterations", o.iterations, "timed decodes per layout (min is reported)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

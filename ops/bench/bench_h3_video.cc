@@ -34,6 +34,7 @@
 #include "daemon/models/h3/video_vae.h"
 #include "daemon/models/h3/video_tiling.h"
 #include "daemon/models/postprocess.h"
+#include "daemon/models/torch_status.h"
 #include "ops/common/text_format.h"
 
 namespace {
@@ -47,6 +48,13 @@ using vaed::models::h3::VideoDecoderConfig;
 using vaed::models::h3::VideoVae;
 using vaed::models::h3::VideoVaeOptions;
 using Clock = std::chrono::steady_clock;
+
+// --threads upper bound (at::set_num_threads throws below 1; far more
+// threads than cores only measures oversubscription). The latent geometry
+// is bounded on the command line by VideoVae's own request bounds
+// (kMaxLatentFrames, kMaxLatentExtent), so a size Plan() would refuse is
+// refused before any weights are generated.
+constexpr int kMaxThreads = 1024;
 
 struct BenchOptions {
   int64_t layers = 2;
@@ -154,9 +162,9 @@ Result<std::unique_ptr<VideoVae>> BuildModel(const BenchOptions& o, torch::Scala
 }
 
 int Run(const BenchOptions& o) {
-  at::set_num_threads(o.threads);
-  torch::NoGradGuard no_grad;
-  const VideoDecoderConfig base = VideoDecoderConfig::Official();
+  // The plan is checked before the thread pool, the latent or any weights
+  // exist (the command line already bounds every size to what VideoVae
+  // accepts; this is the planner's word on the geometry).
   auto grid = vaed::models::h3::PlanTileGrid(o.height_latent, o.width_latent);
   auto temporal = vaed::models::h3::PlanTemporal(o.latent_frames);
   if (!grid.ok() || !temporal.ok()) {
@@ -164,6 +172,9 @@ int Run(const BenchOptions& o) {
               << (grid.ok() ? temporal.status() : grid.status()).ToString() << "\n";
     return 2;
   }
+  at::set_num_threads(o.threads);
+  torch::NoGradGuard no_grad;
+  const VideoDecoderConfig base = VideoDecoderConfig::Official();
   const auto tile0 = grid->tile(0);
   VideoDecoderConfig cfg = base;
   cfg.depth = o.layers;
@@ -306,19 +317,25 @@ int main(int argc, char** argv) {
   app.add_option("--layers", o.layers, "ViT3D blocks (the released model has 36)")
       ->capture_default_str()
       ->check(CLI::Range(1, 36));
-  app.add_option("--latent-frames", o.latent_frames, "latent frames T (>= 3; 12 = 2 windows)")
-      ->capture_default_str();
+  app.add_option("--latent-frames", o.latent_frames, "latent frames T (12 = 2 windows)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{3}, VideoVae::kMaxLatentFrames));
   app.add_option("--height-latent", o.height_latent, "latent height (cells of 16 px)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, VideoVae::kMaxLatentExtent));
   app.add_option("--width-latent", o.width_latent, "latent width (cells of 16 px)")
-      ->capture_default_str();
-  app.add_option("--threads", o.threads, "LibTorch intra-op threads")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, VideoVae::kMaxLatentExtent));
+  app.add_option("--threads", o.threads, "LibTorch intra-op threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxThreads));
   app.add_option("--iterations", o.iterations, "timed decodes per mode (min is reported)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--seed", o.seed, "seed of the latent and the weights")->capture_default_str();
-  app.add_flag("--skip-bf16", o.skip_bf16, "measure float32 only");
-  app.add_flag("--skip-fp32", o.skip_fp32, "measure bfloat16 only");
+  // Both together would measure nothing and print an empty table.
+  auto* skip_bf16 = app.add_flag("--skip-bf16", o.skip_bf16, "measure float32 only");
+  app.add_flag("--skip-fp32", o.skip_fp32, "measure bfloat16 only")->excludes(skip_bf16);
   app.add_flag("--json", o.json, "also print the figures as JSON");
   app.add_flag("--glibc-default-malloc", o.glibc_default_malloc,
                "keep glibc's default malloc settings instead of the daemon's memory policy "
@@ -327,5 +344,13 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   // Measure under the daemon's allocator settings unless asked not to.
   if (!o.glibc_default_malloc) vaed::engine::RetainFreedMemoryForReuse();
-  return Run(o);
+  // The model API returns Status; this catches what LibTorch still throws
+  // outside it (thread pool, randn, the matmul reference, torch::equal).
+  try {
+    return Run(o);
+  } catch (...) {
+    std::cerr << "vaed_bench_h3_video: "
+              << vaed::models::CurrentTorchErrorStatus("benchmark").ToString() << "\n";
+    return 1;
+  }
 }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -137,6 +138,118 @@ TEST(H3TilingTest, WindowsOfThirtyThreeLatentFrames) {
   EXPECT_EQ(plan->windows.back().stream_begin_latent, 30);
   EXPECT_EQ(plan->windows.back().stream_end_latent, 37);
   EXPECT_EQ(plan->windows.back().padding_latent_frames, 4);
+}
+
+// ------------------------------------------------- absurd inputs (review)
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+
+TEST(H3TilingTest, PlanTemporalRejectsHugeLatentFramesNamingValueAndBound) {
+  // Regression: T + kTokenDrop overflowed for INT64_MAX, and T = 1e9 built
+  // a plan of 2e8 windows before anything said no.
+  for (int64_t t : {kMaxPlannedLatentFrames + 1, int64_t{1'000'000'000}, kInt64Max - 2,
+                    kInt64Max}) {
+    SCOPED_TRACE("T = " + std::to_string(t));
+    Result<TemporalPlan> plan = PlanTemporal(t);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(plan.status().message(), HasSubstr("T = " + std::to_string(t)));
+    EXPECT_THAT(plan.status().message(),
+                HasSubstr("3 <= T <= " + std::to_string(kMaxPlannedLatentFrames)));
+    Result<int64_t> frames = OutputPixelFrames(t);
+    ASSERT_FALSE(frames.ok());
+    EXPECT_EQ(frames.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(frames.status().message(), plan.status().message());
+  }
+}
+
+TEST(H3TilingTest, PlanTemporalRejectsNegativeLatentFramesStatingTheRule) {
+  for (int64_t t : {int64_t{-1'000'000'000}, kInt64Min, kInt64Min + 1}) {
+    SCOPED_TRACE("T = " + std::to_string(t));
+    Result<TemporalPlan> plan = PlanTemporal(t);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(plan.status().message(), HasSubstr("T = " + std::to_string(t)));
+    EXPECT_THAT(plan.status().message(), HasSubstr("T >= 3"));
+    EXPECT_EQ(OutputPixelFrames(t).status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(H3TilingTest, PlanTemporalAcceptsItsBoundAndOutputPixelFramesAgrees) {
+  // golden README §7 closed form at T = kMaxPlannedLatentFrames.
+  const int64_t kExtra[5] = {0, 4, 8, 12, 13};
+  const int64_t t = kMaxPlannedLatentFrames;
+  Result<TemporalPlan> plan = PlanTemporal(t);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->num_windows(), 209'715);
+  EXPECT_EQ(plan->output_pixel_frames, 17 * ((t - 2) / 5) + 5 + kExtra[(t - 2) % 5]);
+  EXPECT_EQ(plan->windows.back().stream_end_latent, plan->padded_latent_frames);
+  ASSERT_TRUE(OutputPixelFrames(t).ok());
+  EXPECT_EQ(*OutputPixelFrames(t), plan->output_pixel_frames);
+  // OutputPixelFrames() no longer builds the plan: same answer everywhere.
+  for (int64_t small = 3; small <= 200; ++small) {
+    EXPECT_EQ(*OutputPixelFrames(small), PlanTemporal(small)->output_pixel_frames) << small;
+  }
+}
+
+TEST(H3TilingTest, SplitAxisRejectsHugeExtentsNamingTheBound) {
+  for (int64_t extent : {kMaxAxisExtentPx + 1, kInt64Max, kInt64Min}) {
+    SCOPED_TRACE("extent " + std::to_string(extent));
+    Result<AxisTiles> axis = SplitAxis(extent);
+    ASSERT_FALSE(axis.ok());
+    EXPECT_EQ(axis.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(axis.status().message(), HasSubstr("extent_px is " + std::to_string(extent)));
+    EXPECT_THAT(axis.status().message(), HasSubstr(std::to_string(kMaxAxisExtentPx)));
+  }
+  // The bound itself splits normally: 87,381 official tiles, ending at the edge.
+  Result<AxisTiles> axis = SplitAxis(kMaxAxisExtentPx);
+  ASSERT_TRUE(axis.ok()) << axis.status().ToString();
+  EXPECT_EQ(axis->tiles(), 87'381);
+  EXPECT_EQ(axis->start_px.back() + axis->length_px.back(), kMaxAxisExtentPx);
+}
+
+TEST(H3TilingTest, SplitAxisRejectsSplitsNeedingTooManyTiles) {
+  // Tile 2 px with overlap 1 px advances 1 px per tile: one tile per pixel.
+  Result<AxisTiles> axis = SplitAxis(kMaxAxisExtentPx, 2, 1);
+  ASSERT_FALSE(axis.ok());
+  EXPECT_EQ(axis.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(axis.status().message(), HasSubstr("needs 16777215 tiles"));
+  EXPECT_THAT(axis.status().message(), HasSubstr(std::to_string(kMaxTilesPerAxis)));
+  // Exactly kMaxTilesPerAxis tiles is accepted.
+  axis = SplitAxis(kMaxAxisExtentPx, 17, 1);
+  ASSERT_TRUE(axis.ok()) << axis.status().ToString();
+  EXPECT_EQ(axis->tiles(), kMaxTilesPerAxis);
+  // A huge tile (no product of it is formed) is one tile of the axis.
+  axis = SplitAxis(1000, kInt64Max, kInt64Max - 1);
+  ASSERT_TRUE(axis.ok()) << axis.status().ToString();
+  EXPECT_EQ(axis->tiles(), 1);
+  EXPECT_EQ(axis->length_px[0], 1000);
+}
+
+TEST(H3TilingTest, PlanTileGridRejectsHugeLatentExtentsBeforeScalingToPixels) {
+  // Regression: height_latent * 16 overflowed; 2^60 + 16 cells wrapped to
+  // 256 px and was planned as one 256-px tile.
+  const int64_t wraps_to_256_px = (int64_t{1} << 60) + 16;
+  for (int64_t h : {kMaxAxisExtentLatent + 1, wraps_to_256_px, kInt64Max, kInt64Min}) {
+    SCOPED_TRACE("height_latent " + std::to_string(h));
+    Result<TileGrid> grid = PlanTileGrid(h, 16);
+    ASSERT_FALSE(grid.ok());
+    EXPECT_EQ(grid.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(grid.status().message(), HasSubstr("height (latent cells " + std::to_string(h)));
+    EXPECT_THAT(grid.status().message(), HasSubstr(std::to_string(kMaxAxisExtentLatent)));
+  }
+  for (int64_t w : {kMaxAxisExtentLatent + 1, wraps_to_256_px, kInt64Max, kInt64Min}) {
+    SCOPED_TRACE("width_latent " + std::to_string(w));
+    Result<TileGrid> grid = PlanTileGrid(16, w);
+    ASSERT_FALSE(grid.ok());
+    EXPECT_EQ(grid.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(grid.status().message(), HasSubstr("width (latent cells " + std::to_string(w)));
+  }
+  Result<TileGrid> grid = PlanTileGrid(kMaxAxisExtentLatent, 1);
+  ASSERT_TRUE(grid.ok()) << grid.status().ToString();
+  EXPECT_EQ(grid->rows.extent_px, kMaxAxisExtentPx);
+  EXPECT_EQ(grid->num_tiles(), 87'381);
 }
 
 // ---------------------------------------------------------------- golden

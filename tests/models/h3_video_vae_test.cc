@@ -219,5 +219,45 @@ TEST(H3VideoVaeTest, FullModelBuildsAndDecodesOneTileWindowInBf16) {
   EXPECT_TRUE(torch::isfinite(*out).all().item<bool>());
 }
 
+TEST(H3VideoVaeTest, PlanRejectsHugeLatentFrameCountsAndTheModelStillDecodes) {
+  // Regression (review): a latent claiming 1e9 or INT64_MAX frames must be
+  // refused by Plan() with the field named, before any planning arithmetic
+  // or allocation, and leave the model usable. A tiny random model (the
+  // golden tiny geometry: 2 blocks x 128, 2 heads) keeps this cheap and
+  // independent of the shared data.
+  at::set_num_threads(2);
+  VideoDecoderConfig config = VideoDecoderConfig::Official();
+  config.depth = 2;
+  config.dim = 128;
+  config.heads = 2;
+  config.dim_head = 64;
+  config.ffn_inner = 512;
+  VideoVaeOptions options;
+  options.name = "h3_tiny";
+  options.config = &config;
+  options.seed = 7;
+  auto model = VideoVae::Create(options);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  for (int64_t t : {int64_t{1'000'000'000}, int64_t{INT64_MAX}}) {
+    SCOPED_TRACE("T = " + std::to_string(t));
+    Result<DecodePlan> plan = (*model)->Plan(DType::kFloat32, {1, 24, t, 16, 16});
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(plan.status().message(), HasSubstr("latent.shape[2]"));
+    EXPECT_THAT(plan.status().message(), HasSubstr(std::to_string(t)));
+  }
+  Result<DecodePlan> plan = (*model)->Plan(DType::kFloat32, {1, 24, 7, 16, 16});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->frames, 22);
+  torch::Generator g = at::detail::createCPUGenerator(17);
+  torch::Tensor latent = torch::randn({1, 24, 7, 16, 16}, g, torch::kFloat);
+  DecodeReport report;
+  Result<torch::Tensor> out = (*model)->Decode(latent, DecodeSettings{}, &report);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->sizes(), (std::vector<int64_t>{22, 3, 256, 256}));
+  EXPECT_TRUE(torch::isfinite(*out).all().item<bool>());
+  EXPECT_EQ(report.tiling.decoder_calls, 1);
+}
+
 }  // namespace
 }  // namespace vaed::models::h3

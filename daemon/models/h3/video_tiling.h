@@ -62,6 +62,27 @@ static_assert(kFramePrePadding == 3 && kWindowStepLatentFrames == 5 &&
               kWindowPixelFrames == 28 && kMainPixelFrames == 17 && kTailPixelFrames == 5 &&
               kFrameOverlap == 5);
 
+// Input bounds of the planner itself. They are far above anything a served
+// model accepts (VideoVae::kMaxLatentExtent, VideoVae::kMaxLatentFrames) and
+// exist so that the pure functions below stay total: with inputs inside them
+// no arithmetic overflows int64 and no plan allocates more than a few MiB,
+// whatever the caller passed.
+//   kMaxAxisExtentPx: pixels along one spatial axis given to SplitAxis()
+//     (2^24 px = 2^20 latent cells; with the official 256/64 tiles that is
+//     87,381 tiles, about 2 MiB of AxisTiles).
+//   kMaxAxisExtentLatent: the same bound in latent cells, for PlanTileGrid().
+//   kMaxTilesPerAxis: tiles along one axis, which bounds SplitAxis() with
+//     a small tile_px / large overlap_min_px (each tile adds tile_px -
+//     overlap_min_px >= 1 px, so such a split could otherwise need one tile
+//     per pixel).
+//   kMaxPlannedLatentFrames: T given to PlanTemporal() / OutputPixelFrames()
+//     (2^20 latent frames, about 3.6 M pixel frames; 209,715 windows, about
+//     8 MiB of TemporalWindow).
+inline constexpr int64_t kMaxAxisExtentPx = int64_t{1} << 24;
+inline constexpr int64_t kMaxAxisExtentLatent = kMaxAxisExtentPx / kPixelsPerLatent;
+inline constexpr int64_t kMaxTilesPerAxis = int64_t{1} << 20;
+inline constexpr int64_t kMaxPlannedLatentFrames = int64_t{1} << 20;
+
 // Tiles along one spatial axis, in pixels (official `split_tiles`).
 struct AxisTiles {
   int64_t extent_px = 0;
@@ -87,8 +108,9 @@ struct AxisTiles {
 //   overlaps start at overlap_min, and the slack tile*N - sum(overlaps) -
 //   extent is handed out 16 px at a time, round-robin from the first
 //   overlap (a remainder below 16 px is dropped, as the official code does).
-// Errors (kInvalidArgument, naming the argument): extent_px < 1,
-// tile_px < 1, overlap_min_px < 0 or >= tile_px.
+// Errors (kInvalidArgument, naming the argument and the rule): extent_px
+// outside [1, kMaxAxisExtentPx], tile_px < 1, overlap_min_px < 0 or >=
+// tile_px, or a split that needs more than kMaxTilesPerAxis tiles.
 Result<AxisTiles> SplitAxis(int64_t extent_px, int64_t tile_px = kTilePx,
                             int64_t overlap_min_px = kTileOverlapMinPx);
 
@@ -111,7 +133,9 @@ struct TileGrid {
 };
 
 // The grid for a latent canvas of height_latent x width_latent cells
-// (pixel extents = 16x those). Errors: the SplitAxis ones, naming the axis.
+// (pixel extents = 16x those). Errors (kInvalidArgument, naming the axis):
+// height_latent or width_latent outside [1, kMaxAxisExtentLatent] (checked
+// before the pixel extent is computed), and the SplitAxis ones.
 Result<TileGrid> PlanTileGrid(int64_t height_latent, int64_t width_latent);
 
 // One temporal window of the decode (spec §2.2).
@@ -147,13 +171,16 @@ struct TemporalPlan {
   int64_t num_windows() const { return static_cast<int64_t>(windows.size()); }
 };
 
-// Plans T = `latent_frames`. Errors (kInvalidArgument): T <= 2 (the official
-// planner yields no window or a non-positive frame count there; the message
-// states the rule "T >= 3 latent frames; T = 5k+2 gives 17k+5 frames").
+// Plans T = `latent_frames`. Errors (kInvalidArgument, the message names T
+// and states the rule "T >= 3 latent frames; T = 5k+2 gives 17k+5 frames"):
+//   T <= 2: the official planner yields no window or a non-positive frame
+//           count there;
+//   T > kMaxPlannedLatentFrames: the planner's own bound (above), checked
+//           before any arithmetic on T or any allocation.
 Result<TemporalPlan> PlanTemporal(int64_t latent_frames);
 
-// Output pixel frames for T latent frames without building the plan;
-// the same rule and errors as PlanTemporal().
+// Output pixel frames for T latent frames without building the plan's
+// window list (no allocation); the same rule and errors as PlanTemporal().
 Result<int64_t> OutputPixelFrames(int64_t latent_frames);
 
 }  // namespace vaed::models::h3
