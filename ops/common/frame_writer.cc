@@ -76,6 +76,47 @@ std::vector<std::string> FfmpegRawInput(const std::string& ffmpeg, const RgbFram
           "pipe:0"};
 }
 
+// Encodes `frames` to the MP4 `path` (see WriteMp4), adding the audio of
+// the WAV file `*wav_path` when it is not null (see WriteMp4WithAudio).
+Status EncodeMp4(const RgbFrames& frames, const std::string& path, double fps,
+                 const std::string* wav_path) {
+  VAED_RETURN_IF_ERROR(CheckRgbFrames(frames));
+  if (!std::isfinite(fps) || fps <= 0) {
+    return InvalidArgument("fps must be positive, got " + std::to_string(fps));
+  }
+  if (wav_path != nullptr) {
+    struct stat st {};
+    if (::stat(wav_path->c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return NotFound("audio file " + *wav_path + " is not an existing regular file; writing " +
+                      path);
+    }
+  }
+  VAED_ASSIGN_OR_RETURN(const std::string ffmpeg, Ffmpeg());
+  char rate[32];
+  std::snprintf(rate, sizeof(rate), "%.6g", fps);
+  auto argv = FfmpegRawInput(ffmpeg, frames, rate);
+  if (wav_path != nullptr) {
+    // `file:` keeps a name such as "a:b.wav" or "http..." from being taken
+    // for another protocol; the maps pin input 0 as video, input 1 as audio.
+    argv.insert(argv.end(), {"-i", "file:" + *wav_path, "-map", "0:v:0", "-map", "1:a:0"});
+  }
+  for (const char* a :
+       {"-vf",
+        "pad=ceil(iw/2)*2:ceil(ih/2)*2,"
+        "scale=out_color_matrix=bt709:out_range=tv:flags=accurate_rnd+full_chroma_int,"
+        "format=yuv420p",
+        "-c:v", "libx264", "-crf", "18", "-preset", "medium", "-colorspace", "bt709",
+        "-color_primaries", "bt709", "-color_trc", "bt709", "-color_range", "tv"}) {
+    argv.emplace_back(a);
+  }
+  if (wav_path != nullptr) {
+    for (const char* a : {"-c:a", "aac", "-b:a", "192k"}) argv.emplace_back(a);
+  }
+  for (const char* a : {"-movflags", "+faststart", "-f", "mp4", "-y"}) argv.emplace_back(a);
+  argv.push_back(path);
+  return RunWithStdin(argv, frames.data).WithContext("writing " + path);
+}
+
 }  // namespace
 
 Status CheckRgbFrames(const RgbFrames& frames) {
@@ -209,42 +250,12 @@ Status WritePngImage(const RgbFrames& frames, const std::string& path) {
 }
 
 Status WriteMp4(const RgbFrames& frames, const std::string& path, double fps) {
-  VAED_RETURN_IF_ERROR(CheckRgbFrames(frames));
-  if (!std::isfinite(fps) || fps <= 0) {
-    return InvalidArgument("fps must be positive, got " + std::to_string(fps));
-  }
-  VAED_ASSIGN_OR_RETURN(const std::string ffmpeg, Ffmpeg());
-  char rate[32];
-  std::snprintf(rate, sizeof(rate), "%.6g", fps);
-  auto argv = FfmpegRawInput(ffmpeg, frames, rate);
-  for (const char* a :
-       {"-vf",
-        "pad=ceil(iw/2)*2:ceil(ih/2)*2,"
-        "scale=out_color_matrix=bt709:out_range=tv:flags=accurate_rnd+full_chroma_int,"
-        "format=yuv420p",
-        "-c:v",
-        "libx264",
-        "-crf",
-        "18",
-        "-preset",
-        "medium",
-        "-colorspace",
-        "bt709",
-        "-color_primaries",
-        "bt709",
-        "-color_trc",
-        "bt709",
-        "-color_range",
-        "tv",
-        "-movflags",
-        "+faststart",
-        "-f",
-        "mp4",
-        "-y"}) {
-    argv.emplace_back(a);
-  }
-  argv.push_back(path);
-  return RunWithStdin(argv, frames.data).WithContext("writing " + path);
+  return EncodeMp4(frames, path, fps, nullptr);
+}
+
+Status WriteMp4WithAudio(const RgbFrames& frames, const std::string& path, double fps,
+                         const std::string& wav_path) {
+  return EncodeMp4(frames, path, fps, &wav_path);
 }
 
 Status WriteRawWithSidecar(const RgbFrames& frames, const std::string& raw_path,

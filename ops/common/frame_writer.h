@@ -59,6 +59,19 @@ Status WritePngImage(const RgbFrames& frames, const std::string& path);
 // kInvalidArgument when fps is not positive and finite.
 Status WriteMp4(const RgbFrames& frames, const std::string& path, double fps);
 
+// As WriteMp4, with the same video encoding, plus an audio stream read
+// from the WAV file `wav_path` (e.g. one written by WriteWav): AAC-LC
+// (ffmpeg's native `aac` encoder, 192 kb/s) at the WAV's sample rate and
+// channel count. Neither stream is cut to the other's length (no
+// `-shortest`): the A/V length rule (spec/h3_vae.md §3.1) is the caller's,
+// and the file keeps both streams whole. The moov atom is at the front
+// (`+faststart`). `wav_path` is read as a plain file even when it looks
+// like a URL (ffmpeg's `file:` protocol).
+// kNotFound when `wav_path` is not an existing regular file; otherwise the
+// errors of WriteMp4 (kIoError also when ffmpeg cannot read the WAV file).
+Status WriteMp4WithAudio(const RgbFrames& frames, const std::string& path, double fps,
+                         const std::string& wav_path);
+
 // Writes the raw bytes to `raw_path` and a JSON sidecar to `json_path`
 // describing them: {"file", "dtype": "uint8", "layout": "NHWC",
 // "channels": "RGB", "shape": [N,H,W,3], "bytes"}.

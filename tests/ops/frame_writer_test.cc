@@ -4,11 +4,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <numbers>
 #include <string>
 #include <vector>
 
+#include "ops/common/audio_writer.h"
 #include "test_util.h"
 
 namespace vaed::ops {
@@ -140,6 +145,158 @@ TEST(WriteMp4Test, RejectsNonPositiveFps) {
   const auto data = Pattern(2 * 2 * 3);
   EXPECT_EQ(WriteMp4({data, 1, 2, 2}, "/nonexistent/x.mp4", 0.0).code(),
             StatusCode::kInvalidArgument);
+}
+
+// A 1 s stereo 32 kHz tone (440 Hz left, 660 Hz right) written as a WAV.
+std::string WriteStereoTone(const TempDir& dir) {
+  const int64_t rate = 32000, samples = 32000;
+  std::vector<float> audio(2 * samples);
+  for (int64_t t = 0; t < samples; ++t) {
+    const double s = 2 * std::numbers::pi * static_cast<double>(t) / rate;
+    audio[t] = static_cast<float>(0.5 * std::sin(440 * s));
+    audio[samples + t] = static_cast<float>(0.25 * std::sin(660 * s));
+  }
+  const std::string path = dir / "tone.wav";
+  auto stats = WriteWav({audio, 2, samples, rate}, path);
+  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+  return path;
+}
+
+TEST(WriteMp4WithAudioTest, MuxesH264VideoAndAacAudioKeepingBothWhole) {
+  if (!HaveFfmpeg()) GTEST_SKIP() << "ffmpeg/ffprobe not installed";
+  TempDir dir;
+  const int64_t n = 5, h = 16, w = 24;  // 0.2 s of video at 25 fps
+  const auto data = Pattern(n * h * w * 3);
+  const std::string wav = WriteStereoTone(dir);
+  Status s = WriteMp4WithAudio({data, n, h, w}, dir / "av.mp4", 25.0, wav);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+
+  const auto probe = nlohmann::json::parse(
+      Capture("ffprobe -v error -count_frames -show_entries "
+              "stream=codec_type,codec_name,pix_fmt,channels,sample_rate,duration,nb_read_frames"
+              ":format=duration -of json '" +
+              (dir / "av.mp4") + "'"));
+  ASSERT_EQ(probe["streams"].size(), 2u) << probe.dump(2);
+  int videos = 0, audios = 0;
+  for (const auto& st : probe["streams"]) {
+    if (st["codec_type"] == "video") {
+      ++videos;
+      EXPECT_EQ(st["codec_name"], "h264");
+      EXPECT_EQ(st["pix_fmt"], "yuv420p");
+      EXPECT_EQ(st["nb_read_frames"], "5");  // not stretched to the audio
+    } else if (st["codec_type"] == "audio") {
+      ++audios;
+      EXPECT_EQ(st["codec_name"], "aac");
+      EXPECT_EQ(st["channels"], 2);
+      EXPECT_EQ(st["sample_rate"], "32000");
+      EXPECT_NEAR(std::stod(st["duration"].get<std::string>()), 1.0, 0.05);
+    }
+  }
+  EXPECT_EQ(videos, 1);
+  EXPECT_EQ(audios, 1);
+  // No -shortest: the file lasts as long as its audio, not its video.
+  EXPECT_NEAR(std::stod(probe["format"]["duration"].get<std::string>()), 1.0, 0.05);
+  // +faststart: the moov atom precedes the media data.
+  const std::string bytes = ReadFile(dir / "av.mp4");
+  ASSERT_NE(bytes.find("moov"), std::string::npos);
+  EXPECT_LT(bytes.find("moov"), bytes.find("mdat"));
+}
+
+TEST(WriteMp4WithAudioTest, MissingWavIsNotFound) {
+  TempDir dir;
+  const auto data = Pattern(2 * 2 * 3);
+  Status s = WriteMp4WithAudio({data, 1, 2, 2}, dir / "x.mp4", 24.0, dir / "missing.wav");
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("missing.wav"));
+  EXPECT_FALSE(fs::exists(dir / "x.mp4"));
+}
+
+TEST(WriteMp4WithAudioTest, RejectsNonPositiveFps) {
+  TempDir dir;
+  const std::string wav = WriteStereoTone(dir);
+  const auto data = Pattern(2 * 2 * 3);
+  EXPECT_EQ(WriteMp4WithAudio({data, 1, 2, 2}, dir / "x.mp4", -1.0, wav).code(),
+            StatusCode::kInvalidArgument);
+}
+
+// Puts `dir` first on PATH for the life of this object.
+class ScopedPathPrefix {
+ public:
+  explicit ScopedPathPrefix(const std::string& dir) {
+    const char* old = std::getenv("PATH");
+    had_path_ = old != nullptr;
+    if (had_path_) old_path_ = old;
+    ::setenv("PATH", (dir + ":" + old_path_).c_str(), 1);
+  }
+  ~ScopedPathPrefix() {
+    if (had_path_) {
+      ::setenv("PATH", old_path_.c_str(), 1);
+    } else {
+      ::unsetenv("PATH");
+    }
+  }
+  ScopedPathPrefix(const ScopedPathPrefix&) = delete;
+  ScopedPathPrefix& operator=(const ScopedPathPrefix&) = delete;
+
+ private:
+  bool had_path_ = false;
+  std::string old_path_;
+};
+
+// The video half of WriteMp4WithAudio's ffmpeg command is WriteMp4's, and
+// the audio half adds only the WAV input, the stream maps and the AAC
+// settings (no -shortest). Checked with a stand-in ffmpeg that records its
+// arguments.
+TEST(WriteMp4WithAudioTest, KeepsTheVideoSettingsOfWriteMp4) {
+  TempDir dir;
+  const std::string args = dir / "args.txt";
+  const std::string fake = dir / "ffmpeg";
+  {
+    std::ofstream f(fake);
+    f << "#!/bin/sh\nprintf '%s\\n' \"$@\" > '" << args << "'\ncat > /dev/null\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  const std::string wav = WriteStereoTone(dir);
+  const auto data = Pattern(2 * 4 * 6 * 3);
+  const std::string out = dir / "o.mp4";
+
+  std::vector<std::string> video_only, with_audio;
+  {
+    ScopedPathPrefix path(dir.path().string());
+    auto split = [](const std::string& text) {
+      std::vector<std::string> lines;
+      size_t begin = 0, end;
+      while ((end = text.find('\n', begin)) != std::string::npos) {
+        lines.push_back(text.substr(begin, end - begin));
+        begin = end + 1;
+      }
+      return lines;
+    };
+    ASSERT_TRUE(WriteMp4({data, 2, 4, 6}, out, 24.0).ok());
+    video_only = split(ReadFile(args));
+    ASSERT_TRUE(WriteMp4WithAudio({data, 2, 4, 6}, out, 24.0, wav).ok());
+    with_audio = split(ReadFile(args));
+  }
+  ASSERT_FALSE(video_only.empty());
+  EXPECT_EQ(std::count(with_audio.begin(), with_audio.end(), "-shortest"), 0);
+
+  std::vector<std::string> stripped;
+  for (size_t i = 0; i < with_audio.size(); ++i) {
+    const std::string& a = with_audio[i];
+    if (a == "-i" && i + 1 < with_audio.size() && with_audio[i + 1] == "file:" + wav) {
+      ++i;
+    } else if ((a == "-map" || a == "-c:a" || a == "-b:a") && i + 1 < with_audio.size()) {
+      const std::string& v = with_audio[i + 1];
+      EXPECT_TRUE((a == "-map" && (v == "0:v:0" || v == "1:a:0")) || (a == "-c:a" && v == "aac") ||
+                  (a == "-b:a" && v == "192k"))
+          << a << " " << v;
+      ++i;
+    } else {
+      stripped.push_back(a);
+    }
+  }
+  EXPECT_EQ(stripped, video_only);
+  EXPECT_EQ(with_audio.size(), video_only.size() + 10);
 }
 
 TEST(WriteRawWithSidecarTest, WritesBytesAndDescribingJson) {
