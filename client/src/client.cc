@@ -176,16 +176,54 @@ Status Client::UnregisterRegion(uint64_t region_id) {
   return CheckReply(reply, v1::Reply::kUnregisterRegion, "unregister_region");
 }
 
+namespace {
+
+// The wire form of `request`; plan-only requests carry dtypes and shapes.
+void BuildDecode(const DecodeRequest& request, bool plan_only, v1::Decode* d) {
+  d->set_model(request.model);
+  d->set_plan_only(plan_only);
+  d->set_output_format(static_cast<v1::OutputFormat>(request.format));
+  d->mutable_options()->set_stack_tiling(static_cast<v1::StackTiling>(request.stack_tiling));
+  if (request.fps != 0 || request.independent_lengths) {
+    d->mutable_av_sync()->set_fps(request.fps);
+    d->mutable_av_sync()->set_independent_lengths(request.independent_lengths);
+  }
+  auto fill = [&](const TensorView& view, v1::TensorRef* out) {
+    if (plan_only) {
+      out->set_dtype(ToProto(view.dtype));
+      for (int64_t x : view.shape) out->add_shape(x);
+      return;
+    }
+    TensorRef ref{view.region_id, view.offset, 0, view.dtype, view.shape};
+    // The byte size is derived here; the daemon checks it again.
+    auto bytes = ContiguousBytes(view.dtype, view.shape, "tensor");
+    ref.size = bytes.ok() ? *bytes : 0;
+    ToProto(ref, out);
+  };
+  if (IsSet(request.latent)) fill(request.latent, d->mutable_latent());
+  if (IsSet(request.audio_latent)) fill(request.audio_latent, d->mutable_audio_latent());
+  if (!plan_only) {
+    if (IsSet(request.output)) fill(request.output, d->mutable_output());
+    if (IsSet(request.audio_output)) fill(request.audio_output, d->mutable_audio_output());
+  }
+}
+
+}  // namespace
+
 Result<v1::DecodeReply> Client::PlanDecode(const std::string& model, DType latent_dtype,
                                            const std::vector<int64_t>& latent_shape,
                                            OutputFormat format) {
+  DecodeRequest request;
+  request.model = model;
+  request.latent.dtype = latent_dtype;
+  request.latent.shape = latent_shape;
+  request.format = format;
+  return PlanDecode(request);
+}
+
+Result<v1::DecodeReply> Client::PlanDecode(const DecodeRequest& request) {
   v1::Request req;
-  v1::Decode* d = req.mutable_decode();
-  d->set_model(model);
-  d->set_plan_only(true);
-  d->set_output_format(static_cast<v1::OutputFormat>(format));
-  d->mutable_latent()->set_dtype(ToProto(latent_dtype));
-  for (int64_t x : latent_shape) d->mutable_latent()->add_shape(x);
+  BuildDecode(request, /*plan_only=*/true, req.mutable_decode());
   VAED_ASSIGN_OR_RETURN(v1::Reply reply, impl_->Call(req, impl_->options.request_timeout_ms));
   VAED_RETURN_IF_ERROR(CheckReply(reply, v1::Reply::kDecode, "plan decode"));
   return reply.decode();
@@ -193,19 +231,7 @@ Result<v1::DecodeReply> Client::PlanDecode(const std::string& model, DType laten
 
 Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
   v1::Request req;
-  v1::Decode* d = req.mutable_decode();
-  d->set_model(request.model);
-  d->set_output_format(static_cast<v1::OutputFormat>(request.format));
-  d->mutable_options()->set_stack_tiling(static_cast<v1::StackTiling>(request.stack_tiling));
-  auto fill = [](const TensorView& view, v1::TensorRef* out) {
-    TensorRef ref{view.region_id, view.offset, 0, view.dtype, view.shape};
-    // The byte size is derived here; the daemon checks it again.
-    auto bytes = ContiguousBytes(view.dtype, view.shape, "tensor");
-    ref.size = bytes.ok() ? *bytes : 0;
-    ToProto(ref, out);
-  };
-  fill(request.latent, d->mutable_latent());
-  fill(request.output, d->mutable_output());
+  BuildDecode(request, /*plan_only=*/false, req.mutable_decode());
   VAED_ASSIGN_OR_RETURN(v1::Reply reply, impl_->Call(req, impl_->options.request_timeout_ms));
   VAED_RETURN_IF_ERROR(CheckReply(reply, v1::Reply::kDecode, "decode"));
   return reply.decode();

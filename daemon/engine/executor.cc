@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "daemon/engine/memory_policy.h"
 #include "daemon/engine/process_memory.h"
@@ -53,21 +55,39 @@ Result<torch::Tensor> FormatOutput(const models::VaeModel& model, const torch::T
 
 }  // namespace
 
-void FillDecodeGeometry(const models::VaeModel& model, const models::DecodePlan& plan,
-                        DType latent_dtype, const std::vector<int64_t>& latent_shape,
-                        DType output_dtype, const std::vector<int64_t>& output_shape,
-                        uint64_t output_bytes, v1::DecodeReply* out) {
+void FillDecodeGeometry(const models::VaeModel& model, const std::optional<VideoPart>& video,
+                        const std::optional<AudioPart>& audio, const AvFacts& av,
+                        v1::DecodeReply* out) {
   out->set_model(model.info().name);
-  for (int64_t d : latent_shape) out->add_latent_shape(d);
-  out->set_latent_dtype(ToProto(latent_dtype));
-  for (int64_t d : output_shape) out->add_output_shape(d);
-  out->set_output_dtype(ToProto(output_dtype));
-  out->set_output_bytes(output_bytes);
-  out->set_frames(static_cast<uint32_t>(plan.frames));
-  out->set_height_px(static_cast<uint32_t>(plan.height_px));
-  out->set_width_px(static_cast<uint32_t>(plan.width_px));
   out->set_compute_dtype(model.info().compute_dtype);
   out->set_demo_weights(model.info().demo_weights);
+  out->set_fps(av.fps);
+  out->set_independent_lengths(av.independent_lengths);
+  out->set_expected_audio_latent_frames(
+      static_cast<uint64_t>(std::max<int64_t>(0, av.expected_audio_latent_frames)));
+  if (video) {
+    for (int64_t d : video->latent.shape) out->add_latent_shape(d);
+    out->set_latent_dtype(ToProto(video->latent.dtype));
+    for (int64_t d : video->output.shape) out->add_output_shape(d);
+    out->set_output_dtype(ToProto(video->output.dtype));
+    out->set_output_bytes(video->output.size);
+    out->set_frames(static_cast<uint32_t>(video->plan.frames));
+    out->set_height_px(static_cast<uint32_t>(video->plan.height_px));
+    out->set_width_px(static_cast<uint32_t>(video->plan.width_px));
+    out->set_video_seconds(static_cast<double>(video->plan.frames) / av.fps);
+  }
+  if (audio) {
+    v1::AudioInfo* a = out->mutable_audio();
+    for (int64_t d : audio->latent.shape) a->add_latent_shape(d);
+    for (int64_t d : audio->output.shape) a->add_output_shape(d);
+    a->set_output_bytes(audio->output.size);
+    a->set_channels(static_cast<uint32_t>(audio->plan.channels));
+    a->set_latent_frames(static_cast<uint64_t>(audio->plan.latent_frames));
+    a->set_samples(static_cast<uint64_t>(audio->plan.samples));
+    a->set_sample_rate_hz(static_cast<uint32_t>(audio->plan.sample_rate_hz));
+    a->set_seconds(static_cast<double>(audio->plan.samples) /
+                   static_cast<double>(audio->plan.sample_rate_hz));
+  }
 }
 
 Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& options,
@@ -211,6 +231,54 @@ void Executor::Execute(const DecodeJob& job, v1::Reply* reply) {
   *reply->mutable_error() = ToProtoError(s);
 }
 
+namespace {
+
+// Copies a latent out of client memory (guarded) into a new float32 tensor.
+// The copy protects a decode from a client that writes or shrinks its
+// segment halfway (DESIGN.md §2.3).
+Result<torch::Tensor> CopyLatentIn(const TensorRef& ref, const HostRegion& region,
+                                   const std::string& field) {
+  VAED_ASSIGN_OR_RETURN(
+      torch::Tensor t, RunTorch("allocating " + field, [&]() -> Result<torch::Tensor> {
+        return torch::empty(ref.shape, torch::TensorOptions().dtype(torch::kFloat32));
+      }));
+  VAED_RETURN_IF_ERROR(GuardedCopy(t.data_ptr(), region.data() + ref.offset, ref.size,
+                                   "reading " + field + " from region '" + region.name() + "'"));
+  return t;
+}
+
+// Non-finite latents are reported, never silently decoded.
+Status CheckLatentFinite(const torch::Tensor& latent, const std::string& field) {
+  VAED_ASSIGN_OR_RETURN(models::OutputStats stats, models::SummarizeValues(latent, 0));
+  if (stats.nonfinite > 0) {
+    return InvalidArgument(field + " contains " + std::to_string(stats.nonfinite) +
+                           " non-finite values (NaN or Inf) out of " +
+                           std::to_string(stats.values) + "; refusing to decode");
+  }
+  return Status::Ok();
+}
+
+Status CopyOut(const torch::Tensor& formatted, const TensorRef& ref, const HostRegion& region,
+               const std::string& field) {
+  const uint64_t bytes = static_cast<uint64_t>(formatted.numel()) * formatted.element_size();
+  if (bytes != ref.size) {
+    return Internal("decoded " + field + " has " + std::to_string(bytes) +
+                    " bytes but the plan said " + std::to_string(ref.size));
+  }
+  return GuardedCopy(region.data() + ref.offset, formatted.data_ptr(), bytes,
+                     "writing " + field + " to region '" + region.name() + "'");
+}
+
+void FillSanity(const models::OutputStats& stats, v1::OutputSanity* out) {
+  out->set_nonfinite(static_cast<uint64_t>(stats.nonfinite));
+  out->set_constant(stats.constant);
+  out->set_rms(stats.rms);
+  out->set_peak_abs(stats.peak_abs);
+  out->set_clipped_fraction(stats.clipped_fraction);
+}
+
+}  // namespace
+
 Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   const auto t_start = SteadyClock::now();
   ResetPeakRss();
@@ -219,63 +287,77 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   timings.Add("queue_wait", std::chrono::duration<double>(t_start - job.received).count());
   const models::ModelInfo& info = job.model->info();
 
-  // Copy in. The latent is copied out of client memory before use so a
-  // client writing or shrinking its segment cannot change or crash a decode
-  // halfway (DESIGN.md §2.3).
+  // Copy in, then refuse non-finite latents before any decode work.
   auto t0 = SteadyClock::now();
-  VAED_ASSIGN_OR_RETURN(
-      torch::Tensor latent, RunTorch("allocating latent", [&]() -> Result<torch::Tensor> {
-        return torch::empty(job.latent.shape, torch::TensorOptions().dtype(torch::kFloat32));
-      }));
-  VAED_RETURN_IF_ERROR(GuardedCopy(latent.data_ptr(),
-                                   job.latent_region->data() + job.latent.offset,
-                                   job.latent.size, "reading latent from region '" +
-                                                        job.latent_region->name() + "'"));
+  torch::Tensor latent, audio_latent;
+  if (job.video) {
+    VAED_ASSIGN_OR_RETURN(latent, CopyLatentIn(job.video->latent, *job.video->latent_region,
+                                               "latent"));
+  }
+  if (job.audio) {
+    VAED_ASSIGN_OR_RETURN(audio_latent, CopyLatentIn(job.audio->latent,
+                                                     *job.audio->latent_region, "audio_latent"));
+  }
   timings.Add("copy_in", SecondsSince(t0));
+  if (job.video) VAED_RETURN_IF_ERROR(CheckLatentFinite(latent, "latent"));
+  if (job.audio) VAED_RETURN_IF_ERROR(CheckLatentFinite(audio_latent, "audio_latent"));
 
-  // Non-finite latents are reported, never silently decoded.
-  VAED_ASSIGN_OR_RETURN(
-      int64_t nonfinite, RunTorch("checking latent", [&]() -> Result<int64_t> {
-        return (~torch::isfinite(latent)).sum().item<int64_t>();
-      }));
-  if (nonfinite > 0) {
-    return InvalidArgument("latent contains " + std::to_string(nonfinite) +
-                           " non-finite values (NaN or Inf) out of " +
-                           std::to_string(latent.numel()) + "; refusing to decode");
+  std::vector<std::string> buckets;
+  if (job.video) buckets.push_back(info.name + "/" + job.video->plan.shape_bucket);
+  if (job.audio) buckets.push_back(info.name + "/" + job.audio->plan.shape_bucket);
+  bool warm = true;
+  for (const std::string& b : buckets) warm = warm && warm_buckets_.count(b) > 0;
+
+  // Decode: video first, then audio (the official pipeline's order).
+  torch::Tensor raw, wave;
+  if (job.video) {
+    VAED_ASSIGN_OR_RETURN(raw, job.model->Decode(latent, job.settings, &report));
+    latent = torch::Tensor();
+  }
+  if (job.audio) {
+    VAED_ASSIGN_OR_RETURN(wave, job.model->DecodeAudio(audio_latent, &report));
+    audio_latent = torch::Tensor();
   }
 
-  const std::string bucket = info.name + "/" + job.plan.shape_bucket;
-  const bool warm = warm_buckets_.count(bucket) > 0;
-
-  VAED_ASSIGN_OR_RETURN(torch::Tensor raw, job.model->Decode(latent, job.settings, &report));
-
+  // Sanity checks (reported, never fatal) and output formatting.
   t0 = SteadyClock::now();
-  VAED_ASSIGN_OR_RETURN(
-      int64_t nonfinite_out, RunTorch("checking output", [&]() -> Result<int64_t> {
-        return (~torch::isfinite(raw)).sum().item<int64_t>();
-      }));
-  VAED_ASSIGN_OR_RETURN(torch::Tensor formatted, FormatOutput(*job.model, raw, job.format));
+  models::OutputStats video_stats, audio_stats;
+  torch::Tensor formatted;
+  if (job.video) {
+    VAED_ASSIGN_OR_RETURN(video_stats, models::SummarizeValues(raw, 0));
+    VAED_ASSIGN_OR_RETURN(formatted, FormatOutput(*job.model, raw, job.video->format));
+    raw = torch::Tensor();
+  }
+  if (job.audio) {
+    VAED_ASSIGN_OR_RETURN(audio_stats,
+                          models::SummarizeValues(wave, job.audio->plan.clamp_level));
+    VAED_ASSIGN_OR_RETURN(wave, RunTorch("formatting audio", [&]() -> Result<torch::Tensor> {
+                            return wave.to(torch::kFloat32).contiguous();
+                          }));
+  }
   timings.Add("postprocess", SecondsSince(t0));
-  const uint64_t bytes = static_cast<uint64_t>(formatted.numel()) * formatted.element_size();
-  if (bytes != job.output.size) {
-    return Internal("decoded output has " + std::to_string(bytes) + " bytes but the plan said " +
-                    std::to_string(job.output.size));
-  }
 
   t0 = SteadyClock::now();
-  VAED_RETURN_IF_ERROR(GuardedCopy(job.output_region->data() + job.output.offset,
-                                   formatted.data_ptr(), bytes,
-                                   "writing output to region '" + job.output_region->name() +
-                                       "'"));
+  if (job.video) {
+    VAED_RETURN_IF_ERROR(
+        CopyOut(formatted, job.video->output, *job.video->output_region, "output"));
+  }
+  if (job.audio) {
+    VAED_RETURN_IF_ERROR(
+        CopyOut(wave, job.audio->output, *job.audio->output_region, "audio_output"));
+  }
   timings.Add("copy_out", SecondsSince(t0));
   timings.Add("decode", SecondsSince(t_start));
-  warm_buckets_.insert(bucket);
+  for (const std::string& b : buckets) warm_buckets_.insert(b);
 
-  FillDecodeGeometry(*job.model, job.plan, job.latent.dtype, job.latent.shape, job.output.dtype,
-                     job.output.shape, bytes, out);
+  FillDecodeGeometry(*job.model, job.video, job.audio, job.av, out);
   out->set_warm(warm);
-  out->set_nonfinite_outputs(static_cast<uint64_t>(nonfinite_out));
   out->set_peak_rss_bytes(PeakRssBytes());
+  if (job.video) {
+    out->set_nonfinite_outputs(static_cast<uint64_t>(video_stats.nonfinite));
+    FillSanity(video_stats, out->mutable_video_sanity());
+  }
+  if (job.audio) FillSanity(audio_stats, out->mutable_audio()->mutable_sanity());
   const models::TilingReport& tiling = report.tiling;
   if (tiling.tiled) {
     v1::TilingInfo* t = out->mutable_tiling();
@@ -292,18 +374,38 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
     t->set_component(component);
     t->set_seconds(seconds);
   }
-  std::string tiling_note;
-  if (tiling.tiled) {
-    tiling_note = " tiles " + std::to_string(tiling.tile_rows) + "x" +
-                  std::to_string(tiling.tile_cols) + " windows " +
-                  std::to_string(tiling.windows) + " calls " +
-                  std::to_string(tiling.decoder_calls) + " (" + tiling.stack_decision + ")";
+
+  std::string what;
+  if (job.video) {
+    what = "latent " + ShapeToString(job.video->latent.shape) + " -> " +
+           std::to_string(job.video->plan.frames) + "x" +
+           std::to_string(job.video->plan.height_px) + "x" +
+           std::to_string(job.video->plan.width_px);
+    if (tiling.tiled) {
+      what += " tiles " + std::to_string(tiling.tile_rows) + "x" +
+              std::to_string(tiling.tile_cols) + " windows " + std::to_string(tiling.windows) +
+              " calls " + std::to_string(tiling.decoder_calls) + " (" + tiling.stack_decision +
+              ")";
+    }
   }
-  spdlog::info("decode: request {} client {} model {} latent {} -> {}x{}x{} {} {} in {:.3f} s{}{}",
-               job.request_id, job.client_id, info.name, ShapeToString(job.latent.shape),
-               job.plan.frames, job.plan.height_px, job.plan.width_px, info.compute_dtype,
-               warm ? "warm" : "cold", SecondsSince(t_start), tiling_note,
-               info.demo_weights ? " [DEMO weights]" : "");
+  if (job.audio) {
+    what += std::string(what.empty() ? "" : "; ") + "audio_latent " +
+            ShapeToString(job.audio->latent.shape) + " -> " +
+            std::to_string(job.audio->plan.channels) + "x" +
+            std::to_string(job.audio->plan.samples) + " samples";
+  }
+  spdlog::info("decode: request {} client {} model {} {} {} {} in {:.3f} s{}", job.request_id,
+               job.client_id, info.name, what, info.compute_dtype, warm ? "warm" : "cold",
+               SecondsSince(t_start), info.demo_weights ? " [DEMO weights]" : "");
+  if (video_stats.nonfinite > 0 || video_stats.constant) {
+    spdlog::warn("decode: request {}: video output has {} non-finite values{}", job.request_id,
+                 video_stats.nonfinite, video_stats.constant ? " and is constant" : "");
+  }
+  if (audio_stats.nonfinite > 0 || audio_stats.constant) {
+    spdlog::warn("decode: request {}: audio output has {} non-finite values{}", job.request_id,
+                 audio_stats.nonfinite, audio_stats.constant ? " and is constant (silent or "
+                                                               "railed)" : "");
+  }
   return Status::Ok();
 }
 

@@ -23,6 +23,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -39,30 +40,55 @@ namespace vaed::engine {
 
 using server::ExecutorOptions;
 
-// One accepted Decode request.
+// The video (or image) part of a request.
+struct VideoPart {
+  models::DecodePlan plan;
+  v1::OutputFormat format = v1::OUTPUT_FORMAT_UINT8_NHWC;
+  TensorRef latent;  // checked against latent_region's bounds
+  TensorRef output;  // checked against output_region's bounds (plan-only: the expected layout)
+  std::shared_ptr<HostRegion> latent_region;  // null in plan-only requests
+  std::shared_ptr<HostRegion> output_region;
+};
+
+// The audio part of a request: latent [channels, 32, T] in, float32
+// [channels, samples] out.
+struct AudioPart {
+  models::AudioPlan plan;
+  TensorRef latent;
+  TensorRef output;
+  std::shared_ptr<HostRegion> latent_region;  // null in plan-only requests
+  std::shared_ptr<HostRegion> output_region;
+};
+
+// Durations and the A/V length rule as applied to a request (AvSync).
+struct AvFacts {
+  double fps = models::kDefaultFps;        // video frames per second used
+  int64_t expected_audio_latent_frames = 0;  // 0: no video or no audio decoder
+  bool independent_lengths = false;
+};
+
+// One accepted Decode request: a video part, an audio part, or both.
 struct DecodeJob {
   std::string routing_id;  // ZeroMQ identity to reply to
   uint64_t client_id = 0;
   uint64_t request_id = 0;
   models::VaeModel* model = nullptr;
-  models::DecodePlan plan;
-  v1::OutputFormat format = v1::OUTPUT_FORMAT_UINT8_NHWC;
   models::DecodeSettings settings;  // validated against the model's capabilities
-  TensorRef latent;  // checked against latent_region's bounds
-  TensorRef output;  // checked against output_region's bounds
-  std::shared_ptr<HostRegion> latent_region;
-  std::shared_ptr<HostRegion> output_region;
+  std::optional<VideoPart> video;
+  std::optional<AudioPart> audio;
+  AvFacts av;
   std::chrono::steady_clock::time_point received;
 };
 
-// Fills the geometry part of a DecodeReply that the plan decides: model,
-// latent and output shape/dtype/bytes, pixel frames and size, compute dtype
-// and the demo flag. Used for plan-only replies and for finished decodes, so
-// both always report the same fields.
-void FillDecodeGeometry(const models::VaeModel& model, const models::DecodePlan& plan,
-                        DType latent_dtype, const std::vector<int64_t>& latent_shape,
-                        DType output_dtype, const std::vector<int64_t>& output_shape,
-                        uint64_t output_bytes, v1::DecodeReply* out);
+// Fills the part of a DecodeReply that the plans decide: model, latent and
+// output shapes/dtypes/bytes, pixel frames and size, fps and durations, the
+// audio geometry (channels, samples, sample rate, seconds), the A/V rule's
+// expected audio length, compute dtype and the demo flag. Used for
+// plan-only replies and for finished decodes, so both always report the
+// same fields.
+void FillDecodeGeometry(const models::VaeModel& model, const std::optional<VideoPart>& video,
+                        const std::optional<AudioPart>& audio, const AvFacts& av,
+                        v1::DecodeReply* out);
 
 // Completed replies arrive on `reply_endpoint` (inproc PULL bound by the
 // control loop) as three frames: routing id, client id (8 bytes, host

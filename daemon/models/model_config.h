@@ -4,36 +4,54 @@
 #define VAED_DAEMON_MODELS_MODEL_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace vaed::models {
 
-// One configured model (a [[models.entry]] table of the daemon config).
+// One configured model (a [[models.entry]] table of the daemon config; the
+// comments name the TOML keys).
 struct ModelConfig {
-  // Registry name clients ask for; unique, non-empty.
+  // `name`: registry name clients ask for; unique, non-empty.
   std::string name;
+  // `kind`:
   // "taef2": the TAEF2 decoder with real weights from `weights_path`.
   // "demo":  the TAEF2 architecture with deterministic seeded weights
   //          (Taef2Decoder::CreateDemo); for smoke tests, not images.
   // "h3_video": the MiniMax-H3 video VAE decoder (h3/video_vae.h).
+  // "h3_audio": the MiniMax-H3 audio VAE decoder (h3/h3_vae.h).
+  // "h3": both H3 decoders under one name, for joint audio + video
+  //       requests (h3/h3_vae.h).
   std::string kind;
-  // taef2: path of taef2_decoder.safetensors (required). demo: must be empty.
-  // h3_video: a safetensors file or a *.safetensors.index.json; empty means
-  // deterministic random weights from `seed` (flagged as demo).
+  // `weights`: taef2: path of taef2_decoder.safetensors (required). demo,
+  // h3_audio: must be empty. h3_video, h3: the video decoder's safetensors
+  // file or *.safetensors.index.json; empty means deterministic random
+  // weights from `seed` (flagged as demo).
   std::string weights_path;
-  // h3_video: decoder config JSON (official config.json with source/, the
-  // diffusers vae/config.json, or the golden tiny config); empty means the
-  // released model's configuration. Other kinds: must be empty.
+  // `config`: h3_video, h3: video decoder config JSON (official config.json
+  // with source/, the diffusers vae/config.json, or the golden tiny config);
+  // empty means the released model's configuration. Other kinds: empty.
   std::string config_path;
-  // h3_video: "float32" (exact) or "bfloat16". Other kinds: float32 only.
+  // `audio_weights`, `audio_config`: h3_audio, h3: the audio decoder's
+  // safetensors file and config JSON (official component config, diffusers
+  // audio_vae/config.json, or the golden tiny config); empty weights mean
+  // random weights from `seed`, an empty config the released model's.
+  // Other kinds: empty.
+  std::string audio_weights_path;
+  std::string audio_config_path;
+  // `compute_dtype`: h3_video, h3 (video decoder): "float32" (exact) or
+  // "bfloat16". Other kinds (and H3 audio): float32 only.
   std::string compute_dtype = "float32";
-  // h3_video: tile scheduling when a request does not choose: "off", "on"
-  // or "auto" (same output; speed and memory differ).
+  // `stack_tiling`: h3_video, h3: tile scheduling when a request does not
+  // choose: "off", "on" or "auto" (same output; speed and memory differ).
+  // Other kinds: "off" only.
   std::string stack_tiling = "off";
-  // Latent frames per forward call (taef2 only); see Taef2Options.
-  int64_t frame_batch = 4;
-  // Weight seed (demo, and h3_video without weights).
-  uint64_t seed = 0;
+  // `frame_batch`: latent frames per forward call (taef2 and demo; see
+  // Taef2Options); unset means 4. Other kinds reject it.
+  std::optional<int64_t> frame_batch;
+  // `seed`: weight seed of generated weights (demo; H3 decoders without
+  // weights). Kinds and decoders with real weights reject it.
+  std::optional<uint64_t> seed;
 };
 
 }  // namespace vaed::models

@@ -3,6 +3,7 @@
 #include <set>
 #include <utility>
 
+#include "daemon/models/h3/h3_vae.h"
 #include "daemon/models/h3/video_vae.h"
 #include "daemon/models/taef2.h"
 
@@ -12,7 +13,27 @@ namespace {
 constexpr std::string_view kKindTaef2 = "taef2";
 constexpr std::string_view kKindDemo = "demo";
 constexpr std::string_view kKindH3Video = "h3_video";
-constexpr const char* kKnownKinds = "taef2, demo, h3_video";
+constexpr std::string_view kKindH3Audio = "h3_audio";
+constexpr std::string_view kKindH3 = "h3";
+constexpr const char* kKnownKinds = "taef2, demo, h3_video, h3_audio, h3";
+constexpr int64_t kDefaultFrameBatch = 4;
+
+// Which [[models.entry]] keys a kind takes.
+struct KindKeys {
+  bool video_weights;      // `weights` / `config` (video or image decoder)
+  bool weights_required;   // `weights` must be set
+  bool audio;              // `audio_weights` / `audio_config`
+  bool tiled_video;        // `compute_dtype` bfloat16, `stack_tiling`
+  bool frame_batch;        // `frame_batch`
+};
+
+KindKeys KeysOf(std::string_view kind) {
+  if (kind == kKindTaef2) return {true, true, false, false, true};
+  if (kind == kKindDemo) return {false, false, false, false, true};
+  if (kind == kKindH3Video) return {true, false, false, true, false};
+  if (kind == kKindH3Audio) return {false, false, true, false, false};
+  return {true, false, true, true, false};  // h3
+}
 
 Result<StackTiling> ParseStackTiling(const std::string& where, const std::string& value) {
   if (value == "off") return StackTiling::kOff;
@@ -37,6 +58,79 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return s;
 }
 
+// Keys of one entry against its kind. `where` is "models.entry[i]".
+Status ValidateEntry(const ModelConfig& c, const std::string& where) {
+  const bool known = c.kind == kKindTaef2 || c.kind == kKindDemo || c.kind == kKindH3Video ||
+                     c.kind == kKindH3Audio || c.kind == kKindH3;
+  if (!known) {
+    return InvalidArgument("unknown model kind '" + c.kind + "' for model '" + c.name +
+                           "' (known: " + kKnownKinds + ")");
+  }
+  const KindKeys keys = KeysOf(c.kind);
+  const std::string model = "model '" + c.name + "' of kind " + c.kind;
+  auto not_taken = [&](const char* key, const std::string& why) {
+    return InvalidArgument(where + "." + key + " is set for " + model + ", which " + why);
+  };
+  if (!keys.video_weights && !c.weights_path.empty()) {
+    return not_taken("weights", c.kind == kKindDemo
+                                    ? "generates its weights; remove it or use kind taef2"
+                                    : "takes its weights as audio_weights");
+  }
+  if (!keys.video_weights || c.kind == kKindTaef2) {
+    if (!c.config_path.empty()) {
+      return not_taken("config", c.kind == kKindH3Audio
+                                     ? "takes its config as audio_config"
+                                     : "takes no config file (only h3_video and h3 do)");
+    }
+  }
+  if (keys.weights_required && c.weights_path.empty()) {
+    return InvalidArgument(where + ".weights is empty; " + model +
+                           " needs the path of taef2_decoder.safetensors");
+  }
+  if (!keys.audio) {
+    if (!c.audio_weights_path.empty()) {
+      return not_taken("audio_weights", "has no audio decoder (only h3_audio and h3 do)");
+    }
+    if (!c.audio_config_path.empty()) {
+      return not_taken("audio_config", "has no audio decoder (only h3_audio and h3 do)");
+    }
+  }
+  if (keys.tiled_video) {
+    VAED_RETURN_IF_ERROR(ParseStackTiling(where, c.stack_tiling).status());
+    VAED_RETURN_IF_ERROR(ParseComputeDtype(where, c.compute_dtype).status());
+  } else {
+    if (c.compute_dtype != "float32") {
+      return InvalidArgument(where + ".compute_dtype is '" + c.compute_dtype + "' for " + model +
+                             ", which computes in float32 only");
+    }
+    if (c.stack_tiling != "off") {
+      return InvalidArgument(where + ".stack_tiling is '" + c.stack_tiling + "' for " + model +
+                             ", which does not decode in tiles (only h3_video and h3 stack "
+                             "tiles)");
+    }
+  }
+  if (c.frame_batch) {
+    if (!keys.frame_batch) {
+      return not_taken("frame_batch", "has no frame batches (only taef2 and demo do)");
+    }
+    if (*c.frame_batch < 1 || *c.frame_batch > Taef2Decoder::kMaxFrames) {
+      return InvalidArgument(where + ".frame_batch is " + std::to_string(*c.frame_batch) +
+                             "; must be in [1, " + std::to_string(Taef2Decoder::kMaxFrames) + "]");
+    }
+  }
+  if (c.seed) {
+    const bool generates = c.kind == kKindDemo ||
+                           ((c.kind == kKindH3Video || c.kind == kKindH3) && c.weights_path.empty()) ||
+                           ((c.kind == kKindH3Audio || c.kind == kKindH3) &&
+                            c.audio_weights_path.empty());
+    if (!generates) {
+      return not_taken("seed", "loads all its weights from files (seed only applies to "
+                               "generated demo weights)");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateConfig(const std::vector<ModelConfig>& configs, const std::string& default_model) {
   if (configs.empty()) {
     return InvalidArgument(std::string("models: no model is configured; add at least one (kinds: ") +
@@ -46,57 +140,31 @@ Status ValidateConfig(const std::vector<ModelConfig>& configs, const std::string
   std::vector<std::string> names;
   for (size_t i = 0; i < configs.size(); ++i) {
     const ModelConfig& c = configs[i];
-    const std::string where = "models[" + std::to_string(i) + "]";
+    const std::string where = "models.entry[" + std::to_string(i) + "]";
     if (c.name.empty()) return InvalidArgument(where + ".name is empty");
-    const std::string model = "model '" + c.name + "'";
     if (!seen.insert(c.name).second) {
       return InvalidArgument(where + ".name '" + c.name + "' is a duplicate; names must be unique");
     }
     names.push_back(c.name);
-    if (c.kind != kKindH3Video) {
-      if (!c.config_path.empty()) {
-        return InvalidArgument(where + ".config is set for " + model + " of kind " + c.kind +
-                               ", which takes no config file (only h3_video does)");
-      }
-      if (c.compute_dtype != "float32") {
-        return InvalidArgument(where + ".compute_dtype is '" + c.compute_dtype + "' for " +
-                               model + " of kind " + c.kind + ", which computes in float32 only");
-      }
-      if (c.stack_tiling != "off") {
-        return InvalidArgument(where + ".stack_tiling is '" + c.stack_tiling + "' for " + model +
-                               " of kind " + c.kind +
-                               ", which does not decode in tiles (only h3_video stacks tiles)");
-      }
-    }
-    if (c.kind == kKindH3Video) {
-      VAED_RETURN_IF_ERROR(ParseStackTiling(where, c.stack_tiling).status());
-      VAED_RETURN_IF_ERROR(ParseComputeDtype(where, c.compute_dtype).status());
-    } else if (c.kind == kKindTaef2) {
-      if (c.weights_path.empty()) {
-        return InvalidArgument(where + ".weights_path is empty; " + model +
-                               " of kind taef2 needs the path of taef2_decoder.safetensors");
-      }
-      if (c.frame_batch < 1 || c.frame_batch > Taef2Decoder::kMaxFrames) {
-        return InvalidArgument(where + ".frame_batch is " + std::to_string(c.frame_batch) +
-                               "; must be in [1, " + std::to_string(Taef2Decoder::kMaxFrames) +
-                               "]");
-      }
-    } else if (c.kind == kKindDemo) {
-      if (!c.weights_path.empty()) {
-        return InvalidArgument(where + ".weights_path is set for " + model +
-                               " of kind demo, which generates its weights; remove it or use "
-                               "kind taef2");
-      }
-    } else {
-      return InvalidArgument("unknown model kind '" + c.kind + "' for model '" + c.name +
-                             "' (known: " + kKnownKinds + ")");
-    }
+    VAED_RETURN_IF_ERROR(ValidateEntry(c, where));
   }
   if (seen.count(default_model) == 0) {
     return InvalidArgument("default_model '" + default_model +
                            "' is not a configured model (configured: " + JoinNames(names) + ")");
   }
   return Status::Ok();
+}
+
+Result<h3::VideoVaeOptions> VideoOptionsOf(const ModelConfig& c) {
+  h3::VideoVaeOptions options;
+  options.name = c.name;
+  options.config_path = c.config_path;
+  if (!c.weights_path.empty()) options.weights.push_back(c.weights_path);
+  options.seed = c.seed.value_or(0);
+  const std::string where = "model '" + c.name + "'";
+  VAED_ASSIGN_OR_RETURN(options.compute_dtype, ParseComputeDtype(where, c.compute_dtype));
+  VAED_ASSIGN_OR_RETURN(options.default_stack_tiling, ParseStackTiling(where, c.stack_tiling));
+  return options;
 }
 
 }  // namespace
@@ -107,6 +175,11 @@ ModelRegistry::ModelRegistry(std::vector<std::unique_ptr<VaeModel>> models,
 
 ModelRegistry::~ModelRegistry() = default;
 
+Status ModelRegistry::Validate(const std::vector<ModelConfig>& configs,
+                               const std::string& default_model) {
+  return ValidateConfig(configs, default_model);
+}
+
 Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
     const std::vector<ModelConfig>& configs, std::string default_model) {
   VAED_RETURN_IF_ERROR(ValidateConfig(configs, default_model));
@@ -116,23 +189,26 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
       Taef2Options options;
       options.name = c.name;
       options.weights_path = c.weights_path;
-      options.frame_batch = c.frame_batch;
+      options.frame_batch = c.frame_batch.value_or(kDefaultFrameBatch);
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model, Taef2Decoder::Create(options));
       models.push_back(std::move(model));
     } else if (c.kind == kKindH3Video) {
-      h3::VideoVaeOptions options;
-      options.name = c.name;
-      options.config_path = c.config_path;
-      if (!c.weights_path.empty()) options.weights.push_back(c.weights_path);
-      options.seed = c.seed;
-      const std::string where = "model '" + c.name + "'";
-      VAED_ASSIGN_OR_RETURN(options.compute_dtype, ParseComputeDtype(where, c.compute_dtype));
-      VAED_ASSIGN_OR_RETURN(options.default_stack_tiling, ParseStackTiling(where, c.stack_tiling));
+      VAED_ASSIGN_OR_RETURN(h3::VideoVaeOptions options, VideoOptionsOf(c));
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<h3::VideoVae> model, h3::VideoVae::Create(options));
+      models.push_back(std::move(model));
+    } else if (c.kind == kKindH3 || c.kind == kKindH3Audio) {
+      h3::H3VaeOptions options;
+      options.name = c.name;
+      if (c.kind == kKindH3) {
+        VAED_ASSIGN_OR_RETURN(options.video, VideoOptionsOf(c));
+      }
+      options.audio = h3::AudioVaeOptions{c.audio_config_path, c.audio_weights_path,
+                                          c.seed.value_or(0)};
+      VAED_ASSIGN_OR_RETURN(std::unique_ptr<h3::H3Vae> model, h3::H3Vae::Create(options));
       models.push_back(std::move(model));
     } else {
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model,
-                            Taef2Decoder::CreateDemo(c.name, c.seed));
+                            Taef2Decoder::CreateDemo(c.name, c.seed.value_or(0)));
       models.push_back(std::move(model));
     }
   }

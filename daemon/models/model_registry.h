@@ -24,17 +24,24 @@ namespace vaed::models {
 
 class ModelRegistry {
  public:
-  // Validates the whole config first, then builds every model (loading
-  // weights), in config order.
-  // Config errors (kInvalidArgument, nothing is loaded):
-  //   empty list; an empty name; duplicate names; unknown kind
-  //   ("unknown model kind 'x' for model 'y' (known: taef2, demo)");
-  //   taef2 without weights_path; demo with a weights_path; frame_batch
-  //   outside [1, 4096]; `default_model` not one of the names.
+  // Validates the whole config first (Validate()), then builds every model
+  // (loading weights), in config order.
   // Load errors: the first model that fails to build, with its Status
-  // (see Taef2Decoder::Create).
+  // (see Taef2Decoder::Create, VideoVae::Create, H3Vae::Create).
   static Result<std::unique_ptr<ModelRegistry>> Create(const std::vector<ModelConfig>& configs,
                                                        std::string default_model);
+
+  // Checks every entry against the keys its kind takes (ModelConfig), without
+  // loading anything. Errors (kInvalidArgument) name the TOML entry and key:
+  //   empty list; "models.entry[i].name is empty"; duplicate names; unknown
+  //   kind ("unknown model kind 'x' for model 'y' (known: taef2, demo,
+  //   h3_video, h3_audio, h3)"); a key the kind does not take
+  //   ("models.entry[0].audio_weights is set for model 'a' of kind taef2,
+  //   which has no audio decoder ..."); taef2 without weights; frame_batch
+  //   outside [1, 4096]; compute_dtype / stack_tiling values; a seed for a
+  //   model without generated weights; `default_model` not one of the names.
+  static Status Validate(const std::vector<ModelConfig>& configs,
+                         const std::string& default_model);
 
   ~ModelRegistry();
   ModelRegistry(const ModelRegistry&) = delete;

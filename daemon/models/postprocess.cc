@@ -1,5 +1,8 @@
 #include "daemon/models/postprocess.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "daemon/models/torch_status.h"
@@ -25,6 +28,61 @@ Result<torch::Tensor> ToUint8Nhwc(const torch::Tensor& nchw_float) {
   } catch (...) {
     return CurrentTorchErrorStatus("ToUint8Nhwc");
   }
+}
+
+Result<OutputStats> SummarizeValues(const torch::Tensor& x, double clip_level) {
+  if (!x.defined()) return InvalidArgument("tensor is undefined");
+  if (x.scalar_type() != torch::kFloat || !x.device().is_cpu()) {
+    return InvalidArgument("SummarizeValues needs a float32 CPU tensor, got " +
+                           std::string(c10::toString(x.scalar_type())) + " on " +
+                           x.device().str());
+  }
+  constexpr int64_t kSlice = int64_t{1} << 22;
+  OutputStats st;
+  st.values = x.numel();
+  double sum_sq = 0;
+  int64_t finite = 0;
+  int64_t clipped = 0;
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  // One contiguous run of values, visited in bounded slices.
+  auto visit = [&](const torch::Tensor& flat) {
+    const int64_t n = flat.numel();
+    for (int64_t begin = 0; begin < n; begin += kSlice) {
+      const torch::Tensor c = flat.slice(0, begin, std::min(n, begin + kSlice));
+      const torch::Tensor is_finite = torch::isfinite(c);
+      const int64_t n_finite = is_finite.sum().item<int64_t>();
+      st.nonfinite += c.numel() - n_finite;
+      if (n_finite == 0) continue;
+      const torch::Tensor v = n_finite == c.numel() ? c : c.masked_select(is_finite);
+      sum_sq += v.to(torch::kDouble).square().sum().item<double>();
+      lo = std::min(lo, v.min().item<double>());
+      hi = std::max(hi, v.max().item<double>());
+      if (clip_level > 0) clipped += (v.abs() >= clip_level).sum().item<int64_t>();
+      finite += n_finite;
+    }
+  };
+  try {
+    torch::NoGradGuard no_grad;
+    if (x.dim() == 0 || x.is_contiguous()) {
+      visit(x.reshape({-1}));
+    } else {
+      // Non-contiguous (e.g. a view of the assembled video): one slice of
+      // dim 0 at a time, so at most one slice is copied.
+      for (int64_t i = 0; i < x.size(0); ++i) visit(x[i].reshape({-1}));
+    }
+  } catch (...) {
+    return CurrentTorchErrorStatus("summarizing output values");
+  }
+  if (finite > 0) {
+    st.rms = std::sqrt(sum_sq / static_cast<double>(finite));
+    st.peak_abs = std::max(std::fabs(lo), std::fabs(hi));
+  }
+  if (st.values > 0) {
+    st.clipped_fraction = static_cast<double>(clipped) / static_cast<double>(st.values);
+  }
+  st.constant = st.values > 0 && st.nonfinite == 0 && lo == hi;
+  return st;
 }
 
 }  // namespace vaed::models

@@ -24,6 +24,25 @@ namespace vaed::models {
 // CurrentTorchErrorStatus() (kResourceExhausted when allocation fails).
 Result<torch::Tensor> ToUint8Nhwc(const torch::Tensor& nchw_float);
 
+// Value statistics of a decoded output (or a latent), for the sanity
+// checks every reply reports (they never fail a request).
+struct OutputStats {
+  int64_t values = 0;
+  int64_t nonfinite = 0;      // NaN, +Inf or -Inf
+  double rms = 0;             // sqrt(mean(x^2)) over the finite values, in double
+  double peak_abs = 0;        // max |x| over the finite values
+  double clipped_fraction = 0;  // finite values with |x| >= clip_level, / values
+  bool constant = false;      // values > 0, all finite and all equal
+};
+
+// Computes OutputStats of a float32 CPU tensor of any shape and strides,
+// in slices of at most 4M elements along dim 0 and within each slice, so
+// the extra memory stays bounded (a few tens of MB) however large the
+// tensor is. `clip_level` <= 0 disables the clipping count.
+// Errors: kInvalidArgument for a non-float32 or non-CPU tensor; LibTorch
+// failures as in CurrentTorchErrorStatus().
+Result<OutputStats> SummarizeValues(const torch::Tensor& x, double clip_level);
+
 }  // namespace vaed::models
 
 #endif  // VAED_DAEMON_MODELS_POSTPROCESS_H_

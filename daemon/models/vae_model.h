@@ -68,6 +68,35 @@ struct ModelInfo {
   std::string compute_dtype = "float32";  // dtype of the decoder's arithmetic
   // Capabilities (DESIGN.md §2.5): what per-request options may ask for.
   bool supports_stack_tiling = false;  // TileScheduling::kStacked exists
+  // Modalities: Plan()/Decode() work (video or image latents), and
+  // PlanAudio()/DecodeAudio() work.
+  bool decodes_video = true;
+  bool decodes_audio = false;
+  // Video frame rate the decoded frames are meant for (H3: 24 fps); 0 when
+  // the model has none (durations then assume kDefaultFps).
+  double native_fps = 0;
+  // Audio decoder facts (decodes_audio): output sample rate, latent frame
+  // rate (H3: 32000 Hz, 40 latent frames per second), weights.
+  int64_t audio_sample_rate_hz = 0;
+  double audio_latent_rate_hz = 0;
+  std::string audio_weights_path;
+  std::string audio_weights_sha256;
+};
+
+// Frames per second assumed for durations when neither the request nor the
+// model names a rate (the H3 rate).
+inline constexpr double kDefaultFps = 24.0;
+
+// What an audio decode of a given latent produces. Units: latent frames in,
+// samples per channel out.
+struct AudioPlan {
+  int64_t channels = 0;       // batch items: 1 mono, 2 stereo (left, right)
+  int64_t latent_frames = 0;
+  int64_t samples = 0;        // per channel
+  int64_t sample_rate_hz = 0;
+  // |x| at which the decoder clamps (for the clipping statistic).
+  double clamp_level = 1.0;
+  std::string shape_bucket;   // e.g. "h3:audio:2x40"
 };
 
 // How a request wants its tiles scheduled (DecodeOptions.stack_tiling).
@@ -161,6 +190,28 @@ class VaeModel {
   // raw output is already nominally [0, 1]). uint8 output is
   // round_half_even(clamp(ToUnitRange(raw), 0, 1) * 255).
   virtual Result<torch::Tensor> ToUnitRange(const torch::Tensor& raw) const { return raw; }
+
+  // Audio (models with info().decodes_audio). Validates an audio latent
+  // the way Plan() validates a video latent (errors name
+  // "audio_latent.shape[i]" and the rule). The default rejects every audio
+  // latent: the model has no audio decoder.
+  virtual Result<AudioPlan> PlanAudio(DType latent_dtype,
+                                      const std::vector<int64_t>& latent_shape) const {
+    (void)latent_dtype;
+    (void)latent_shape;
+    return InvalidArgument("audio_latent is set but model '" + info().name + "' (kind " +
+                           info().kind + ") has no audio decoder");
+  }
+
+  // Decodes an audio latent accepted by PlanAudio() into float32
+  // [channels, samples] (planar), clamped to +-clamp_level. Adds its
+  // timings ("audio_vae.decode_latent") to `report` (may be null). Errors
+  // as Decode(); never throws.
+  virtual Result<torch::Tensor> DecodeAudio(const torch::Tensor& latent, DecodeReport* report) {
+    (void)latent;
+    (void)report;
+    return FailedPrecondition("model '" + info().name + "' has no audio decoder");
+  }
 };
 
 }  // namespace vaed::models

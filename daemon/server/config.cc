@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "daemon/models/model_registry.h"
+
 namespace vaed::server {
 
 const char* const kDefaultConfigToml = R"toml(# vaed embedded default configuration.
@@ -105,18 +107,31 @@ Status ParseModelEntry(const TomlReader& r, const toml::table& t, size_t index,
                        models::ModelConfig* out) {
   const std::string prefix = "models.entry[" + std::to_string(index) + "]";
   VAED_RETURN_IF_ERROR(
-      r.CheckKeys(t, prefix, {"name", "kind", "weights", "config", "compute_dtype",
-                              "stack_tiling", "frame_batch", "seed"}));
+      r.CheckKeys(t, prefix, {"name", "kind", "weights", "config", "audio_weights",
+                              "audio_config", "compute_dtype", "stack_tiling", "frame_batch",
+                              "seed"}));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "name", &out->name));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "kind", &out->kind));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "weights", &out->weights_path));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "config", &out->config_path));
+  VAED_RETURN_IF_ERROR(r.String(t, prefix, "audio_weights", &out->audio_weights_path));
+  VAED_RETURN_IF_ERROR(r.String(t, prefix, "audio_config", &out->audio_config_path));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "compute_dtype", &out->compute_dtype));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "stack_tiling", &out->stack_tiling));
-  VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "frame_batch", &out->frame_batch, 1, 256));
-  VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "seed", &out->seed, 0, INT64_MAX));
+  if (t.contains("frame_batch")) {
+    int64_t frame_batch = 0;
+    VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "frame_batch", &frame_batch, 1, 256));
+    out->frame_batch = frame_batch;
+  }
+  if (t.contains("seed")) {
+    uint64_t seed = 0;
+    VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "seed", &seed, 0, INT64_MAX));
+    out->seed = seed;
+  }
   if (out->name.empty()) return r.Error(prefix + ".name", "is required and must not be empty");
-  if (out->kind.empty()) return r.Error(prefix + ".kind", "is required (taef2, demo or h3_video)");
+  if (out->kind.empty()) {
+    return r.Error(prefix + ".kind", "is required (taef2, demo, h3_video, h3_audio or h3)");
+  }
   return Status::Ok();
 }
 
@@ -183,24 +198,44 @@ const std::set<std::string>& LogLevels() {
   return levels;
 }
 
-// Parses "NAME=KIND[:WEIGHTS[:CONFIG]]" from --model.
+// Parses "NAME=KIND[:WEIGHTS[:CONFIG[:AUDIO_WEIGHTS[:AUDIO_CONFIG]]]]" from
+// --model. For kind h3_audio, WEIGHTS and CONFIG are the audio decoder's.
 Result<models::ModelConfig> ParseModelFlag(const std::string& spec) {
   models::ModelConfig m;
   const size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0) {
-    return InvalidArgument("--model '" + spec + "' must look like NAME=KIND[:WEIGHTS[:CONFIG]]");
+    return InvalidArgument("--model '" + spec +
+                           "' must look like NAME=KIND[:WEIGHTS[:CONFIG[:AUDIO_WEIGHTS[:"
+                           "AUDIO_CONFIG]]]]");
   }
   m.name = spec.substr(0, eq);
-  const std::string rest = spec.substr(eq + 1);
-  const size_t colon = rest.find(':');
-  m.kind = rest.substr(0, colon);
-  if (colon != std::string::npos) {
-    const std::string paths = rest.substr(colon + 1);
-    const size_t second = paths.find(':');
-    m.weights_path = paths.substr(0, second);
-    if (second != std::string::npos) m.config_path = paths.substr(second + 1);
+  std::vector<std::string> fields;
+  std::string rest = spec.substr(eq + 1);
+  for (size_t colon; (colon = rest.find(':')) != std::string::npos;) {
+    fields.push_back(rest.substr(0, colon));
+    rest = rest.substr(colon + 1);
   }
+  fields.push_back(rest);
+  m.kind = fields[0];
   if (m.kind.empty()) return InvalidArgument("--model '" + spec + "' has an empty KIND");
+  if (fields.size() > 5) {
+    return InvalidArgument("--model '" + spec + "' has " + std::to_string(fields.size() - 1) +
+                           " paths; at most 4 (WEIGHTS:CONFIG:AUDIO_WEIGHTS:AUDIO_CONFIG)");
+  }
+  fields.resize(5);
+  if (m.kind == "h3_audio") {
+    if (!fields[3].empty() || !fields[4].empty()) {
+      return InvalidArgument("--model '" + spec +
+                             "': kind h3_audio takes NAME=h3_audio[:AUDIO_WEIGHTS[:AUDIO_CONFIG]]");
+    }
+    m.audio_weights_path = fields[1];
+    m.audio_config_path = fields[2];
+  } else {
+    m.weights_path = fields[1];
+    m.config_path = fields[2];
+    m.audio_weights_path = fields[3];
+    m.audio_config_path = fields[4];
+  }
   return m;
 }
 
@@ -273,7 +308,9 @@ Status ValidateOptions(const DaemonOptions& o) {
     return InvalidArgument("models.default '" + o.models.default_model +
                            "' is not a configured model (configured: " + known + ")");
   }
-  return Status::Ok();
+  // Each entry's keys against its kind, without loading anything, so
+  // --print-config and a bad config fail the same way.
+  return models::ModelRegistry::Validate(o.models.entries, o.models.default_model);
 }
 
 CommandLine ParseCommandLine(int argc, char** argv) {
@@ -298,10 +335,14 @@ CommandLine ParseCommandLine(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|critical|off (log.level)");
   app.add_option("--model", model_flags,
-                 "add or replace a model: NAME=KIND[:WEIGHTS[:CONFIG]], e.g. "
-                 "taef2=taef2:/path/taef2_decoder.safetensors or "
-                 "h3=h3_video:/path/model.safetensors:/path/config.json (KIND: taef2, demo, "
-                 "h3_video; h3_video without WEIGHTS uses seeded random weights)");
+                 "add or replace a model: "
+                 "NAME=KIND[:WEIGHTS[:CONFIG[:AUDIO_WEIGHTS[:AUDIO_CONFIG]]]], e.g. "
+                 "taef2=taef2:/path/taef2_decoder.safetensors, "
+                 "h3=h3_video:/path/model.safetensors:/path/config.json or "
+                 "h3=h3:VIDEO_WEIGHTS:VIDEO_CONFIG:AUDIO_WEIGHTS:AUDIO_CONFIG (KIND: taef2, "
+                 "demo, h3_video, h3_audio (NAME=h3_audio:AUDIO_WEIGHTS:AUDIO_CONFIG), h3; an "
+                 "H3 decoder without weights uses seeded random weights; empty fields are "
+                 "allowed, e.g. h3=h3:::/a.safetensors:/a.json)");
   app.add_option("--taef2-weights", taef2_weights,
                  "shorthand for --model taef2=taef2:PATH that also makes taef2 the default "
                  "model unless --default-model says otherwise")
@@ -377,16 +418,19 @@ std::string ToToml(const DaemonOptions& o) {
   root.insert("log", toml::table{{"level", o.log.level}});
   toml::array entries;
   for (const auto& m : o.models.entries) {
-    toml::table t{{"name", m.name}, {"kind", m.kind}, {"frame_batch", m.frame_batch}};
+    toml::table t{{"name", m.name}, {"kind", m.kind}};
     if (!m.weights_path.empty()) t.insert("weights", m.weights_path);
     if (!m.config_path.empty()) t.insert("config", m.config_path);
-    if (m.kind == "h3_video") {
+    if (!m.audio_weights_path.empty()) t.insert("audio_weights", m.audio_weights_path);
+    if (!m.audio_config_path.empty()) t.insert("audio_config", m.audio_config_path);
+    if (m.kind == "h3_video" || m.kind == "h3") {
       t.insert("compute_dtype", m.compute_dtype);
       t.insert("stack_tiling", m.stack_tiling);
     }
-    if (m.kind == "demo" || (m.kind == "h3_video" && m.weights_path.empty())) {
-      t.insert("seed", static_cast<int64_t>(m.seed));
+    if (m.kind == "taef2" || m.kind == "demo") {
+      t.insert("frame_batch", m.frame_batch.value_or(4));
     }
+    if (m.seed) t.insert("seed", static_cast<int64_t>(*m.seed));
     entries.push_back(std::move(t));
   }
   root.insert("models", toml::table{{"default", o.models.default_model}, {"entry", entries}});

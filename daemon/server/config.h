@@ -99,7 +99,8 @@ struct CommandLine {
 };
 
 // Parses argv: --config FILE, --socket PATH, --intra-op-threads N,
-// --queue-capacity N, --log-level L, --model NAME=KIND[:WEIGHTS[:CONFIG]] (repeatable),
+// --queue-capacity N, --log-level L,
+// --model NAME=KIND[:WEIGHTS[:CONFIG[:AUDIO_WEIGHTS[:AUDIO_CONFIG]]]] (repeatable),
 // --taef2-weights PATH (adds model "taef2" and makes it the default),
 // --default-model NAME,
 // --print-config, --help, --version. Errors print to stderr with usage.

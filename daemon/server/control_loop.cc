@@ -8,9 +8,11 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
+#include "daemon/models/av_sync.h"
 #include "vaed/wire.h"
 #include "vaed/zmq_status.h"
 
@@ -459,6 +461,22 @@ Status ControlLoop::HandleRegister(ClientState* client, const v1::RegisterRegion
   }
 }
 
+namespace {
+
+// A request's frame rate: AvSync.fps, or the model's, or kDefaultFps.
+Result<double> FpsFor(const models::ModelInfo& model, double requested) {
+  if (requested == 0) return model.native_fps > 0 ? model.native_fps : models::kDefaultFps;
+  constexpr double kMaxFps = 1000;
+  if (!std::isfinite(requested) || requested < 0 || requested > kMaxFps) {
+    return InvalidArgument("av_sync.fps is " + std::to_string(requested) +
+                           "; must be a frame rate in (0, 1000] frames per second, or 0 for "
+                           "the model's rate");
+  }
+  return requested;
+}
+
+}  // namespace
+
 Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& routing_id,
                                        const v1::Request& req, v1::Reply* reply) {
   const v1::Decode& d = req.decode();
@@ -468,52 +486,158 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   }
   VAED_RETURN_IF_ERROR(CheckPrintableName(d.model(), "model"));
   VAED_ASSIGN_OR_RETURN(models::VaeModel * model, registry_->Get(d.model()));
-  const std::string model_name = model->info().name;
+  const models::ModelInfo& info = model->info();
+  const std::string model_name = info.name;
 
-  // The latent's dtype and shape come first: they decide everything else.
-  if (!d.has_latent()) return InvalidArgument("latent is required");
-  const DType latent_dtype = FromProto(d.latent().dtype());
-  const std::vector<int64_t> latent_shape(d.latent().shape().begin(), d.latent().shape().end());
-  VAED_ASSIGN_OR_RETURN(models::DecodePlan plan, model->Plan(latent_dtype, latent_shape));
-  VAED_ASSIGN_OR_RETURN(models::StackTiling stack_tiling,
-                        StackTilingFor(model->info(), d.options().stack_tiling()));
-  VAED_ASSIGN_OR_RETURN(OutputLayout expected, ExpectedOutput(plan, d.output_format()));
-  VAED_ASSIGN_OR_RETURN(uint64_t expected_bytes,
-                        ContiguousBytes(expected.dtype, expected.shape, "output"));
+  // Plans first: the latents' dtypes and shapes decide everything else.
+  if (!d.has_latent() && !d.has_audio_latent()) {
+    return InvalidArgument("latent or audio_latent is required (latent: video or image, "
+                           "audio_latent: audio; both for a joint request)");
+  }
+  engine::AvFacts av;
+  VAED_ASSIGN_OR_RETURN(av.fps, FpsFor(info, d.av_sync().fps()));
+  av.independent_lengths = d.av_sync().independent_lengths();
+
+  std::optional<engine::VideoPart> video;
+  models::StackTiling stack_tiling = models::StackTiling::kDefault;
+  if (d.has_latent()) {
+    engine::VideoPart v;
+    v.latent.dtype = FromProto(d.latent().dtype());
+    v.latent.shape.assign(d.latent().shape().begin(), d.latent().shape().end());
+    VAED_ASSIGN_OR_RETURN(v.plan, model->Plan(v.latent.dtype, v.latent.shape));
+    VAED_ASSIGN_OR_RETURN(stack_tiling, StackTilingFor(info, d.options().stack_tiling()));
+    VAED_ASSIGN_OR_RETURN(OutputLayout expected, ExpectedOutput(v.plan, d.output_format()));
+    v.output.dtype = expected.dtype;
+    v.output.shape = expected.shape;
+    VAED_ASSIGN_OR_RETURN(v.output.size,
+                          ContiguousBytes(expected.dtype, expected.shape, "output"));
+    v.format = d.output_format();
+    video = std::move(v);
+  } else {
+    if (d.has_output()) {
+      return InvalidArgument("output is set but latent is not; an audio-only request writes "
+                             "only audio_output");
+    }
+    if (d.options().stack_tiling() != v1::STACK_TILING_UNSPECIFIED) {
+      return InvalidArgument("options.stack_tiling is set but the request has no video latent "
+                             "(stack tiling schedules video tiles)");
+    }
+  }
+
+  std::optional<engine::AudioPart> audio;
+  if (d.has_audio_latent()) {
+    engine::AudioPart a;
+    a.latent.dtype = FromProto(d.audio_latent().dtype());
+    a.latent.shape.assign(d.audio_latent().shape().begin(), d.audio_latent().shape().end());
+    VAED_ASSIGN_OR_RETURN(a.plan, model->PlanAudio(a.latent.dtype, a.latent.shape));
+    a.output.dtype = DType::kFloat32;
+    a.output.shape = {a.plan.channels, a.plan.samples};
+    VAED_ASSIGN_OR_RETURN(a.output.size,
+                          ContiguousBytes(a.output.dtype, a.output.shape, "audio_output"));
+    audio = std::move(a);
+  } else if (d.has_audio_output()) {
+    return InvalidArgument("audio_output is set but audio_latent is not");
+  }
+
+  // The A/V length rule (AvSync).
+  if (video && info.decodes_audio) {
+    av.expected_audio_latent_frames = models::AudioLatentFramesForVideo(
+        video->plan.frames, av.fps, info.audio_latent_rate_hz);
+  }
+  if (video && audio && !av.independent_lengths) {
+    VAED_RETURN_IF_ERROR(models::CheckAvLengths(
+        {.video_frames = video->plan.frames,
+         .fps = av.fps,
+         .audio_latent_frames = audio->plan.latent_frames,
+         .audio_latent_rate_hz = info.audio_latent_rate_hz,
+         .samples_per_latent = audio->plan.samples / audio->plan.latent_frames,
+         .sample_rate_hz = audio->plan.sample_rate_hz}));
+  }
 
   if (d.plan_only()) {
     v1::DecodeReply* p = reply->mutable_decode();
-    engine::FillDecodeGeometry(*model, plan, latent_dtype, latent_shape, expected.dtype,
-                               expected.shape, expected_bytes, p);
+    engine::FillDecodeGeometry(*model, video, audio, av, p);
     p->set_planned_only(true);
     return false;
   }
 
-  VAED_ASSIGN_OR_RETURN(TensorRef latent, FromProto(d.latent(), "latent"));
-  if (!d.has_output()) return InvalidArgument("output is required unless plan_only is set");
-  VAED_ASSIGN_OR_RETURN(TensorRef output, FromProto(d.output(), "output"));
-  if (output.dtype != expected.dtype || output.shape != expected.shape) {
-    return InvalidArgument("output is " + std::string(DTypeName(output.dtype)) + " " +
-                           ShapeToString(output.shape) + "; model '" + model_name +
-                           "' writes " + FormatName(d.output_format()) + " " +
-                           std::string(DTypeName(expected.dtype)) + " " +
-                           ShapeToString(expected.shape) + " for latent " +
-                           ShapeToString(latent_shape));
+  // Resolve every tensor reference against the client's regions. `ranges`
+  // collects them for the overlap check.
+  struct Placed {
+    std::string field;
+    const TensorRef* ref;
+    bool written;
+  };
+  std::vector<Placed> placed;
+  if (video) {
+    VAED_ASSIGN_OR_RETURN(video->latent, FromProto(d.latent(), "latent"));
+    if (!d.has_output()) return InvalidArgument("output is required unless plan_only is set");
+    VAED_ASSIGN_OR_RETURN(TensorRef output, FromProto(d.output(), "output"));
+    if (output.dtype != video->output.dtype || output.shape != video->output.shape) {
+      return InvalidArgument("output is " + std::string(DTypeName(output.dtype)) + " " +
+                             ShapeToString(output.shape) + "; model '" + model_name +
+                             "' writes " + FormatName(d.output_format()) + " " +
+                             std::string(DTypeName(video->output.dtype)) + " " +
+                             ShapeToString(video->output.shape) + " for latent " +
+                             ShapeToString(video->latent.shape));
+    }
+    video->output = std::move(output);
+    VAED_ASSIGN_OR_RETURN(video->latent_region, clients_.FindRegion(*client,
+                                                                    video->latent.region_id,
+                                                                    "latent.region_id"));
+    VAED_ASSIGN_OR_RETURN(video->output_region, clients_.FindRegion(*client,
+                                                                    video->output.region_id,
+                                                                    "output.region_id"));
+    VAED_RETURN_IF_ERROR(CheckRegionRange(*video->latent_region, video->latent, "latent"));
+    VAED_RETURN_IF_ERROR(CheckRegionRange(*video->output_region, video->output, "output"));
+    placed.push_back({"latent", &video->latent, false});
+    placed.push_back({"output", &video->output, true});
   }
-
-  VAED_ASSIGN_OR_RETURN(std::shared_ptr<HostRegion> latent_region,
-                        clients_.FindRegion(*client, latent.region_id, "latent.region_id"));
-  VAED_ASSIGN_OR_RETURN(std::shared_ptr<HostRegion> output_region,
-                        clients_.FindRegion(*client, output.region_id, "output.region_id"));
-  VAED_RETURN_IF_ERROR(CheckRegionRange(*latent_region, latent, "latent"));
-  VAED_RETURN_IF_ERROR(CheckRegionRange(*output_region, output, "output"));
-  if (latent.region_id == output.region_id &&
-      Overlaps(latent.offset, latent.size, output.offset, output.size)) {
-    return InvalidArgument("output bytes [" + std::to_string(output.offset) + ", " +
-                           std::to_string(output.offset + output.size) +
-                           ") overlap latent bytes [" + std::to_string(latent.offset) + ", " +
-                           std::to_string(latent.offset + latent.size) + ") in region " +
-                           std::to_string(latent.region_id));
+  if (audio) {
+    VAED_ASSIGN_OR_RETURN(audio->latent, FromProto(d.audio_latent(), "audio_latent"));
+    if (!d.has_audio_output()) {
+      return InvalidArgument("audio_output is required unless plan_only is set");
+    }
+    VAED_ASSIGN_OR_RETURN(TensorRef output, FromProto(d.audio_output(), "audio_output"));
+    if (output.dtype != audio->output.dtype || output.shape != audio->output.shape) {
+      return InvalidArgument("audio_output is " + std::string(DTypeName(output.dtype)) + " " +
+                             ShapeToString(output.shape) + "; model '" + model_name +
+                             "' writes float32 [channels, samples] " +
+                             ShapeToString(audio->output.shape) + " for audio_latent " +
+                             ShapeToString(audio->latent.shape));
+    }
+    audio->output = std::move(output);
+    VAED_ASSIGN_OR_RETURN(audio->latent_region,
+                          clients_.FindRegion(*client, audio->latent.region_id,
+                                              "audio_latent.region_id"));
+    VAED_ASSIGN_OR_RETURN(audio->output_region,
+                          clients_.FindRegion(*client, audio->output.region_id,
+                                              "audio_output.region_id"));
+    VAED_RETURN_IF_ERROR(
+        CheckRegionRange(*audio->latent_region, audio->latent, "audio_latent"));
+    VAED_RETURN_IF_ERROR(
+        CheckRegionRange(*audio->output_region, audio->output, "audio_output"));
+    placed.push_back({"audio_latent", &audio->latent, false});
+    placed.push_back({"audio_output", &audio->output, true});
+  }
+  // What the daemon writes must not overlap anything else of the request.
+  for (size_t i = 0; i < placed.size(); ++i) {
+    for (size_t j = i + 1; j < placed.size(); ++j) {
+      const TensorRef& a = *placed[i].ref;
+      const TensorRef& b = *placed[j].ref;
+      if ((placed[i].written || placed[j].written) && a.region_id == b.region_id &&
+          Overlaps(a.offset, a.size, b.offset, b.size)) {
+        const std::string& writer = placed[i].written ? placed[i].field : placed[j].field;
+        const std::string& other = placed[i].written ? placed[j].field : placed[i].field;
+        const TensorRef& w = placed[i].written ? a : b;
+        const TensorRef& o = placed[i].written ? b : a;
+        return InvalidArgument(writer + " bytes [" + std::to_string(w.offset) + ", " +
+                               std::to_string(w.offset + w.size) + ") overlap " + other +
+                               " bytes [" + std::to_string(o.offset) + ", " +
+                               std::to_string(o.offset + o.size) + ") in region " +
+                               std::to_string(a.region_id));
+      }
+    }
   }
 
   auto job = std::make_unique<engine::DecodeJob>();
@@ -521,13 +645,10 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   job->client_id = client->id;
   job->request_id = req.request_id();
   job->model = model;
-  job->plan = plan;
-  job->format = d.output_format();
   job->settings.stack_tiling = stack_tiling;
-  job->latent = std::move(latent);
-  job->output = std::move(output);
-  job->latent_region = std::move(latent_region);
-  job->output_region = std::move(output_region);
+  job->video = std::move(video);
+  job->audio = std::move(audio);
+  job->av = av;
   job->received = std::chrono::steady_clock::now();
   VAED_RETURN_IF_ERROR(executor_->Submit(std::move(job)));
   ++client->in_flight;
@@ -550,10 +671,17 @@ void ControlLoop::FillStatus(v1::StatusReply* s) const {
     out->set_resident_bytes(i.resident_bytes);
     out->set_description(i.description);
     out->set_compute_dtype(i.compute_dtype);
+    if (i.decodes_video) out->add_capabilities("video");
+    if (i.decodes_audio) out->add_capabilities("audio");
     if (i.supports_stack_tiling) {
       out->add_capabilities("tiled");
       out->add_capabilities("stack_tiling");
     }
+    out->set_audio_weights_path(i.audio_weights_path);
+    out->set_audio_weights_sha256(i.audio_weights_sha256);
+    out->set_audio_sample_rate_hz(static_cast<uint32_t>(i.audio_sample_rate_hz));
+    out->set_audio_latent_rate_hz(i.audio_latent_rate_hz);
+    out->set_native_fps(i.native_fps);
   }
   s->set_default_model(registry_->default_model());
   s->set_clients(static_cast<uint32_t>(clients_.client_count()));

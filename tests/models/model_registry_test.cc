@@ -36,13 +36,13 @@ TEST(ModelRegistryTest, CreateRejectsEmptyConfig) {
 TEST(ModelRegistryTest, CreateRejectsEmptyName) {
   Status s = CreateStatus({Demo("")}, "");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("models[0].name is empty"));
+  EXPECT_THAT(s.message(), HasSubstr("models.entry[0].name is empty"));
 }
 
 TEST(ModelRegistryTest, CreateRejectsDuplicateNames) {
   Status s = CreateStatus({Demo("a"), Demo("b"), Demo("a")}, "a");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("models[2].name 'a' is a duplicate"));
+  EXPECT_THAT(s.message(), HasSubstr("models.entry[2].name 'a' is a duplicate"));
 }
 
 TEST(ModelRegistryTest, CreateRejectsUnknownKindListingKnownKinds) {
@@ -50,20 +50,20 @@ TEST(ModelRegistryTest, CreateRejectsUnknownKindListingKnownKinds) {
   c.kind = "x";
   Status s = CreateStatus({c}, "y");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "unknown model kind 'x' for model 'y' (known: taef2, demo, h3_video)");
+  EXPECT_EQ(s.message(), "unknown model kind 'x' for model 'y' (known: taef2, demo, h3_video, h3_audio, h3)");
 }
 
 TEST(ModelRegistryTest, CreateRejectsH3OnlyKeysOnOtherKinds) {
   ModelConfig c = Demo("d");
   c.config_path = "/tmp/config.json";
-  EXPECT_THAT(CreateStatus({c}, "d").message(), HasSubstr("models[0].config is set"));
+  EXPECT_THAT(CreateStatus({c}, "d").message(), HasSubstr("models.entry[0].config is set"));
   c = Demo("d");
   c.compute_dtype = "bfloat16";
-  EXPECT_THAT(CreateStatus({c}, "d").message(), HasSubstr("models[0].compute_dtype"));
+  EXPECT_THAT(CreateStatus({c}, "d").message(), HasSubstr("models.entry[0].compute_dtype"));
   c = Demo("d");
   c.stack_tiling = "on";
   EXPECT_THAT(CreateStatus({c}, "d").message(),
-              HasSubstr("does not decode in tiles (only h3_video stacks tiles)"));
+              HasSubstr("does not decode in tiles (only h3_video and h3 stack tiles)"));
 }
 
 TEST(ModelRegistryTest, CreateRejectsBadH3VideoOptionsBeforeLoading) {
@@ -72,11 +72,11 @@ TEST(ModelRegistryTest, CreateRejectsBadH3VideoOptionsBeforeLoading) {
   c.kind = "h3_video";
   c.stack_tiling = "sometimes";
   EXPECT_THAT(CreateStatus({c}, "h3").message(),
-              HasSubstr("models[0].stack_tiling is 'sometimes'; must be off, on or auto"));
+              HasSubstr("models.entry[0].stack_tiling is 'sometimes'; must be off, on or auto"));
   c.stack_tiling = "auto";
   c.compute_dtype = "float16";
   EXPECT_THAT(CreateStatus({c}, "h3").message(),
-              HasSubstr("models[0].compute_dtype is 'float16'; must be float32 or bfloat16"));
+              HasSubstr("models.entry[0].compute_dtype is 'float16'; must be float32 or bfloat16"));
   c.compute_dtype = "float32";
   c.weights_path = "/nonexistent/h3.safetensors";
   Status s = CreateStatus({c}, "h3");
@@ -90,7 +90,7 @@ TEST(ModelRegistryTest, CreateRejectsTaef2WithoutWeightsPath) {
   c.kind = "taef2";
   Status s = CreateStatus({c}, "taef2");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("models[0].weights_path is empty"));
+  EXPECT_THAT(s.message(), HasSubstr("models.entry[0].weights is empty"));
 }
 
 TEST(ModelRegistryTest, CreateRejectsTaef2WithBadFrameBatch) {
@@ -101,7 +101,7 @@ TEST(ModelRegistryTest, CreateRejectsTaef2WithBadFrameBatch) {
   c.frame_batch = 0;
   Status s = CreateStatus({c}, "taef2");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("models[0].frame_batch is 0"));
+  EXPECT_THAT(s.message(), HasSubstr("models.entry[0].frame_batch is 0"));
 }
 
 TEST(ModelRegistryTest, CreateRejectsDemoWithWeightsPath) {
@@ -109,7 +109,60 @@ TEST(ModelRegistryTest, CreateRejectsDemoWithWeightsPath) {
   c.weights_path = "/some/weights.safetensors";
   Status s = CreateStatus({c}, "d");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("weights_path is set for model 'd' of kind demo"));
+  EXPECT_THAT(s.message(), HasSubstr("models.entry[0].weights is set for model 'd' of kind demo"));
+}
+
+TEST(ModelRegistryTest, CreateRejectsKeysTheKindDoesNotTake) {
+  struct Case {
+    ModelConfig config;
+    std::string message;
+  };
+  auto make = [](std::string kind, auto edit) {
+    ModelConfig c;
+    c.name = "m";
+    c.kind = std::move(kind);
+    if (c.kind == "taef2") c.weights_path = "/nonexistent/taef2.safetensors";
+    edit(c);
+    return c;
+  };
+  const std::vector<Case> cases = {
+      {make("taef2", [](ModelConfig& c) { c.audio_weights_path = "/a.safetensors"; }),
+       "models.entry[0].audio_weights is set for model 'm' of kind taef2, which has no audio "
+       "decoder (only h3_audio and h3 do)"},
+      {make("h3_video", [](ModelConfig& c) { c.audio_config_path = "/a.json"; }),
+       "models.entry[0].audio_config is set for model 'm' of kind h3_video"},
+      {make("h3_audio", [](ModelConfig& c) { c.weights_path = "/v.safetensors"; }),
+       "models.entry[0].weights is set for model 'm' of kind h3_audio, which takes its weights "
+       "as audio_weights"},
+      {make("h3_audio", [](ModelConfig& c) { c.config_path = "/v.json"; }),
+       "which takes its config as audio_config"},
+      {make("h3_audio", [](ModelConfig& c) { c.stack_tiling = "on"; }),
+       "models.entry[0].stack_tiling is 'on'"},
+      {make("h3", [](ModelConfig& c) { c.frame_batch = 8; }),
+       "models.entry[0].frame_batch is set for model 'm' of kind h3, which has no frame "
+       "batches"},
+      {make("taef2", [](ModelConfig& c) { c.seed = 7; }),
+       "models.entry[0].seed is set for model 'm' of kind taef2, which loads all its weights"},
+      {make("h3", [](ModelConfig& c) {
+         c.weights_path = "/v.safetensors";
+         c.audio_weights_path = "/a.safetensors";
+         c.seed = 1;
+       }),
+       "models.entry[0].seed is set"},
+  };
+  for (const Case& c : cases) {
+    Status s = CreateStatus({c.config}, "m");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(s.message(), HasSubstr(c.message));
+    EXPECT_EQ(ModelRegistry::Validate({c.config}, "m").message(), s.message())
+        << "Validate() and Create() must agree";
+  }
+  // Seeds are taken where some weights are generated.
+  ModelConfig partly = make("h3", [](ModelConfig& c) {
+    c.weights_path = "/v.safetensors";
+    c.seed = 1;
+  });
+  EXPECT_TRUE(ModelRegistry::Validate({partly}, "m").ok());
 }
 
 TEST(ModelRegistryTest, CreateRejectsDefaultModelNotConfigured) {

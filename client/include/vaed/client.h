@@ -118,12 +118,30 @@ enum class StackTiling {
   kAuto = 3,     // the model decides; the reply says what and why
 };
 
+// A view left default-constructed (dtype kUnknown, empty shape) is "not
+// sent": a request with no `latent` is audio-only, one with no
+// `audio_latent` is video-only.
+inline bool IsSet(const TensorView& view) {
+  return view.dtype != DType::kUnknown || !view.shape.empty();
+}
+
 struct DecodeRequest {
   std::string model;  // "" = the daemon's default model
+  // Video/image latent (model layout, e.g. H3 float32 [1, 24, T, h, w]).
   TensorView latent;
   TensorView output;  // dtype/shape must match what PlanDecode() returns
   OutputFormat format = OutputFormat::kUInt8NHWC;
   StackTiling stack_tiling = StackTiling::kDefault;
+  // Audio latent (models with the "audio" capability): H3 float32
+  // [channels (1 mono, 2 stereo L,R), 32, T] at 40 latent frames per second.
+  TensorView audio_latent = {};
+  // float32 [channels, samples] planar; H3: samples = 800 * T at 32000 Hz.
+  TensorView audio_output = {};
+  // Video frames per second (durations, A/V length rule); 0 = the model's.
+  double fps = 0;
+  // With both latents the daemon requires audio T == round(frames / fps *
+  // 40) (the reply's expected_audio_latent_frames); true waives that.
+  bool independent_lengths = false;
 };
 
 class Client {
@@ -151,6 +169,12 @@ class Client {
   Result<v1::DecodeReply> PlanDecode(const std::string& model, DType latent_dtype,
                                      const std::vector<int64_t>& latent_shape,
                                      OutputFormat format);
+
+  // As above for any request: plans the video part (latent dtype/shape,
+  // format, stack_tiling) and the audio part (audio_latent dtype/shape) of
+  // `request`, checking the A/V length rule; region ids, offsets and
+  // outputs are ignored. The reply's `audio` gives the audio output shape.
+  Result<v1::DecodeReply> PlanDecode(const DecodeRequest& request);
 
   // Decodes and writes the output into the client's region. The reply
   // carries timings per component ("decode", ...), shapes, warm/cold.
