@@ -8,9 +8,11 @@
 #      otherwise a seeded random latent on the built-in demo model;
 #   4. writes the result (an MP4 and one PNG per frame) under out/demo/ and
 #      prints the timing breakdown; with ../shared/golden/h3 present it also
-#      serves the tiny MiniMax-H3 video decoder and decodes a golden case
-#      (4 tiles, stacked) into out/demo/h3_grid_2x2.mp4, comparing it with
-#      the official decode;
+#      serves the tiny MiniMax-H3 video + audio decoders (model kind h3) and
+#      decodes a golden video case (4 tiles, stacked) together with a golden
+#      audio latent of the matching length (22 frames -> 37 audio latent
+#      frames) into out/demo/h3_grid_2x2.mp4 (AAC audio) and .wav,
+#      comparing both with the official decode;
 #   5. stops the daemon with SIGTERM and checks it exited cleanly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +33,7 @@ if [ -f "$shared/taef2_decoder.safetensors" ]; then
   daemon_args+=(--taef2-weights "$shared/taef2_decoder.safetensors")
 fi
 if [ -f "$golden/video_tiny_weights.safetensors" ]; then
-  daemon_args+=(--model "h3=h3_video:$golden/video_tiny_weights.safetensors:$golden/video_tiny_config.json")
+  daemon_args+=(--model "h3=h3:$golden/video_tiny_weights.safetensors:$golden/video_tiny_config.json:$golden/audio_tiny_weights.safetensors:$golden/audio_tiny_config.json")
 fi
 
 echo "== starting vaed (embedded default config) on $socket"
@@ -63,8 +65,9 @@ else
     --model demo --format mp4 --out "$out/demo.mp4"
 fi
 if [ -f "$golden/video_case_grid_2x2.safetensors" ]; then
-  echo "== decoding an H3 video golden case (tiny seeded H3 decoder, 2x2 tiles, stacked)"
+  echo "== decoding H3 video + audio golden cases in one request (tiny seeded H3 decoders, 2x2 tiles, stacked)"
   build/ops/vaectl/vaectl --socket "$socket" decode "$golden/video_case_grid_2x2.safetensors" \
+    --audio-latent "$golden/audio_case_odd_length.safetensors" \
     --model h3 --format mp4 --stack-tiling on --reference-key frames_u8 \
     --out "$out/h3_grid_2x2.mp4"
 fi

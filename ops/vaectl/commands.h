@@ -26,18 +26,35 @@ struct GlobalOptions {
   int connect_timeout_ms = 3000;
 };
 
+// `vaectl decode`. A request has a video latent (latent_file or
+// random_latent), an audio latent (audio_latent_file or
+// random_audio_latent), or both; RunDecode fails with kExitFailure when it
+// has neither.
 struct DecodeCommandOptions {
   std::string latent_file;    // safetensors file; empty with random_latent
   std::string random_latent;  // "N,C,H,W": seeded random float32 latent instead of a file
+  // Seed of random_latent and random_audio_latent.
   uint64_t seed = 0;
   std::string key = "latent";
   std::string stack_tiling = "default";  // default | off | on | auto
   std::string model;  // "" = the daemon's default model
   std::string out;    // see PlanOutput() in decode_report.h
-  std::string format = "png";
+  std::string format = "png";  // of the video; "none" also writes no audio
+  // Video frames per second: the MP4's rate and the request's
+  // AvSync.fps (durations and the A/V length rule agree with the file).
   double fps = 24.0;
   std::string reference_key = "decoded_u8";
   std::string original_key;  // "" = frames_u8, then image_u8 (not the reference); "none"
+
+  // Audio (models with the "audio" capability; H3: float32 [channels, 32, T]).
+  std::string audio_latent_file;    // safetensors file; empty with random_audio_latent
+  std::string random_audio_latent;  // "C,32,T": seeded random float32 latent instead of a file
+  std::string audio_key = "latent";
+  std::string audio_out;                         // see PlanAudioOutput() in decode_report.h
+  std::string wav_format = "pcm16";              // pcm16 | float32
+  std::string audio_reference_key = "waveform";  // "" = no audio comparison
+  // Waive the daemon's A/V length rule for a joint request.
+  bool independent_lengths = false;
 };
 
 int RunStatus(const GlobalOptions& global);

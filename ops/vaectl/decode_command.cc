@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ops/common/random_latent.h"
@@ -16,7 +17,7 @@
 namespace vaed::vaectl {
 namespace {
 
-// The latent to send: a tensor of a safetensors file (borrowed from its
+// A latent to send: a tensor of a safetensors file (borrowed from its
 // mapping) or generated random values.
 struct LatentInput {
   std::unique_ptr<SafetensorsFile> file;  // null for a random latent
@@ -29,41 +30,53 @@ struct LatentInput {
   std::string stem;    // default output name
 };
 
-Result<LatentInput> LoadLatent(const DecodeCommandOptions& options) {
+// Where one latent comes from; `flag` names the random option in messages.
+struct LatentSource {
+  const std::string& file;
+  const std::string& key;
+  const std::string& random_shape;
+  const char* flag;         // "--random-latent" / "--random-audio-latent"
+  const char* key_flag;     // "--key" / "--audio-key"
+  const char* random_stem;  // default output name of a random latent
+};
+
+Result<LatentInput> LoadLatent(const LatentSource& from, uint64_t seed) {
   LatentInput in;
-  if (!options.random_latent.empty()) {
-    VAED_ASSIGN_OR_RETURN(in.shape, ops::ParseShape(options.random_latent));
-    VAED_ASSIGN_OR_RETURN(const uint64_t count, NumElements(in.shape, "--random-latent"));
+  if (!from.random_shape.empty()) {
+    auto shape = ops::ParseShape(from.random_shape);
+    if (!shape.ok()) return shape.status().WithContext(from.flag);
+    in.shape = std::move(shape).value();
+    VAED_ASSIGN_OR_RETURN(const uint64_t count, NumElements(in.shape, from.flag));
     // Generated before the daemon can plan it: refuse what cannot be a
     // sensible latent instead of dying in the allocator.
     constexpr uint64_t kMaxRandomElements = uint64_t{1} << 28;  // 1 GiB of float32
     if (count > kMaxRandomElements) {
-      return InvalidArgument("--random-latent " + options.random_latent + " has " +
+      return InvalidArgument(std::string(from.flag) + " " + from.random_shape + " has " +
                              std::to_string(count) + " elements; at most " +
                              std::to_string(kMaxRandomElements) + " (1 GiB float32) are generated");
     }
-    in.generated = ops::RandomNormalLatent(count, options.seed);
+    in.generated = ops::RandomNormalLatent(count, seed);
     in.dtype = DType::kFloat32;
     in.data = reinterpret_cast<const uint8_t*>(in.generated.data());
     in.bytes = count * sizeof(float);
-    in.source = "random(seed=" + std::to_string(options.seed) + ")";
-    in.stem = "random_latent";
+    in.source = "random(seed=" + std::to_string(seed) + ")";
+    in.stem = from.random_stem;
     return in;
   }
-  VAED_ASSIGN_OR_RETURN(in.file, SafetensorsFile::Open(options.latent_file));
-  const TensorEntry* entry = in.file->Find(options.key);
+  VAED_ASSIGN_OR_RETURN(in.file, SafetensorsFile::Open(from.file));
+  const TensorEntry* entry = in.file->Find(from.key);
   if (entry == nullptr) {
     std::string names;
     for (const auto& n : in.file->names()) names += (names.empty() ? "" : ", ") + n;
-    return NotFound(options.latent_file + ": no tensor '" + options.key + "' (tensors: " + names +
-                    "); choose one with --key");
+    return NotFound(from.file + ": no tensor '" + from.key + "' (tensors: " + names +
+                    "); choose one with " + from.key_flag);
   }
   in.dtype = entry->dtype;
   in.shape = entry->shape;
   in.data = entry->data;
   in.bytes = entry->nbytes;
-  const std::filesystem::path path(options.latent_file);
-  in.source = path.filename().string() + ":" + options.key;
+  const std::filesystem::path path(from.file);
+  in.source = path.filename().string() + ":" + from.key;
   in.stem = path.stem().string();
   return in;
 }
@@ -88,40 +101,147 @@ Result<RegisteredRegion> CreateAndRegister(client::Client& client, uint64_t byte
   return r;
 }
 
+// A latent copied into a new registered region, and the region for its
+// output.
+struct RegionPair {
+  RegisteredRegion latent;
+  RegisteredRegion output;
+};
+
+Result<RegionPair> CreateRegions(client::Client& client, const LatentInput& latent,
+                                 uint64_t output_bytes, const char* latent_what,
+                                 const char* output_what) {
+  RegionPair p;
+  VAED_ASSIGN_OR_RETURN(p.latent, CreateAndRegister(client, latent.bytes, latent_what));
+  VAED_ASSIGN_OR_RETURN(p.output, CreateAndRegister(client, output_bytes, output_what));
+  std::memcpy(p.latent.region->data(), latent.data, latent.bytes);
+  return p;
+}
+
+std::vector<int64_t> Shape(const google::protobuf::RepeatedField<int64_t>& shape) {
+  return {shape.begin(), shape.end()};
+}
+
+// The planned audio output: float32 [channels, samples], and its bytes
+// consistent with that (a daemon bug must not become a buffer overrun).
+Result<uint64_t> CheckAudioPlan(const v1::AudioInfo& audio) {
+  const std::vector<int64_t> shape = Shape(audio.output_shape());
+  if (shape.size() != 2) {
+    return Internal("daemon planned audio output " + ShapeToString(shape) +
+                    "; expected [channels, samples]");
+  }
+  VAED_ASSIGN_OR_RETURN(const uint64_t bytes,
+                        ContiguousBytes(DType::kFloat32, shape, "audio_output"));
+  if (bytes != audio.output_bytes()) {
+    return Internal("daemon planned audio output " + ShapeToString(shape) + " as " +
+                    std::to_string(audio.output_bytes()) + " bytes; float32 needs " +
+                    std::to_string(bytes));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) {
-  auto latent = LoadLatent(options);
-  if (!latent.ok()) return ReportFailure("decode", latent.status());
+  const bool has_video = !options.latent_file.empty() || !options.random_latent.empty();
+  const bool has_audio = !options.audio_latent_file.empty() || !options.random_audio_latent.empty();
+  if (!has_video && !has_audio) {
+    return ReportFailure(
+        "decode", InvalidArgument("no latent given: give a video latent (LATENT_FILE or "
+                                  "--random-latent N,C,H,W), an audio latent (--audio-latent "
+                                  "FILE or --random-audio-latent C,32,T), or both"));
+  }
+  auto wav_format = ParseWavFormat(options.wav_format);
+  if (!wav_format.ok()) return ReportFailure("decode", wav_format.status());
+
+  std::optional<LatentInput> latent;
+  if (has_video) {
+    auto loaded = LoadLatent({options.latent_file, options.key, options.random_latent,
+                              "--random-latent", "--key", "random_latent"},
+                             options.seed);
+    if (!loaded.ok()) return ReportFailure("decode", loaded.status());
+    latent = std::move(loaded).value();
+  }
+  std::optional<LatentInput> audio_latent;
+  if (has_audio) {
+    auto loaded =
+        LoadLatent({options.audio_latent_file, options.audio_key, options.random_audio_latent,
+                    "--random-audio-latent", "--audio-key", "random_audio_latent"},
+                   options.seed);
+    if (!loaded.ok()) return ReportFailure("decode", loaded.status());
+    audio_latent = std::move(loaded).value();
+  }
 
   int exit_code = kExitOk;
   auto client = ConnectOrExplain(global, &exit_code);
   if (client == nullptr) return exit_code;
 
-  // Size the output before allocating it: the daemon validates the latent
-  // against the model's contract and returns the uint8 NHWC output shape.
-  auto plan = client->PlanDecode(options.model, latent->dtype, latent->shape,
-                                 client::OutputFormat::kUInt8NHWC);
-  if (!plan.ok()) return ReportFailure("decode (plan)", plan.status());
-  auto outputs = PlanOutput(options.format, options.out, latent->stem, plan->frames());
-  if (!outputs.ok()) return ReportFailure("decode", outputs.status());
-  if (Status s = CheckOutputTools(*outputs); !s.ok()) return ReportFailure("decode", s);
-
-  auto in = CreateAndRegister(*client, latent->bytes, "latent");
-  if (!in.ok()) return ReportFailure("decode", in.status());
-  auto out = CreateAndRegister(*client, plan->output_bytes(), "output");
-  if (!out.ok()) return ReportFailure("decode", out.status());
-  std::memcpy(in->region->data(), latent->data, latent->bytes);
-
   client::DecodeRequest request;
   request.model = options.model;
-  request.latent = {in->id, 0, latent->dtype, latent->shape};
-  request.output = {out->id, 0, FromProto(plan->output_dtype()),
-                    std::vector<int64_t>(plan->output_shape().begin(), plan->output_shape().end())};
   request.format = client::OutputFormat::kUInt8NHWC;
   if (options.stack_tiling == "off") request.stack_tiling = client::StackTiling::kOff;
   if (options.stack_tiling == "on") request.stack_tiling = client::StackTiling::kOn;
   if (options.stack_tiling == "auto") request.stack_tiling = client::StackTiling::kAuto;
+  request.fps = options.fps;
+  request.independent_lengths = options.independent_lengths;
+  if (latent) request.latent = {0, 0, latent->dtype, latent->shape};
+  if (audio_latent) request.audio_latent = {0, 0, audio_latent->dtype, audio_latent->shape};
+
+  // Size the outputs before allocating them: the daemon validates the
+  // latents against the model's contract (and the A/V length rule) and
+  // returns the uint8 NHWC video and float32 audio output shapes.
+  auto plan = client->PlanDecode(request);
+  if (!plan.ok()) {
+    const int code = ReportFailure("decode (plan)", plan.status());
+    // The daemon names the wire field; say which flag sets it.
+    if (latent && audio_latent && !options.independent_lengths &&
+        plan.status().message().find("independent_lengths") != std::string::npos) {
+      std::cerr << "vaectl decode: --independent-lengths decodes audio and video lengths that "
+                   "differ\n";
+    }
+    return code;
+  }
+  uint64_t audio_output_bytes = 0;
+  if (audio_latent) {
+    auto bytes = CheckAudioPlan(plan->audio());
+    if (!bytes.ok()) return ReportFailure("decode (plan)", bytes.status());
+    audio_output_bytes = *bytes;
+  }
+
+  OutputPlan outputs;
+  if (latent) {
+    auto video_plan = PlanOutput(options.format, options.out, latent->stem, plan->frames());
+    if (!video_plan.ok()) return ReportFailure("decode", video_plan.status());
+    outputs = *video_plan;
+  }
+  if (audio_latent) {
+    auto with_audio = PlanAudioOutput(outputs, options.format, options.audio_out,
+                                      audio_latent->stem, *wav_format);
+    if (!with_audio.ok()) return ReportFailure("decode", with_audio.status());
+    outputs = *with_audio;
+  }
+  if (Status s = CheckOutputTools(outputs); !s.ok()) return ReportFailure("decode", s);
+
+  std::optional<RegionPair> video_regions;
+  if (latent) {
+    auto regions = CreateRegions(*client, *latent, plan->output_bytes(), "latent", "output");
+    if (!regions.ok()) return ReportFailure("decode", regions.status());
+    video_regions = std::move(regions).value();
+    request.latent.region_id = video_regions->latent.id;
+    request.output = {video_regions->output.id, 0, FromProto(plan->output_dtype()),
+                      Shape(plan->output_shape())};
+  }
+  std::optional<RegionPair> audio_regions;
+  if (audio_latent) {
+    auto regions =
+        CreateRegions(*client, *audio_latent, audio_output_bytes, "audio latent", "audio output");
+    if (!regions.ok()) return ReportFailure("decode", regions.status());
+    audio_regions = std::move(regions).value();
+    request.audio_latent.region_id = audio_regions->latent.id;
+    request.audio_output = {audio_regions->output.id, 0, DType::kFloat32,
+                            Shape(plan->audio().output_shape())};
+  }
+
   const auto start = std::chrono::steady_clock::now();
   auto reply = client->Decode(request);
   const double round_trip =
@@ -130,25 +250,60 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
 
   DecodeReport report;
   report.reply = *reply;
-  report.latent_source = latent->source;
   report.round_trip_seconds = round_trip;
   report.format = options.format;
-  if (reply->output_bytes() > out->region->size()) {
-    return ReportFailure(
-        "decode",
-        Internal("daemon reported " + std::to_string(reply->output_bytes()) +
-                 " output bytes, the region holds " + std::to_string(out->region->size())));
+
+  std::optional<ops::RgbFrames> frames;
+  if (latent) {
+    report.latent_source = latent->source;
+    const client::SharedRegion& region = *video_regions->output.region;
+    if (reply->output_bytes() > region.size()) {
+      return ReportFailure(
+          "decode", Internal("daemon reported " + std::to_string(reply->output_bytes()) +
+                             " output bytes, the region holds " + std::to_string(region.size())));
+    }
+    frames = ops::RgbFrames{std::span<const uint8_t>(region.data(), reply->output_bytes()),
+                            static_cast<int64_t>(reply->frames()),
+                            static_cast<int64_t>(reply->height_px()),
+                            static_cast<int64_t>(reply->width_px())};
   }
-  const ops::RgbFrames frames{std::span<const uint8_t>(out->region->data(), reply->output_bytes()),
-                              static_cast<int64_t>(reply->frames()),
-                              static_cast<int64_t>(reply->height_px()),
-                              static_cast<int64_t>(reply->width_px())};
-  auto written = WriteOutputs(*outputs, frames, options.fps);
+  std::optional<ops::PlanarAudio> audio;
+  if (audio_latent) {
+    const v1::AudioInfo& info = reply->audio();
+    const client::SharedRegion& region = *audio_regions->output.region;
+    const uint64_t values = info.channels() * info.samples();
+    if (info.output_bytes() != values * sizeof(float) || info.output_bytes() > region.size()) {
+      return ReportFailure(
+          "decode",
+          Internal("daemon reported " + std::to_string(info.output_bytes()) +
+                   " audio output bytes for " + std::to_string(info.channels()) + " x " +
+                   std::to_string(info.samples()) + " float32 samples; the region holds " +
+                   std::to_string(region.size())));
+    }
+    // The region is page-aligned, so it may be read as float32.
+    audio = ops::PlanarAudio{
+        std::span<const float>(reinterpret_cast<const float*>(region.data()), values),
+        static_cast<int64_t>(info.channels()), static_cast<int64_t>(info.samples()),
+        static_cast<int64_t>(info.sample_rate_hz())};
+  }
+
+  auto written = WriteDecodedOutputs(
+      outputs, {frames ? &*frames : nullptr, audio ? &*audio : nullptr}, options.fps);
   if (!written.ok()) return ReportFailure("decode", written.status());
   report.outputs = *written;
-  if (latent->file != nullptr) {
+  if (latent && latent->file != nullptr) {
     report.quality =
-        CompareWithFile(frames, *latent->file, options.reference_key, options.original_key);
+        CompareWithFile(*frames, *latent->file, options.reference_key, options.original_key);
+  }
+  if (audio_latent) {
+    AudioReport& a = report.audio.emplace();
+    a.latent_source = audio_latent->source;
+    a.latent_dtype = audio_latent->dtype;
+    a.wav = outputs.wav;
+    a.wav_format = outputs.wav_format;
+    if (audio_latent->file != nullptr) {
+      a.quality = CompareAudioWithFile(*audio, *audio_latent->file, options.audio_reference_key);
+    }
   }
 
   if (global.json) {

@@ -1,6 +1,8 @@
 #include "ops/vaectl/decode_report.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
@@ -58,6 +60,46 @@ nlohmann::json Db(double db) {
 
 std::string DbText(double db) { return ops::FormatFixed(db, 2) + " dB"; }
 
+nlohmann::json FiniteOrNull(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
+
+// "1 frame", "22 frames".
+std::string Plural(uint64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+// "24", "23.976".
+std::string FormatFps(double fps) {
+  std::string s = ops::FormatFixed(fps, 3);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+// "1.24e-06": audio differences span many decades.
+std::string Scientific(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g", x);
+  return buf;
+}
+
+const char* WavFormatName(ops::WavSampleFormat format) {
+  return format == ops::WavSampleFormat::kFloat32 ? "float32" : "pcm16";
+}
+
+// A reply for a request without a video latent (audio-only) has no
+// latent shape.
+bool HasVideo(const v1::DecodeReply& r) { return r.latent_shape_size() > 0; }
+
+nlohmann::json SanityJson(const v1::OutputSanity& s) {
+  return {{"nonfinite", s.nonfinite()},
+          {"constant", s.constant()},
+          {"rms", FiniteOrNull(s.rms())},
+          {"peak_abs", FiniteOrNull(s.peak_abs())},
+          {"clipped_fraction", FiniteOrNull(s.clipped_fraction())}};
+}
+
 }  // namespace
 
 Result<OutputPlan> PlanOutput(const std::string& format, const std::string& out,
@@ -102,6 +144,37 @@ Result<OutputPlan> PlanOutput(const std::string& format, const std::string& out,
   return InvalidArgument("--format " + format + ": expected png, mp4, raw or none");
 }
 
+Result<ops::WavSampleFormat> ParseWavFormat(const std::string& text) {
+  if (text == "pcm16") return ops::WavSampleFormat::kPcm16;
+  if (text == "float32") return ops::WavSampleFormat::kFloat32;
+  return InvalidArgument("--wav-format " + text + ": expected pcm16 or float32");
+}
+
+Result<OutputPlan> PlanAudioOutput(OutputPlan plan, const std::string& format,
+                                   const std::string& audio_out, const std::string& stem,
+                                   ops::WavSampleFormat wav_format) {
+  plan.wav_format = wav_format;
+  if (format == "none") return plan;
+  const std::string file = stem + ".wav";
+  if (!audio_out.empty()) {
+    plan.wav = IsDirectoryTarget(audio_out) ? InDirectory(audio_out, file) : audio_out;
+  } else if (plan.kind == OutputKind::kNone) {
+    plan.wav = file;
+  } else if (plan.kind == OutputKind::kPngSequence) {
+    fs::path dir = fs::path(plan.path).lexically_normal();
+    if (!dir.has_filename()) dir = dir.parent_path();  // "frames/" names "frames"
+    plan.wav = (dir.parent_path() / file).string();
+  } else {
+    plan.wav = fs::path(plan.path).replace_extension(".wav").string();
+  }
+  if (plan.wav == plan.path || plan.wav == plan.sidecar) {
+    return InvalidArgument("the audio output " + plan.wav +
+                           " would overwrite the video output; choose it with --audio-out");
+  }
+  plan.mux_audio = plan.kind == OutputKind::kMp4;
+  return plan;
+}
+
 Status CheckOutputTools(const OutputPlan& plan) {
   switch (plan.kind) {
     case OutputKind::kPngSequence:
@@ -133,6 +206,34 @@ Result<std::vector<std::string>> WriteOutputs(const OutputPlan& plan, const ops:
       return std::vector<std::string>{plan.path, plan.sidecar};
   }
   return Internal("WriteOutputs: unknown output kind");
+}
+
+Result<std::vector<std::string>> WriteDecodedOutputs(const OutputPlan& plan,
+                                                     const DecodedOutputs& decoded, double fps) {
+  if (plan.kind != OutputKind::kNone && decoded.video == nullptr) {
+    return InvalidArgument(
+        "WriteDecodedOutputs: a video output is planned but there are no frames");
+  }
+  if (!plan.wav.empty() && decoded.audio == nullptr) {
+    return InvalidArgument("WriteDecodedOutputs: a WAV output is planned but there is no audio");
+  }
+  if (plan.mux_audio && (plan.kind != OutputKind::kMp4 || plan.wav.empty())) {
+    return InvalidArgument("WriteDecodedOutputs: muxing audio needs an MP4 and a WAV output");
+  }
+  // The WAV comes first: the MP4 muxer reads it.
+  if (!plan.wav.empty()) {
+    auto stats = ops::WriteWav(*decoded.audio, plan.wav, plan.wav_format);
+    if (!stats.ok()) return stats.status();
+  }
+  std::vector<std::string> files;
+  if (plan.mux_audio) {
+    VAED_RETURN_IF_ERROR(ops::WriteMp4WithAudio(*decoded.video, plan.path, fps, plan.wav));
+    files.push_back(plan.path);
+  } else if (plan.kind != OutputKind::kNone) {
+    VAED_ASSIGN_OR_RETURN(files, WriteOutputs(plan, *decoded.video, fps));
+  }
+  if (!plan.wav.empty()) files.push_back(plan.wav);
+  return files;
 }
 
 Quality CompareWithFile(const ops::RgbFrames& decoded, const SafetensorsFile& file,
@@ -183,11 +284,68 @@ Quality CompareWithFile(const ops::RgbFrames& decoded, const SafetensorsFile& fi
   return q;
 }
 
+AudioQuality CompareAudioWithFile(const ops::PlanarAudio& decoded, const SafetensorsFile& file,
+                                  const std::string& reference_key) {
+  AudioQuality q;
+  if (reference_key.empty()) return q;
+  const TensorEntry* entry = file.Find(reference_key);
+  if (entry == nullptr) {
+    if (reference_key != "waveform") {
+      q.notes.push_back("audio reference '" + reference_key + "' is not in the audio latent file");
+    }
+    return q;
+  }
+  const uint64_t values = decoded.data.size();
+  if (entry->dtype != DType::kFloat32) {
+    q.notes.push_back("audio reference '" + reference_key + "' is " +
+                      std::string(DTypeName(entry->dtype)) + ", not float32; not compared");
+    return q;
+  }
+  if (values == 0 || entry->nbytes != values * sizeof(float)) {
+    q.notes.push_back("audio reference '" + reference_key + "' " + ShapeToString(entry->shape) +
+                      " holds " + std::to_string(entry->nbytes / sizeof(float)) +
+                      " values, the decode " + std::to_string(values) + " (" +
+                      std::to_string(decoded.channels) + " channels x " +
+                      std::to_string(decoded.samples) + " samples); not compared");
+    return q;
+  }
+  q.reference_key = reference_key;
+  q.values_compared = values;
+  double max_diff = 0;
+  for (uint64_t i = 0; i < values; ++i) {
+    // Safetensors data is only byte-aligned; copy each value out.
+    float ref;
+    std::memcpy(&ref, entry->data + i * sizeof(float), sizeof(float));
+    const double a = decoded.data[i];
+    const double b = ref;
+    if (a == b) continue;  // also equal infinities
+    const double diff = std::abs(a - b);
+    if (!std::isfinite(diff)) {
+      ++q.nonfinite_differences;
+    } else if (diff > max_diff) {
+      max_diff = diff;
+    }
+  }
+  q.max_abs_diff = max_diff;
+  if (q.nonfinite_differences != 0) {
+    q.notes.push_back(std::to_string(q.nonfinite_differences) + " of " + std::to_string(values) +
+                      " audio values differ from '" + reference_key +
+                      "' by NaN or infinity; max |diff| is over the others");
+  }
+  return q;
+}
+
 nlohmann::json DecodeReportToJson(const DecodeReport& report) {
   const v1::DecodeReply& r = report.reply;
   const Quality& q = report.quality;
+  const bool video = HasVideo(r);
   nlohmann::json timings = nlohmann::json::object();
   for (const auto& t : r.timings()) timings[t.component()] = t.seconds();
+  std::vector<std::string> notes = q.notes;
+  if (report.audio) {
+    notes.insert(notes.end(), report.audio->quality.notes.begin(),
+                 report.audio->quality.notes.end());
+  }
   nlohmann::json j = {
       {"model", r.model()},
       {"demo_weights", r.demo_weights()},
@@ -195,8 +353,9 @@ nlohmann::json DecodeReportToJson(const DecodeReport& report) {
       {"height_px", r.height_px()},
       {"width_px", r.width_px()},
       {"latent_shape", std::vector<int64_t>(r.latent_shape().begin(), r.latent_shape().end())},
-      {"latent_dtype", DTypeName(FromProto(r.latent_dtype()))},
-      {"latent_source", report.latent_source},
+      {"latent_dtype", video ? nlohmann::json(std::string(DTypeName(FromProto(r.latent_dtype()))))
+                             : nlohmann::json(nullptr)},
+      {"latent_source", video ? nlohmann::json(report.latent_source) : nlohmann::json(nullptr)},
       {"compute_dtype", r.compute_dtype()},
       {"warm", r.warm()},
       {"timings", timings},
@@ -218,7 +377,17 @@ nlohmann::json DecodeReportToJson(const DecodeReport& report) {
       {"max_abs_diff_vs_reference", nullptr},
       {"values_differing_from_reference", nullptr},
       {"values_compared", nullptr},
-      {"notes", q.notes},
+      {"notes", notes},
+      {"video_sanity",
+       video && r.has_video_sanity() ? SanityJson(r.video_sanity()) : nlohmann::json(nullptr)},
+      {"fps", r.fps() > 0 ? nlohmann::json(r.fps()) : nlohmann::json(nullptr)},
+      {"video_seconds", video ? nlohmann::json(r.video_seconds()) : nlohmann::json(nullptr)},
+      {"expected_audio_latent_frames", r.expected_audio_latent_frames() != 0
+                                           ? nlohmann::json(r.expected_audio_latent_frames())
+                                           : nlohmann::json(nullptr)},
+      {"independent_lengths", r.independent_lengths()},
+      {"av_lengths_match", nullptr},
+      {"audio", nullptr},
   };
   if (r.has_tiling()) {
     const v1::TilingInfo& t = r.tiling();
@@ -247,39 +416,150 @@ nlohmann::json DecodeReportToJson(const DecodeReport& report) {
     j["values_differing_from_reference"] = q.vs_reference->values_differing;
     j["values_compared"] = q.vs_reference->values;
   }
+  if (report.audio) {
+    const AudioReport& a = *report.audio;
+    const v1::AudioInfo& info = r.audio();
+    nlohmann::json audio = {
+        {"latent_source", a.latent_source},
+        {"latent_shape",
+         std::vector<int64_t>(info.latent_shape().begin(), info.latent_shape().end())},
+        {"latent_dtype", a.latent_dtype == DType::kUnknown
+                             ? nlohmann::json(nullptr)
+                             : nlohmann::json(std::string(DTypeName(a.latent_dtype)))},
+        {"latent_frames", info.latent_frames()},
+        {"channels", info.channels()},
+        {"samples", info.samples()},
+        {"sample_rate_hz", info.sample_rate_hz()},
+        {"seconds", info.seconds()},
+        {"nonfinite", nullptr},
+        {"rms", nullptr},
+        {"peak_abs", nullptr},
+        {"clipped_fraction", nullptr},
+        {"constant", nullptr},
+        {"max_abs_diff_vs_reference", a.quality.max_abs_diff
+                                          ? nlohmann::json(*a.quality.max_abs_diff)
+                                          : nlohmann::json(nullptr)},
+        {"values_compared", a.quality.reference_key.empty()
+                                ? nlohmann::json(nullptr)
+                                : nlohmann::json(a.quality.values_compared)},
+        {"reference_key", a.quality.reference_key.empty()
+                              ? nlohmann::json(nullptr)
+                              : nlohmann::json(a.quality.reference_key)},
+        {"wav", a.wav.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.wav)},
+        {"wav_format", WavFormatName(a.wav_format)},
+    };
+    if (info.has_sanity()) {
+      const v1::OutputSanity& sanity = info.sanity();
+      audio["nonfinite"] = sanity.nonfinite();
+      audio["rms"] = FiniteOrNull(sanity.rms());
+      audio["peak_abs"] = FiniteOrNull(sanity.peak_abs());
+      audio["clipped_fraction"] = FiniteOrNull(sanity.clipped_fraction());
+      audio["constant"] = sanity.constant();
+    }
+    j["audio"] = std::move(audio);
+    if (video && r.expected_audio_latent_frames() != 0) {
+      j["av_lengths_match"] = r.expected_audio_latent_frames() == info.latent_frames();
+    }
+  }
   return j;
 }
 
 std::string FormatDecodeReport(const DecodeReport& report) {
   const v1::DecodeReply& r = report.reply;
   const Quality& q = report.quality;
+  const bool video = HasVideo(r);
   std::ostringstream out;
   if (r.demo_weights()) {
     out << "!!! DEMO WEIGHTS: model '" << r.model()
         << "' has deterministic random weights, not a trained decoder.\n"
-        << "!!! Its frames are not images; use them to test plumbing, not quality.\n\n";
+        << "!!! Its outputs are not images or sound; use them to test plumbing, not quality.\n\n";
   }
-  const std::vector<int64_t> latent_shape(r.latent_shape().begin(), r.latent_shape().end());
-  out << "model        " << r.model() << (r.demo_weights() ? " (DEMO weights)" : "") << "\n"
-      << "latent       " << report.latent_source << "  " << DTypeName(FromProto(r.latent_dtype()))
-      << " " << ShapeToString(latent_shape) << "\n"
-      << "output       " << r.frames() << (r.frames() == 1 ? " frame, " : " frames, ")
-      << r.width_px() << "x" << r.height_px() << " px (WxH), uint8 NHWC RGB, "
-      << ops::HumanBytes(r.output_bytes()) << "\n"
-      << "compute      " << (r.compute_dtype().empty() ? "?" : r.compute_dtype()) << ", "
+  std::vector<std::string> warnings;
+  out << "model        " << r.model() << (r.demo_weights() ? " (DEMO weights)" : "") << "\n";
+  if (video) {
+    const std::vector<int64_t> latent_shape(r.latent_shape().begin(), r.latent_shape().end());
+    out << "latent       " << report.latent_source << "  " << DTypeName(FromProto(r.latent_dtype()))
+        << " " << ShapeToString(latent_shape) << "\n"
+        << "output       " << Plural(r.frames(), "frame") << ", " << r.width_px() << "x"
+        << r.height_px() << " px (WxH), uint8 NHWC RGB, " << ops::HumanBytes(r.output_bytes())
+        << "\n";
+    if (r.has_video_sanity()) {
+      const v1::OutputSanity& s = r.video_sanity();
+      out << "video check  rms " << ops::FormatFixed(s.rms(), 4) << ", peak |x| "
+          << ops::FormatFixed(s.peak_abs(), 4) << ", " << s.nonfinite()
+          << " non-finite (raw decoder output)\n";
+      if (s.constant()) {
+        warnings.push_back("the video is constant (every value equal): a blank or railed decode");
+      }
+    }
+  }
+  if (report.audio) {
+    const v1::AudioInfo& a = r.audio();
+    const std::vector<int64_t> latent_shape(a.latent_shape().begin(), a.latent_shape().end());
+    const std::vector<int64_t> output_shape(a.output_shape().begin(), a.output_shape().end());
+    out << "audio latent " << report.audio->latent_source << "  "
+        << DTypeName(report.audio->latent_dtype) << " " << ShapeToString(latent_shape) << ", "
+        << Plural(a.latent_frames(), "latent frame") << "\n"
+        << "audio        " << Plural(a.channels(), "channel")
+        << (a.channels() == 1   ? " (mono)"
+            : a.channels() == 2 ? " (stereo L,R)"
+                                : "")
+        << ", " << a.samples() << " samples at " << a.sample_rate_hz()
+        << " Hz = " << ops::FormatFixed(a.seconds(), 3) << " s, float32 planar "
+        << ShapeToString(output_shape) << ", " << ops::HumanBytes(a.output_bytes()) << "\n";
+    if (a.has_sanity()) {
+      const v1::OutputSanity& s = a.sanity();
+      out << "audio check  rms " << ops::FormatFixed(s.rms(), 4) << ", peak |x| "
+          << ops::FormatFixed(s.peak_abs(), 4) << ", clipped "
+          << ops::FormatFixed(100.0 * s.clipped_fraction(), 2) << " %, " << s.nonfinite()
+          << " non-finite\n";
+      if (s.nonfinite() != 0) {
+        warnings.push_back(std::to_string(s.nonfinite()) + " non-finite (NaN/Inf) audio samples");
+      }
+      if (s.constant()) {
+        warnings.push_back("the audio is constant (every sample " +
+                           ops::FormatFixed(s.peak_abs(), 4) +
+                           " in magnitude): silent or railed, not sound");
+      }
+    }
+  }
+  if (video && r.expected_audio_latent_frames() != 0) {
+    out << "A/V          video " << ops::FormatFixed(r.video_seconds(), 3) << " s ("
+        << Plural(r.frames(), "frame") << " at " << FormatFps(r.fps()) << " fps)";
+    const uint64_t expected = r.expected_audio_latent_frames();
+    if (report.audio) {
+      const uint64_t given = r.audio().latent_frames();
+      out << ", audio " << ops::FormatFixed(r.audio().seconds(), 3) << " s ("
+          << Plural(given, "latent frame") << "); the video needs "
+          << Plural(expected, "audio latent frame") << ": ";
+      if (given == expected) {
+        out << "match" << (r.independent_lengths() ? " (independent lengths requested)" : "");
+      } else {
+        out << (given > expected ? "+" : "-")
+            << (given > expected ? given - expected : expected - given)
+            << " latent frames, independent lengths (not enforced)";
+      }
+    } else {
+      out << "; a matching audio latent has " << Plural(expected, "latent frame");
+    }
+    out << "\n";
+  }
+  out << "compute      " << (r.compute_dtype().empty() ? "?" : r.compute_dtype()) << ", "
       << (r.warm() ? "warm" : "cold (first decode of this shape bucket)");
   if (r.peak_rss_bytes() != 0) out << ", peak RSS " << ops::HumanBytes(r.peak_rss_bytes());
   out << "\n";
   if (r.has_tiling()) {
     const v1::TilingInfo& t = r.tiling();
-    out << "tiling       " << t.tile_rows() << "x" << t.tile_cols() << " tiles x " << t.windows()
-        << (t.windows() == 1 ? " window" : " windows") << ", " << t.decoder_calls()
-        << " decoder calls, up to " << t.max_tiles_per_call() << " tiles per call ("
+    out << "tiling       " << t.tile_rows() << "x" << t.tile_cols()
+        << (t.tile_rows() * t.tile_cols() == 1 ? " tile x " : " tiles x ")
+        << Plural(t.windows(), "window") << ", " << Plural(t.decoder_calls(), "decoder call")
+        << ", up to " << Plural(t.max_tiles_per_call(), "tile") << " per call ("
         << t.stack_decision() << ")\n";
   }
   if (r.nonfinite_outputs() != 0) {
     out << "WARNING      " << r.nonfinite_outputs() << " non-finite (NaN/Inf) output values\n";
   }
+  for (const auto& w : warnings) out << "WARNING      " << w << "\n";
   out << "\n";
 
   ops::TextTable timings({"component", "seconds", "ms"}, {false, true, true});
@@ -291,8 +571,12 @@ std::string FormatDecodeReport(const DecodeReport& report) {
                   ops::FormatFixed(report.round_trip_seconds * 1e3, 1)});
   out << timings.Render();
 
-  if (q.psnr_vs_original || q.vs_reference) {
-    out << "\nquality (PSNR = 10*log10(255^2/MSE) per frame, mean over frames)\n";
+  const AudioQuality* aq = report.audio ? &report.audio->quality : nullptr;
+  const bool audio_compared = aq != nullptr && aq->max_abs_diff.has_value();
+  if (q.psnr_vs_original || q.vs_reference || audio_compared) {
+    out << (q.psnr_vs_original
+                ? "\nquality (PSNR = 10*log10(255^2/MSE) per frame, mean over frames)\n"
+                : "\nquality\n");
     ops::TextTable t({"comparison", "value", "detail"}, {false, true, false});
     if (q.psnr_vs_original) {
       const auto& p = *q.psnr_vs_original;
@@ -317,12 +601,20 @@ std::string FormatDecodeReport(const DecodeReport& report) {
                 std::to_string(d.values_differing) + " of " + std::to_string(d.values) +
                     " values differ (" + ops::FormatFixed(pct, 4) + " %)"});
     }
+    if (audio_compared) {
+      t.AddRow({"audio vs reference (" + aq->reference_key + ")",
+                "max |diff| " + Scientific(*aq->max_abs_diff),
+                std::to_string(aq->values_compared) + " float32 values compared"});
+    }
     out << t.Render();
   }
   for (const auto& note : q.notes) out << "note: " << note << "\n";
+  if (aq != nullptr) {
+    for (const auto& note : aq->notes) out << "note: " << note << "\n";
+  }
 
   if (!report.outputs.empty()) {
-    out << "\nwrote " << report.outputs.size() << (report.outputs.size() == 1 ? " file" : " files");
+    out << "\nwrote " << Plural(report.outputs.size(), "file");
     if (report.outputs.size() <= 3) {
       for (const auto& p : report.outputs) out << "\n  " << p;
     } else {

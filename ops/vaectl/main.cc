@@ -1,6 +1,5 @@
 // vaectl: operate a running vaed daemon (status, decode).
 #include <CLI/CLI.hpp>
-#include <iostream>
 
 #include "ops/vaectl/commands.h"
 
@@ -17,25 +16,40 @@ constexpr const char* kFooter =
     "  vaectl --socket /tmp/vaed.sock status --json\n"
     "  vaectl decode ../shared/data/taef2/video_bikes.safetensors --model taef2 --format mp4\n"
     "  vaectl decode --random-latent 1,32,64,64 --model demo --out demo.png\n"
+    "  vaectl decode --audio-latent ../shared/golden/h3/audio_case_stereo.safetensors --model h3\n"
     "\n"
     "Exit status: 0 ok, 1 a request or file operation failed, 2 vaed is not running\n"
     "(or not answering) at the socket, 3 vaed answered but reports itself unhealthy.";
 
 constexpr const char* kDecodeDescription =
-    "Decode a latent through the daemon, write PNG/MP4/raw frames, report timings and PSNR";
+    "Decode a video and/or audio latent through the daemon, write PNG/MP4/raw frames and WAV "
+    "audio, report timings, PSNR and audio checks";
 
 constexpr const char* kDecodeFooter =
     "Reads LATENT_FILE (safetensors; tensor --key, e.g. float32 [N,32,h,w] for TAEF2,\n"
-    "[1,24,T,h,w] for the H3 video decoder)\n"
-    "or generates --random-latent, asks the daemon for the output size (plan), decodes\n"
-    "into shared memory and writes PNG frames (frame_0000.png, ...), an H.264 yuv420p\n"
-    "MP4, or raw uint8 NHWC RGB bytes with a JSON sidecar; PNG and MP4 need the ffmpeg\n"
-    "CLI. Prints the daemon's timing per component, the geometry, warm/cold and the\n"
-    "model (loudly when it has demo weights). When the file also holds the original\n"
-    "pixels (--original-key) and/or a reference decode (--reference-key), it prints\n"
-    "the PSNR of the decode and of the reference vs the original (mean over frames of\n"
+    "[1,24,T,h,w] for the H3 video decoder) or generates --random-latent, and/or an\n"
+    "audio latent (--audio-latent FILE, tensor --audio-key, or --random-audio-latent;\n"
+    "H3: float32 [channels 1|2, 32, T], 800 samples per latent frame at 32000 Hz).\n"
+    "Asks the daemon for the output sizes (plan), decodes once into shared memory and\n"
+    "writes PNG frames (frame_0000.png, ...), an H.264 yuv420p MP4, or raw uint8 NHWC\n"
+    "RGB bytes with a JSON sidecar; PNG and MP4 need the ffmpeg CLI. Audio is written\n"
+    "as a WAV file (--wav-format pcm16 or float32): --audio-out, else beside the video\n"
+    "output (clip.mp4 -> clip.wav), else <audio latent stem>.wav; with --format mp4 the\n"
+    "MP4 also carries it as AAC. --format none writes nothing.\n"
+    "\n"
+    "A joint request must satisfy the daemon's A/V length rule: audio latent frames =\n"
+    "round(video frames / fps * 40) for H3 (fps: --fps, also the MP4's rate), unless\n"
+    "--independent-lengths.\n"
+    "\n"
+    "Prints the daemon's timing per component, the geometry, output checks (audio rms,\n"
+    "peak, clipped %, non-finite, constant), the A/V lengths, warm/cold and the model\n"
+    "(loudly when it has demo weights). When the file also holds the original pixels\n"
+    "(--original-key) and/or a reference decode (--reference-key), it prints the PSNR\n"
+    "of the decode and of the reference vs the original (mean over frames of\n"
     "10*log10(255^2/MSE), MSE over all uint8 values in float64), their difference,\n"
-    "and the max |diff| and number of values that differ from the reference.\n"
+    "and the max |diff| and number of values that differ from the reference. When the\n"
+    "audio latent file holds a reference waveform (--audio-reference-key, float32 with\n"
+    "channels*samples values) it prints the max |diff| of the float32 samples.\n"
     "\n"
     "Examples:\n"
     "  vaectl decode ../shared/data/taef2/photo_astronaut.safetensors --model taef2 --out "
@@ -44,6 +58,11 @@ constexpr const char* kDecodeFooter =
     "25\n"
     "  vaectl decode ../shared/golden/h3/video_case_grid_2x2.safetensors --model h3 --format "
     "mp4 --reference-key frames_u8 --stack-tiling on\n"
+    "  vaectl decode ../shared/golden/h3/video_case_one_tile.safetensors --reference-key "
+    "frames_u8 \\\n"
+    "      --audio-latent ../shared/golden/h3/audio_case_odd_length.safetensors --model h3 "
+    "--format mp4\n"
+    "  vaectl decode --random-audio-latent 2,32,40 --model h3 --wav-format float32 --json\n"
     "  vaectl decode --random-latent 2,32,16,16 --seed 7 --model demo --format none --json";
 
 }  // namespace
@@ -77,10 +96,11 @@ int main(int argc, char** argv) {
 
   CLI::App* decode_cmd = app.add_subcommand("decode", kDecodeDescription);
   decode_cmd->footer(kDecodeFooter);
-  auto* file_opt =
-      decode_cmd
-          ->add_option("LATENT_FILE", decode.latent_file, "safetensors file holding the latent")
-          ->check(CLI::ExistingFile);
+  auto* file_opt = decode_cmd
+                       ->add_option("LATENT_FILE", decode.latent_file,
+                                    "safetensors file holding the video/image latent (optional "
+                                    "with an audio latent)")
+                       ->check(CLI::ExistingFile);
   auto* random_opt =
       decode_cmd
           ->add_option("--random-latent", decode.random_latent,
@@ -88,7 +108,20 @@ int main(int argc, char** argv) {
                        "file (e.g. 1,32,64,64 for the demo model, 1,24,7,16,16 for h3_video)")
           ->type_name("D0,D1,...");
   file_opt->excludes(random_opt);
-  decode_cmd->add_option("--seed", decode.seed, "seed of --random-latent")->capture_default_str();
+  auto* audio_file_opt =
+      decode_cmd
+          ->add_option("--audio-latent", decode.audio_latent_file,
+                       "safetensors file holding the audio latent (H3: float32 [1|2, 32, T])")
+          ->check(CLI::ExistingFile);
+  auto* random_audio_opt =
+      decode_cmd
+          ->add_option("--random-audio-latent", decode.random_audio_latent,
+                       "decode a seeded random float32 audio latent of this shape instead of a "
+                       "file (e.g. 2,32,40: stereo, 1 s for H3)")
+          ->type_name("C,32,T");
+  audio_file_opt->excludes(random_audio_opt);
+  decode_cmd->add_option("--seed", decode.seed, "seed of --random-latent and --random-audio-latent")
+      ->capture_default_str();
   decode_cmd->add_option("--key", decode.key, "tensor holding the latent")->capture_default_str();
   decode_cmd
       ->add_option("--stack-tiling", decode.stack_tiling,
@@ -106,7 +139,10 @@ int main(int argc, char** argv) {
   decode_cmd->add_option("--format", decode.format, "what to write: png, mp4, raw or none")
       ->capture_default_str()
       ->check(CLI::IsMember({"png", "mp4", "raw", "none"}));
-  decode_cmd->add_option("--fps", decode.fps, "frame rate of the MP4")
+  decode_cmd
+      ->add_option("--fps", decode.fps,
+                   "video frame rate: of the MP4, and the one the daemon's A/V length rule and "
+                   "durations use")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   decode_cmd
@@ -118,13 +154,28 @@ int main(int argc, char** argv) {
                          "uint8 original pixels in the file (default: frames_u8, then "
                          "image_u8, unless that is the --reference-key; 'none': no original)");
 
+  decode_cmd->add_option("--audio-key", decode.audio_key, "tensor holding the audio latent")
+      ->capture_default_str();
+  decode_cmd
+      ->add_option("--audio-out", decode.audio_out,
+                   "WAV file, or directory for <audio latent stem>.wav (default: beside the "
+                   "video output, e.g. clip.mp4 -> clip.wav, else <audio latent stem>.wav)")
+      ->type_name("FILE_OR_DIR");
+  decode_cmd
+      ->add_option("--wav-format", decode.wav_format,
+                   "WAV samples: pcm16 (16-bit PCM) or float32 (IEEE float, lossless)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"pcm16", "float32"}));
+  decode_cmd
+      ->add_option("--audio-reference-key", decode.audio_reference_key,
+                   "float32 reference waveform in the audio latent file to compare with, "
+                   "channels*samples values ('' to skip)")
+      ->capture_default_str();
+  decode_cmd->add_flag("--independent-lengths", decode.independent_lengths,
+                       "let audio and video lengths differ (waives the daemon's A/V length rule)");
+
   CLI11_PARSE(app, argc, argv);
 
   if (status->parsed()) return vaed::vaectl::RunStatus(global);
-  if (decode.latent_file.empty() && decode.random_latent.empty()) {
-    std::cerr << "vaectl decode: give a LATENT_FILE or --random-latent N,C,H,W\n"
-              << "Run with --help for more information.\n";
-    return vaed::vaectl::kExitFailure;
-  }
   return vaed::vaectl::RunDecode(global, decode);
 }

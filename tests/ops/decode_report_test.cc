@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 
@@ -96,6 +97,159 @@ TEST(CheckOutputToolsTest, PngAndMp4NeedFfmpegRawDoesNot) {
   EXPECT_THAT(png.message(), HasSubstr("ffmpeg not found"));
   EXPECT_EQ(mp4.code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(raw.ok());
+}
+
+// ---------------------------------------------------------- PlanAudioOutput
+
+Result<OutputPlan> PlanAudio(const std::string& format, const std::string& out,
+                             const std::string& audio_out, int64_t frames = 22) {
+  OutputPlan video;
+  if (frames > 0) {
+    auto v = PlanOutput(format, out, "video_case", frames);
+    if (!v.ok()) return v.status();
+    video = *v;
+  }
+  return PlanAudioOutput(video, format, audio_out, "audio_case", ops::WavSampleFormat::kPcm16);
+}
+
+TEST(PlanAudioOutputTest, WavGoesBesideAVideoFileAndIsMuxedIntoMp4) {
+  auto mp4 = PlanAudio("mp4", "out/clip.mp4", "");
+  ASSERT_TRUE(mp4.ok()) << mp4.status().ToString();
+  EXPECT_EQ(mp4->path, "out/clip.mp4");
+  EXPECT_EQ(mp4->wav, "out/clip.wav");
+  EXPECT_TRUE(mp4->mux_audio);
+
+  auto raw = PlanAudio("raw", "", "");
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(raw->wav, "video_case.wav");
+  EXPECT_FALSE(raw->mux_audio);
+}
+
+TEST(PlanAudioOutputTest, WavOfAPngDirectoryIsNamedAfterTheAudioLatent) {
+  auto png = PlanAudio("png", "", "");
+  ASSERT_TRUE(png.ok());
+  EXPECT_EQ(png->path, "video_case_frames");
+  EXPECT_EQ(png->wav, "audio_case.wav");
+  auto nested = PlanAudio("png", "out/frames/", "");
+  ASSERT_TRUE(nested.ok());
+  EXPECT_EQ(nested->wav, "out/audio_case.wav");
+  EXPECT_FALSE(nested->mux_audio);
+}
+
+TEST(PlanAudioOutputTest, AudioOnlyDefaultsToTheAudioStemWhateverTheVideoFormat) {
+  for (const char* format : {"png", "mp4", "raw"}) {
+    auto p = PlanAudio(format, "", "", /*frames=*/0);
+    ASSERT_TRUE(p.ok()) << format;
+    EXPECT_EQ(p->kind, OutputKind::kNone) << format;
+    EXPECT_EQ(p->wav, "audio_case.wav") << format;
+    EXPECT_FALSE(p->mux_audio) << format;
+    EXPECT_TRUE(CheckOutputTools(*p).ok()) << "a WAV needs no ffmpeg";
+  }
+}
+
+TEST(PlanAudioOutputTest, AudioOutOverridesAndDirectoriesGetTheStem) {
+  TempDir dir;
+  auto file = PlanAudio("mp4", "clip.mp4", "sound/track.wav");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(file->wav, "sound/track.wav");
+  EXPECT_TRUE(file->mux_audio);
+  auto in_dir = PlanAudio("mp4", "clip.mp4", dir / "");
+  ASSERT_TRUE(in_dir.ok());
+  EXPECT_EQ(in_dir->wav, dir / "audio_case.wav");
+}
+
+TEST(PlanAudioOutputTest, FormatNoneWritesNoAudio) {
+  auto p = PlanAudio("none", "", "x.wav");
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->wav.empty());
+  EXPECT_FALSE(p->mux_audio);
+}
+
+TEST(PlanAudioOutputTest, WavThatWouldOverwriteTheVideoIsRejected) {
+  auto p = PlanAudio("raw", "frames.wav", "");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(), HasSubstr("--audio-out"));
+  EXPECT_FALSE(PlanAudio("mp4", "clip.mp4", "clip.mp4").ok());
+}
+
+TEST(ParseWavFormatTest, KnowsPcm16AndFloat32Only) {
+  EXPECT_EQ(*ParseWavFormat("pcm16"), ops::WavSampleFormat::kPcm16);
+  EXPECT_EQ(*ParseWavFormat("float32"), ops::WavSampleFormat::kFloat32);
+  auto bad = ParseWavFormat("mp3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("--wav-format mp3"));
+}
+
+// Stereo test audio: a ramp on the left, its negation on the right.
+std::vector<float> StereoRamp(int64_t samples) {
+  std::vector<float> data(2 * samples);
+  for (int64_t i = 0; i < samples; ++i) {
+    data[i] = -1.0f + 2.0f * static_cast<float>(i) / static_cast<float>(samples - 1);
+    data[samples + i] = -data[i];
+  }
+  return data;
+}
+
+TEST(WriteDecodedOutputsTest, AudioOnlyWritesAWavThatReadsBackWithinPcm16Quantization) {
+  TempDir dir;
+  const std::vector<float> samples = StereoRamp(800);
+  const ops::PlanarAudio audio{samples, 2, 800, 32000};
+  auto plan = PlanAudioOutput({}, "png", dir / "", "a", ops::WavSampleFormat::kPcm16);
+  ASSERT_TRUE(plan.ok());
+  auto written = WriteDecodedOutputs(*plan, DecodedOutputs{nullptr, &audio}, 24);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_EQ(*written, std::vector<std::string>{dir / "a.wav"});
+  auto back = ops::ReadWav(dir / "a.wav");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->channels, 2);
+  EXPECT_EQ(back->samples, 800);
+  EXPECT_EQ(back->sample_rate_hz, 32000);
+  ASSERT_EQ(back->data.size(), samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    ASSERT_NEAR(back->data[i], samples[i], 0.5 / 32767 + 1e-7) << i;
+  }
+}
+
+TEST(WriteDecodedOutputsTest, Float32WavIsExact) {
+  TempDir dir;
+  const std::vector<float> samples = StereoRamp(100);
+  const ops::PlanarAudio audio{samples, 2, 100, 32000};
+  auto plan = PlanAudioOutput({}, "raw", dir / "f.wav", "a", ops::WavSampleFormat::kFloat32);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(WriteDecodedOutputs(*plan, DecodedOutputs{nullptr, &audio}, 24).ok());
+  auto back = ops::ReadWav(dir / "f.wav");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->format, ops::WavSampleFormat::kFloat32);
+  EXPECT_EQ(back->data, samples);
+}
+
+TEST(WriteDecodedOutputsTest, PlannedOutputsWithoutTheirDataAreRejected) {
+  const std::vector<float> samples = StereoRamp(10);
+  const ops::PlanarAudio audio{samples, 2, 10, 32000};
+  OutputPlan video_plan{OutputKind::kRaw, "x.u8", "x.json"};
+  EXPECT_EQ(WriteDecodedOutputs(video_plan, DecodedOutputs{nullptr, &audio}, 24).status().code(),
+            StatusCode::kInvalidArgument);
+  OutputPlan wav_plan;
+  wav_plan.wav = "x.wav";
+  EXPECT_EQ(WriteDecodedOutputs(wav_plan, DecodedOutputs{}, 24).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(WriteDecodedOutputsTest, RawVideoAndWavAreBothListedVideoFirst) {
+  TempDir dir;
+  const auto pixels = std::vector<uint8_t>(12, 9);
+  const ops::RgbFrames frames{pixels, 1, 2, 2};
+  const std::vector<float> samples = StereoRamp(10);
+  const ops::PlanarAudio audio{samples, 2, 10, 32000};
+  auto video = PlanOutput("raw", dir / "v.u8", "v", 1);
+  ASSERT_TRUE(video.ok());
+  auto plan = PlanAudioOutput(*video, "raw", "", "a", ops::WavSampleFormat::kPcm16);
+  ASSERT_TRUE(plan.ok());
+  auto written = WriteDecodedOutputs(*plan, DecodedOutputs{&frames, &audio}, 24);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_EQ(*written, (std::vector<std::string>{dir / "v.u8", dir / "v.json", dir / "v.wav"}));
+  EXPECT_TRUE(fs::exists(dir / "v.wav"));
 }
 
 // ---------------------------------------------------------- CompareWithFile
@@ -195,6 +349,88 @@ TEST(CompareWithFileTest, FileWithoutReferencesGivesNoNotes) {
   EXPECT_TRUE(q.notes.empty());
 }
 
+// ----------------------------------------------------- CompareAudioWithFile
+
+std::vector<uint8_t> F32Bytes(const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+TEST(CompareAudioWithFileTest, ReportsMaxAbsDiffOverEveryFloat32Value) {
+  TempDir dir;
+  const std::string path = dir / "audio.safetensors";
+  const std::vector<float> decoded = StereoRamp(50);
+  std::vector<float> reference = decoded;
+  reference[7] += 3e-5f;   // left
+  reference[61] -= 1e-4f;  // right: the largest
+  // The H3 golden layout [channels, 1, samples] holds the same values.
+  WriteSafetensors(path, {{"latent", "F32", {2, 32, 1}, std::vector<uint8_t>(256, 0)},
+                          {"waveform", "F32", {2, 1, 50}, F32Bytes(reference)}});
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  const AudioQuality q = CompareAudioWithFile({decoded, 2, 50, 32000}, **file, "waveform");
+  EXPECT_EQ(q.reference_key, "waveform");
+  EXPECT_EQ(q.values_compared, 100u);
+  ASSERT_TRUE(q.max_abs_diff.has_value());
+  EXPECT_NEAR(*q.max_abs_diff, 1e-4, 1e-7);
+  EXPECT_TRUE(q.notes.empty());
+
+  const AudioQuality same = CompareAudioWithFile({reference, 2, 50, 32000}, **file, "waveform");
+  EXPECT_EQ(same.max_abs_diff, 0.0);
+}
+
+TEST(CompareAudioWithFileTest, MismatchedReferencesAreSkippedWithNotes) {
+  TempDir dir;
+  const std::string path = dir / "odd.safetensors";
+  const std::vector<float> decoded = StereoRamp(50);
+  WriteSafetensors(path, {{"waveform", "F32", {1, 1, 50}, F32Bytes(std::vector<float>(50, 0))},
+                          {"pcm", "U8", {2, 50}, std::vector<uint8_t>(100, 0)}});
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok());
+  AudioQuality q = CompareAudioWithFile({decoded, 2, 50, 32000}, **file, "waveform");
+  EXPECT_FALSE(q.max_abs_diff.has_value());
+  EXPECT_TRUE(q.reference_key.empty());
+  ASSERT_EQ(q.notes.size(), 1u);
+  EXPECT_THAT(q.notes[0], HasSubstr("holds 50 values, the decode 100 (2 channels x 50 samples)"));
+
+  q = CompareAudioWithFile({decoded, 2, 50, 32000}, **file, "pcm");
+  ASSERT_EQ(q.notes.size(), 1u);
+  EXPECT_THAT(q.notes[0], HasSubstr("not float32"));
+}
+
+TEST(CompareAudioWithFileTest, AbsentDefaultReferenceIsSilentAnExplicitOneIsNoted) {
+  TempDir dir;
+  const std::string path = dir / "plain.safetensors";
+  WriteSafetensors(path, {{"latent", "F32", {1, 32, 1}, std::vector<uint8_t>(128, 0)}});
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok());
+  const std::vector<float> decoded(800, 0.25f);
+  EXPECT_TRUE(CompareAudioWithFile({decoded, 1, 800, 32000}, **file, "waveform").notes.empty());
+  EXPECT_TRUE(CompareAudioWithFile({decoded, 1, 800, 32000}, **file, "").notes.empty());
+  const AudioQuality q = CompareAudioWithFile({decoded, 1, 800, 32000}, **file, "ref");
+  ASSERT_EQ(q.notes.size(), 1u);
+  EXPECT_THAT(q.notes[0], HasSubstr("'ref' is not in the audio latent file"));
+}
+
+TEST(CompareAudioWithFileTest, NonFiniteDifferencesAreCountedNotHidden) {
+  TempDir dir;
+  const std::string path = dir / "nan.safetensors";
+  std::vector<float> reference(4, 0.5f);
+  WriteSafetensors(path, {{"waveform", "F32", {1, 1, 4}, F32Bytes(reference)}});
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok());
+  std::vector<float> decoded = reference;
+  decoded[1] = std::numeric_limits<float>::quiet_NaN();
+  decoded[2] = 0.25f;
+  const AudioQuality q = CompareAudioWithFile({decoded, 1, 4, 32000}, **file, "waveform");
+  EXPECT_EQ(q.nonfinite_differences, 1u);
+  ASSERT_TRUE(q.max_abs_diff.has_value());
+  EXPECT_DOUBLE_EQ(*q.max_abs_diff, 0.25);
+  ASSERT_EQ(q.notes.size(), 1u);
+  EXPECT_THAT(q.notes[0], HasSubstr("1 of 4 audio values differ"));
+}
+
 // ------------------------------------------------------------------ reports
 
 DecodeReport SampleReport() {
@@ -285,6 +521,236 @@ TEST(FormatDecodeReportTest, ShowsTimingTableGeometryAndQuality) {
   EXPECT_THAT(text, HasSubstr("max |diff| 1"));
   EXPECT_THAT(text, HasSubstr("17 of 8355840 values differ"));
   EXPECT_THAT(text, Not(HasSubstr("DEMO")));
+}
+
+// Every key a video-only report had before audio existed, plus the new
+// ones (null for video-only).
+TEST(DecodeReportToJsonTest, VideoOnlyKeepsEveryKeyAndHasNullAudio) {
+  const auto j = DecodeReportToJson(SampleReport());
+  const std::vector<std::string> keys = {
+      "model", "demo_weights", "frames", "height_px", "width_px", "latent_shape", "latent_dtype",
+      "latent_source", "compute_dtype", "warm", "timings", "round_trip_seconds",
+      "nonfinite_outputs", "peak_rss_bytes", "tiling", "format", "outputs", "original_key",
+      "reference_key", "psnr_vs_original_db", "psnr_vs_original_min_db", "psnr_vs_original_max_db",
+      "reference_psnr_vs_original_db", "psnr_difference_db", "max_abs_diff_vs_reference",
+      "values_differing_from_reference", "values_compared", "notes",
+      // New with audio; null or false for a video-only TAEF2 decode.
+      "fps", "video_seconds", "expected_audio_latent_frames", "independent_lengths",
+      "av_lengths_match", "audio", "video_sanity"};
+  for (const std::string& key : keys) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["latent_source"], "video_bikes.safetensors:latent");
+  EXPECT_TRUE(j["audio"].is_null());
+  EXPECT_TRUE(j["expected_audio_latent_frames"].is_null());  // TAEF2 has no audio
+  EXPECT_TRUE(j["av_lengths_match"].is_null());
+  EXPECT_EQ(j["independent_lengths"], false);
+}
+
+// An H3 reply for `video` (one_tile: 22 frames at 24 fps) and/or `audio`
+// (`audio_latent_frames` latent frames, `channels` channels).
+DecodeReport H3Report(bool video, int64_t audio_latent_frames, int64_t channels = 1) {
+  DecodeReport r;
+  v1::DecodeReply& reply = r.reply;
+  reply.set_model("hv");
+  reply.set_compute_dtype("float32");
+  reply.set_fps(24);
+  auto* t = reply.add_timings();
+  t->set_component("decode");
+  t->set_seconds(0.8);
+  r.format = "mp4";
+  if (video) {
+    for (int64_t d : {1, 24, 7, 16, 16}) reply.add_latent_shape(d);
+    reply.set_latent_dtype(v1::DTYPE_FLOAT32);
+    reply.set_frames(22);
+    reply.set_height_px(256);
+    reply.set_width_px(256);
+    reply.set_output_bytes(22ull * 256 * 256 * 3);
+    reply.set_video_seconds(22.0 / 24);
+    reply.set_expected_audio_latent_frames(37);
+    reply.mutable_video_sanity()->set_rms(1.157);
+    reply.mutable_video_sanity()->set_peak_abs(5.5);
+    auto* tiling = reply.mutable_tiling();
+    tiling->set_tile_rows(1);
+    tiling->set_tile_cols(1);
+    tiling->set_windows(1);
+    tiling->set_decoder_calls(1);
+    tiling->set_max_tiles_per_call(1);
+    tiling->set_stack_decision("off: one decoder call per tile");
+    t = reply.add_timings();
+    t->set_component("video_vae.decode_latent");
+    t->set_seconds(0.6);
+    r.latent_source = "video_case_one_tile.safetensors:latent";
+    r.outputs = {"joint.mp4"};
+  }
+  if (audio_latent_frames > 0) {
+    v1::AudioInfo* a = reply.mutable_audio();
+    const int64_t samples = 800 * audio_latent_frames;
+    for (int64_t d : {channels, int64_t{32}, audio_latent_frames}) a->add_latent_shape(d);
+    a->add_output_shape(channels);
+    a->add_output_shape(samples);
+    a->set_output_bytes(static_cast<uint64_t>(channels * samples * 4));
+    a->set_channels(static_cast<uint32_t>(channels));
+    a->set_latent_frames(static_cast<uint64_t>(audio_latent_frames));
+    a->set_samples(static_cast<uint64_t>(samples));
+    a->set_sample_rate_hz(32000);
+    a->set_seconds(static_cast<double>(samples) / 32000);
+    a->mutable_sanity()->set_rms(0.3088);
+    a->mutable_sanity()->set_peak_abs(1.0);
+    a->mutable_sanity()->set_clipped_fraction(0.0024);
+    t = reply.add_timings();
+    t->set_component("audio_vae.decode_latent");
+    t->set_seconds(0.18);
+    AudioReport& ar = r.audio.emplace();
+    ar.latent_source = "audio_case.safetensors:latent";
+    ar.latent_dtype = DType::kFloat32;
+    ar.wav = video ? "joint.wav" : "audio_case.wav";
+    ar.quality.reference_key = "waveform";
+    ar.quality.values_compared = static_cast<uint64_t>(channels * samples);
+    ar.quality.max_abs_diff = 2.78e-5;
+    r.outputs.push_back(ar.wav);
+  }
+  return r;
+}
+
+TEST(DecodeReportToJsonTest, AudioOnlyHasTheAudioObjectAndNullVideoFields) {
+  const auto j = DecodeReportToJson(H3Report(/*video=*/false, 40, 2));
+  EXPECT_EQ(j["frames"], 0);
+  EXPECT_EQ(j["latent_shape"], nlohmann::json::array());
+  EXPECT_TRUE(j["latent_source"].is_null());
+  EXPECT_TRUE(j["latent_dtype"].is_null());
+  EXPECT_TRUE(j["video_seconds"].is_null());
+  EXPECT_TRUE(j["video_sanity"].is_null());
+  EXPECT_TRUE(j["expected_audio_latent_frames"].is_null());
+  EXPECT_TRUE(j["av_lengths_match"].is_null());
+  EXPECT_TRUE(j["max_abs_diff_vs_reference"].is_null());  // the video comparison
+  EXPECT_EQ(j["timings"]["audio_vae.decode_latent"], 0.18);
+  const auto& a = j["audio"];
+  for (const char* key : {"latent_source", "latent_shape", "channels", "samples", "sample_rate_hz",
+                          "seconds", "nonfinite", "rms", "peak_abs", "clipped_fraction", "constant",
+                          "max_abs_diff_vs_reference", "values_compared", "reference_key", "wav"}) {
+    EXPECT_TRUE(a.contains(key)) << key;
+  }
+  EXPECT_EQ(a["latent_source"], "audio_case.safetensors:latent");
+  EXPECT_EQ(a["latent_dtype"], "float32");
+  EXPECT_EQ(a["latent_shape"], nlohmann::json({2, 32, 40}));
+  EXPECT_EQ(a["latent_frames"], 40);
+  EXPECT_EQ(a["channels"], 2);
+  EXPECT_EQ(a["samples"], 32000);
+  EXPECT_EQ(a["sample_rate_hz"], 32000);
+  EXPECT_DOUBLE_EQ(a["seconds"].get<double>(), 1.0);
+  EXPECT_EQ(a["nonfinite"], 0);
+  EXPECT_DOUBLE_EQ(a["rms"].get<double>(), 0.3088);
+  EXPECT_DOUBLE_EQ(a["peak_abs"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(a["clipped_fraction"].get<double>(), 0.0024);
+  EXPECT_EQ(a["constant"], false);
+  EXPECT_DOUBLE_EQ(a["max_abs_diff_vs_reference"].get<double>(), 2.78e-5);
+  EXPECT_EQ(a["values_compared"], 64000);
+  EXPECT_EQ(a["reference_key"], "waveform");
+  EXPECT_EQ(a["wav"], "audio_case.wav");
+  EXPECT_EQ(a["wav_format"], "pcm16");
+  EXPECT_EQ(j["outputs"], nlohmann::json({"audio_case.wav"}));
+}
+
+TEST(DecodeReportToJsonTest, JointReportHasTheAvFields) {
+  DecodeReport r = H3Report(/*video=*/true, 37);
+  auto j = DecodeReportToJson(r);
+  EXPECT_DOUBLE_EQ(j["fps"].get<double>(), 24.0);
+  EXPECT_NEAR(j["video_seconds"].get<double>(), 22.0 / 24, 1e-12);
+  EXPECT_EQ(j["expected_audio_latent_frames"], 37);
+  EXPECT_EQ(j["av_lengths_match"], true);
+  EXPECT_EQ(j["independent_lengths"], false);
+  EXPECT_DOUBLE_EQ(j["video_sanity"]["rms"].get<double>(), 1.157);
+  EXPECT_EQ(j["audio"]["latent_frames"], 37);
+  EXPECT_EQ(j["outputs"], nlohmann::json({"joint.mp4", "joint.wav"}));
+
+  r = H3Report(/*video=*/true, 40);
+  r.reply.set_independent_lengths(true);
+  j = DecodeReportToJson(r);
+  EXPECT_EQ(j["independent_lengths"], true);
+  EXPECT_EQ(j["av_lengths_match"], false);
+}
+
+TEST(DecodeReportToJsonTest, SkippedAudioComparisonIsNullWithItsNoteInNotes) {
+  DecodeReport r = H3Report(/*video=*/false, 40);
+  r.audio->quality = AudioQuality{};
+  r.audio->quality.notes.push_back("audio reference 'ref' is not in the audio latent file");
+  r.audio->wav.clear();
+  const auto j = DecodeReportToJson(r);
+  EXPECT_TRUE(j["audio"]["max_abs_diff_vs_reference"].is_null());
+  EXPECT_TRUE(j["audio"]["values_compared"].is_null());
+  EXPECT_TRUE(j["audio"]["reference_key"].is_null());
+  EXPECT_TRUE(j["audio"]["wav"].is_null());
+  EXPECT_EQ(j["notes"], nlohmann::json({"audio reference 'ref' is not in the audio latent file"}));
+}
+
+TEST(FormatDecodeReportTest, AudioOnlyShowsAudioLinesAndNoVideoLines) {
+  const std::string text = FormatDecodeReport(H3Report(/*video=*/false, 40, 2));
+  EXPECT_THAT(text, HasSubstr("audio latent audio_case.safetensors:latent  float32 [2, 32, 40], "
+                              "40 latent frames"));
+  EXPECT_THAT(text, HasSubstr("2 channels (stereo L,R), 32000 samples at 32000 Hz = 1.000 s, "
+                              "float32 planar [2, 32000]"));
+  EXPECT_THAT(text, HasSubstr("rms 0.3088, peak |x| 1.0000, clipped 0.24 %, 0 non-finite"));
+  EXPECT_THAT(text, HasSubstr("audio_vae.decode_latent"));
+  EXPECT_THAT(text, HasSubstr("audio vs reference (waveform)"));
+  EXPECT_THAT(text, HasSubstr("max |diff| 2.78e-05"));
+  EXPECT_THAT(text, HasSubstr("64000 float32 values compared"));
+  EXPECT_THAT(text, Not(HasSubstr("latent       ")));
+  EXPECT_THAT(text, Not(HasSubstr("px (WxH)")));
+  EXPECT_THAT(text, Not(HasSubstr("A/V")));
+  EXPECT_THAT(text, Not(HasSubstr("WARNING")));
+  EXPECT_THAT(text, Not(HasSubstr("PSNR")));
+}
+
+TEST(FormatDecodeReportTest, JointShowsTheAvLineAndSingularTiling) {
+  const std::string text = FormatDecodeReport(H3Report(/*video=*/true, 37));
+  EXPECT_THAT(text, HasSubstr("22 frames, 256x256 px (WxH), uint8 NHWC RGB, "));
+  EXPECT_THAT(text, HasSubstr("video check  rms 1.1570, peak |x| 5.5000"));
+  EXPECT_THAT(text, HasSubstr("1 channel (mono), 29600 samples"));
+  EXPECT_THAT(text, HasSubstr("A/V          video 0.917 s (22 frames at 24 fps), audio 0.925 s "
+                              "(37 latent frames); the video needs 37 audio latent frames: "
+                              "match\n"));
+  EXPECT_THAT(text, HasSubstr("1x1 tile x 1 window, 1 decoder call, up to 1 tile per call"));
+  EXPECT_THAT(text, HasSubstr("video_vae.decode_latent"));
+  EXPECT_THAT(text, HasSubstr("audio_vae.decode_latent"));
+  EXPECT_THAT(text, HasSubstr("wrote 2 files\n  joint.mp4\n  joint.wav"));
+}
+
+TEST(FormatDecodeReportTest, TilingPluralsForSeveralTilesAndCalls) {
+  DecodeReport r = H3Report(/*video=*/true, 0);
+  auto* t = r.reply.mutable_tiling();
+  t->set_tile_rows(2);
+  t->set_tile_cols(2);
+  t->set_windows(2);
+  t->set_decoder_calls(2);
+  t->set_max_tiles_per_call(4);
+  const std::string text = FormatDecodeReport(r);
+  EXPECT_THAT(text, HasSubstr("2x2 tiles x 2 windows, 2 decoder calls, up to 4 tiles per call"));
+  // Video-only on an audio-capable model: what a matching audio latent needs.
+  EXPECT_THAT(text, HasSubstr("a matching audio latent has 37 latent frames"));
+}
+
+TEST(FormatDecodeReportTest, IndependentMismatchedLengthsAreStated) {
+  DecodeReport r = H3Report(/*video=*/true, 40);
+  r.reply.set_independent_lengths(true);
+  const std::string text = FormatDecodeReport(r);
+  EXPECT_THAT(text, HasSubstr("audio 1.000 s (40 latent frames); the video needs 37 audio latent "
+                              "frames: +3 latent frames, independent lengths (not enforced)"));
+}
+
+TEST(FormatDecodeReportTest, ConstantOrNonFiniteAudioGetsWarnings) {
+  DecodeReport r = H3Report(/*video=*/false, 40);
+  v1::OutputSanity* s = r.reply.mutable_audio()->mutable_sanity();
+  s->set_constant(true);
+  s->set_rms(0);
+  s->set_peak_abs(0);
+  s->set_nonfinite(3);
+  const std::string text = FormatDecodeReport(r);
+  EXPECT_THAT(text, HasSubstr("WARNING      3 non-finite (NaN/Inf) audio samples"));
+  EXPECT_THAT(text, HasSubstr("WARNING      the audio is constant"));
+  const auto j = DecodeReportToJson(r);
+  EXPECT_EQ(j["audio"]["constant"], true);
+  EXPECT_EQ(j["audio"]["nonfinite"], 3);
 }
 
 TEST(FormatDecodeReportTest, DemoWeightsAreAnnouncedLoudly) {

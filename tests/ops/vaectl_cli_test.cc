@@ -9,6 +9,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Runs the built vaectl; stdout and stderr together.
 vaed::ops_test::CommandResult Vaectl(const std::string& args) {
@@ -42,10 +43,69 @@ TEST(VaectlCliTest, DecodeRefusesAnAbsurdRandomLatentWithoutCrashing) {
   EXPECT_THAT(r.out, HasSubstr("at most 268435456"));
 }
 
-TEST(VaectlCliTest, DecodeNeedsAFileOrRandomLatent) {
-  const auto r = Vaectl("decode");
+TEST(VaectlCliTest, DecodeNeedsAVideoOrAudioLatent) {
+  const auto r = Vaectl("--socket /nonexistent/x.sock decode --format none");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.out, HasSubstr("give a LATENT_FILE or --random-latent"));
+  EXPECT_THAT(r.out, HasSubstr("no latent given"));
+  EXPECT_THAT(r.out, HasSubstr("LATENT_FILE or --random-latent"));
+  EXPECT_THAT(r.out, HasSubstr("--audio-latent FILE or --random-audio-latent"));
+  EXPECT_THAT(r.out, Not(HasSubstr("not running")));  // refused before connecting
+}
+
+TEST(VaectlCliTest, AudioOnlyDecodeNeedsNoVideoLatent) {
+  // Gets as far as connecting: the audio latent alone is a complete request.
+  const auto r = Vaectl("--socket /nonexistent/x.sock decode --random-audio-latent 2,32,40");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.out, HasSubstr("vaed is not running"));
+}
+
+TEST(VaectlCliTest, DecodeRejectsUnknownWavFormat) {
+  const auto r = Vaectl(
+      "--socket /nonexistent/x.sock decode --random-audio-latent 1,32,4 "
+      "--wav-format mp3");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--wav-format"));
+  EXPECT_THAT(r.out, Not(HasSubstr("not running")));
+}
+
+TEST(VaectlCliTest, DecodeRejectsMalformedRandomAudioShape) {
+  const auto r = Vaectl("--socket /nonexistent/x.sock decode --random-audio-latent 2,a,40");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("--random-audio-latent: shape '2,a,40': 'a' is not a positive "
+                               "integer"));
+  const auto zero = Vaectl("--socket /nonexistent/x.sock decode --random-audio-latent 2,32,0");
+  EXPECT_EQ(zero.exit_code, 1);
+  EXPECT_THAT(zero.out, Not(HasSubstr("not running")));
+}
+
+TEST(VaectlCliTest, DecodeRefusesAnAbsurdRandomAudioLatent) {
+  const auto r = Vaectl(
+      "--socket /nonexistent/x.sock decode --random-audio-latent "
+      "2,32,100000000 --format none");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("--random-audio-latent 2,32,100000000 has 6400000000 elements"));
+}
+
+TEST(VaectlCliTest, DecodeRejectsAudioFileTogetherWithRandomAudio) {
+  const auto r =
+      Vaectl("decode --audio-latent " + std::string(VAECTL_PATH) + " --random-audio-latent 1,32,4");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("excludes"));
+}
+
+TEST(VaectlCliTest, DecodeRejectsMissingAudioLatentFile) {
+  const auto r = Vaectl("decode --audio-latent /nonexistent/audio.safetensors");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("/nonexistent/audio.safetensors"));
+}
+
+TEST(VaectlCliTest, DecodeHelpDescribesAudioOptions) {
+  const auto r = Vaectl("decode --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag : {"--audio-latent", "--random-audio-latent", "--audio-key", "--audio-out",
+                           "--wav-format", "--audio-reference-key", "--independent-lengths"}) {
+    EXPECT_THAT(r.out, HasSubstr(flag));
+  }
 }
 
 TEST(VaectlCliTest, DecodeRejectsMalformedRandomShape) {

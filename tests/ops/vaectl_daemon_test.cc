@@ -1,12 +1,18 @@
 // vaectl against a real daemon: starts the built `vaed` on a private socket
-// with the demo model and the real TAEF2 weights from ../shared, then runs
-// the built `vaectl` binary. Skips when the shared data is absent.
+// with the demo model and the real TAEF2 weights from ../shared (or the
+// MiniMax-H3 golden tiny decoders), then runs the built `vaectl` binary.
+// Skips when the shared data is absent.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/common/daemon_process.h"
 #include "test_util.h"
@@ -24,6 +30,15 @@ struct CliRun {
   std::string out;  // stdout
   std::string err;  // stderr
 };
+
+// Runs vaectl against the daemon at `socket`; stdout and stderr kept apart
+// (stderr goes through a file in `dir`).
+CliRun VaectlAt(const std::string& socket, const fs::path& dir, const std::string& args) {
+  const std::string err_path = (dir / "stderr.txt").string();
+  const auto run = vaed::ops_test::RunCommand(std::string(VAECTL_PATH) + " --socket '" + socket +
+                                              "' " + args + " 2>'" + err_path + "'");
+  return {run.exit_code, run.out, ReadFile(err_path)};
+}
 
 class VaectlDaemonTest : public ::testing::Test {
  protected:
@@ -52,13 +67,7 @@ class VaectlDaemonTest : public ::testing::Test {
     ASSERT_TRUE(ready_) << "vaed did not become ready; its log:\n" << startup_log_;
   }
 
-  // Runs vaectl against the test daemon; stdout and stderr kept apart.
-  static CliRun Vaectl(const std::string& args) {
-    const std::string err_path = (dir_ / "stderr.txt").string();
-    const auto run = vaed::ops_test::RunCommand(std::string(VAECTL_PATH) + " --socket '" + socket_ +
-                                                "' " + args + " 2>'" + err_path + "'");
-    return {run.exit_code, run.out, ReadFile(err_path)};
-  }
+  static CliRun Vaectl(const std::string& args) { return VaectlAt(socket_, dir_, args); }
 
   static std::string Tmp(const std::string& name) { return (dir_ / name).string(); }
 
@@ -236,5 +245,261 @@ INSTANTIATE_TEST_SUITE_P(
       const std::string f = info.param.file;
       return f.substr(0, f.find('.'));
     });
+
+// ------------------------------------------------ MiniMax-H3 audio + video
+
+const std::string kGolden = std::string(VAED_SHARED_DIR) + "/golden/h3";
+
+// A float32 tensor of a safetensors file, read without the library under
+// test (header: u64 length, JSON; data after it). Empty when absent.
+std::vector<float> ReadF32Tensor(const std::string& path, const std::string& name) {
+  const std::string bytes = ReadFile(path);
+  if (bytes.size() < 8) return {};
+  uint64_t header_len = 0;
+  for (int i = 0; i < 8; ++i) {
+    header_len |= uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
+  }
+  const auto header = nlohmann::json::parse(bytes.substr(8, header_len));
+  if (!header.contains(name) || header[name]["dtype"] != "F32") return {};
+  const uint64_t begin = header[name]["data_offsets"][0];
+  const uint64_t end = header[name]["data_offsets"][1];
+  std::vector<float> values((end - begin) / sizeof(float));
+  std::memcpy(values.data(), bytes.data() + 8 + header_len + begin, end - begin);
+  return values;
+}
+
+// A WAV file, parsed here independently of ops/common's reader (RIFF
+// chunks, little-endian): 16-bit PCM (codes / 32767) or 32-bit IEEE float.
+struct WavFile {
+  int format_tag = 0;  // 1 PCM, 3 IEEE float; 0 = not read
+  int channels = 0;
+  int sample_rate_hz = 0;
+  std::vector<double> interleaved;
+};
+
+uint32_t Le(const std::string& b, size_t at, int n) {
+  uint32_t v = 0;
+  for (int i = 0; i < n; ++i) v |= uint32_t{static_cast<unsigned char>(b[at + i])} << (8 * i);
+  return v;
+}
+
+WavFile ReadWavFile(const std::string& path) {
+  WavFile wav;
+  const std::string b = ReadFile(path);
+  if (b.size() < 12 || b.compare(0, 4, "RIFF") != 0 || b.compare(8, 4, "WAVE") != 0) return wav;
+  for (size_t at = 12; at + 8 <= b.size();) {
+    const std::string id = b.substr(at, 4);
+    const uint32_t size = Le(b, at + 4, 4);
+    const size_t body = at + 8;
+    if (body + size > b.size()) break;
+    if (id == "fmt ") {
+      const int tag = static_cast<int>(Le(b, body, 2));
+      const int bits = static_cast<int>(Le(b, body + 14, 2));
+      if ((tag == 1 && bits == 16) || (tag == 3 && bits == 32)) wav.format_tag = tag;
+      wav.channels = static_cast<int>(Le(b, body + 2, 2));
+      wav.sample_rate_hz = static_cast<int>(Le(b, body + 4, 4));
+    } else if (id == "data" && wav.format_tag == 1) {
+      for (size_t i = 0; i + 2 <= size; i += 2) {
+        wav.interleaved.push_back(static_cast<int16_t>(Le(b, body + i, 2)) / 32767.0);
+      }
+    } else if (id == "data" && wav.format_tag == 3) {
+      for (size_t i = 0; i + 4 <= size; i += 4) {
+        const uint32_t bits = Le(b, body + i, 4);
+        float f;
+        std::memcpy(&f, &bits, sizeof(f));
+        wav.interleaved.push_back(f);
+      }
+    }
+    at = body + size + (size & 1);
+  }
+  return wav;
+}
+
+bool HaveTool(const std::string& name) {
+  return vaed::ops_test::RunCommand("command -v " + name + " >/dev/null 2>&1").exit_code == 0;
+}
+
+// One daemon with the golden tiny H3 decoders: "a3" (audio only) and "hv"
+// (video + audio, the H3 A/V length rule at 24 fps).
+class VaectlH3DaemonTest : public ::testing::Test {
+ protected:
+  static bool HaveGolden() { return fs::exists(kGolden + "/audio_tiny_weights.safetensors"); }
+
+  static void SetUpTestSuite() {
+    if (!HaveGolden()) return;
+    const std::string audio =
+        kGolden + "/audio_tiny_weights.safetensors:" + kGolden + "/audio_tiny_config.json";
+    const std::string video =
+        kGolden + "/video_tiny_weights.safetensors:" + kGolden + "/video_tiny_config.json";
+    daemon_ = new vaed::testing::DaemonProcess({"--model", "a3=h3_audio:" + audio, "--model",
+                                                "hv=h3:" + video + ":" + audio,
+                                                "--intra-op-threads", "2"});
+    ready_ = daemon_->ok();
+    if (!ready_) startup_log_ = daemon_->Log();
+  }
+
+  static void TearDownTestSuite() {
+    if (daemon_) {
+      EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->Log();
+    }
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (!HaveGolden()) GTEST_SKIP() << kGolden << " not present";
+    ASSERT_TRUE(ready_) << "vaed did not become ready; its log:\n" << startup_log_;
+  }
+
+  static CliRun Vaectl(const std::string& args) {
+    return VaectlAt(daemon_->socket(), daemon_->dir(), args);
+  }
+  static std::string Tmp(const std::string& name) {
+    return (fs::path(daemon_->dir()) / name).string();
+  }
+
+  static inline vaed::testing::DaemonProcess* daemon_ = nullptr;
+  static inline bool ready_ = false;
+  static inline std::string startup_log_;
+};
+
+TEST_F(VaectlH3DaemonTest, AudioOnlyStereoGoldenWritesWavMatchingTheReference) {
+  const std::string golden = kGolden + "/audio_case_stereo.safetensors";
+  const std::string wav_path = Tmp("stereo.wav");
+  const CliRun r = Vaectl("decode --audio-latent '" + golden + "' --model a3 --audio-out '" +
+                          wav_path + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["frames"], 0);
+  EXPECT_TRUE(j["latent_source"].is_null());
+  EXPECT_TRUE(j["video_seconds"].is_null());
+  EXPECT_EQ(j["outputs"], nlohmann::json({wav_path}));
+  EXPECT_TRUE(j["timings"].contains("audio_vae.decode_latent"));
+  const auto& a = j["audio"];
+  EXPECT_EQ(a["latent_source"], "audio_case_stereo.safetensors:latent");
+  EXPECT_EQ(a["latent_shape"], nlohmann::json({2, 32, 40}));
+  EXPECT_EQ(a["channels"], 2);
+  EXPECT_EQ(a["samples"], 32000);
+  EXPECT_EQ(a["sample_rate_hz"], 32000);
+  EXPECT_DOUBLE_EQ(a["seconds"].get<double>(), 1.0);
+  EXPECT_EQ(a["nonfinite"], 0);
+  EXPECT_EQ(a["constant"], false);
+  EXPECT_EQ(a["reference_key"], "waveform");
+  EXPECT_EQ(a["values_compared"], 64000);
+  EXPECT_EQ(a["wav"], wav_path);
+  EXPECT_EQ(a["wav_format"], "pcm16");
+  // Golden README §8: kernel/batch differences alone reach ~2.6e-5.
+  const double max_diff = a["max_abs_diff_vs_reference"].get<double>();
+  EXPECT_LE(max_diff, 5e-5);
+
+  // The same decode as float32 WAV: exactly the daemon's samples.
+  const std::string float_path = Tmp("stereo_f32.wav");
+  ASSERT_EQ(Vaectl("decode --audio-latent '" + golden + "' --model a3 --audio-out '" + float_path +
+                   "' --wav-format float32")
+                .exit_code,
+            0);
+
+  const std::vector<float> reference = ReadF32Tensor(golden, "waveform");  // [2, 1, 32000]
+  ASSERT_EQ(reference.size(), 64000u);
+  const WavFile pcm = ReadWavFile(wav_path);
+  const WavFile exact = ReadWavFile(float_path);
+  ASSERT_EQ(pcm.format_tag, 1);
+  ASSERT_EQ(exact.format_tag, 3);
+  for (const WavFile* w : {&pcm, &exact}) {
+    EXPECT_EQ(w->channels, 2);
+    EXPECT_EQ(w->sample_rate_hz, 32000);
+    ASSERT_EQ(w->interleaved.size(), 64000u);
+  }
+  double pcm_vs_reference = 0, exact_vs_reference = 0, pcm_vs_exact = 0;
+  for (size_t i = 0; i < 32000; ++i) {
+    for (size_t c = 0; c < 2; ++c) {
+      const double ref = reference[c * 32000 + i];  // planar; WAV is interleaved
+      const double p = pcm.interleaved[i * 2 + c], e = exact.interleaved[i * 2 + c];
+      pcm_vs_reference = std::max(pcm_vs_reference, std::abs(p - ref));
+      exact_vs_reference = std::max(exact_vs_reference, std::abs(e - ref));
+      pcm_vs_exact = std::max(pcm_vs_exact, std::abs(p - e));
+    }
+  }
+  std::printf(
+      "stereo: decode vs reference %.3g (JSON %.3g), pcm16 WAV vs decode %.3g, "
+      "pcm16 WAV vs reference %.3g (1/32767 = %.3g)\n",
+      exact_vs_reference, max_diff, pcm_vs_exact, pcm_vs_reference, 1.0 / 32767);
+  EXPECT_DOUBLE_EQ(exact_vs_reference, max_diff);
+  // pcm16 rounds to the nearest code: within half a step of the decode.
+  EXPECT_LE(pcm_vs_exact, 0.5 / 32767 + 1e-9);
+  // So against the reference: half a step plus the decode's own difference.
+  // (A flat 1/32767 does not hold: 0.5/32767 + 2.78e-5 can exceed it.)
+  EXPECT_LE(pcm_vs_reference, 0.5 / 32767 + max_diff + 1e-9);
+}
+
+TEST_F(VaectlH3DaemonTest, JointGoldenDecodeToMp4CarriesAacAudioAndKeepsTheWav) {
+  if (!HaveTool("ffmpeg")) GTEST_SKIP() << "ffmpeg not installed";
+  const std::string mp4 = Tmp("joint.mp4");
+  const CliRun r = Vaectl("decode '" + kGolden +
+                          "/video_case_one_tile.safetensors' --reference-key frames_u8 "
+                          "--audio-latent '" +
+                          kGolden +
+                          "/audio_case_odd_length.safetensors' --model hv --format mp4 "
+                          "--out '" +
+                          mp4 + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["frames"], 22);
+  EXPECT_EQ(j["max_abs_diff_vs_reference"], 0);
+  EXPECT_DOUBLE_EQ(j["fps"].get<double>(), 24.0);
+  EXPECT_NEAR(j["video_seconds"].get<double>(), 22.0 / 24, 1e-12);
+  EXPECT_EQ(j["expected_audio_latent_frames"], 37);
+  EXPECT_EQ(j["av_lengths_match"], true);
+  EXPECT_EQ(j["independent_lengths"], false);
+  EXPECT_EQ(j["audio"]["latent_frames"], 37);
+  EXPECT_EQ(j["audio"]["samples"], 29600);
+  EXPECT_LE(j["audio"]["max_abs_diff_vs_reference"].get<double>(), 5e-5);
+  EXPECT_FALSE(j["video_sanity"].is_null());
+  EXPECT_TRUE(j["timings"].contains("audio_vae.decode_latent"));
+  EXPECT_TRUE(j["timings"].contains("video_vae.decode_latent"));
+  EXPECT_EQ(j["outputs"], nlohmann::json({mp4, Tmp("joint.wav")}));
+  const WavFile wav = ReadWavFile(Tmp("joint.wav"));
+  EXPECT_EQ(wav.format_tag, 1);
+  EXPECT_EQ(wav.channels, 1);
+  EXPECT_EQ(wav.interleaved.size(), 29600u);
+
+  if (!HaveTool("ffprobe")) GTEST_SKIP() << "ffprobe not installed; MP4 streams not checked";
+  const std::string probe = vaed::ops_test::RunCommand(
+                                "ffprobe -v error -show_entries "
+                                "stream=codec_type,codec_name,sample_rate,channels -of "
+                                "compact '" +
+                                mp4 + "'")
+                                .out;
+  EXPECT_THAT(probe, HasSubstr("codec_name=h264|codec_type=video"));
+  EXPECT_THAT(probe, HasSubstr("codec_name=aac|codec_type=audio|sample_rate=32000|channels=1"));
+}
+
+TEST_F(VaectlH3DaemonTest, MismatchedJointLengthsFailUnlessIndependentLengths) {
+  const std::string args = "decode '" + kGolden + "/video_case_one_tile.safetensors' " +
+                           "--audio-latent '" + kGolden +
+                           "/audio_case_one_second.safetensors' --model hv --format none";
+  const CliRun rejected = Vaectl(args);
+  EXPECT_NE(rejected.exit_code, 0);
+  // 22 frames at 24 fps need round(22 / 24 * 40) = 37 latent frames; 40 given.
+  EXPECT_THAT(rejected.err, HasSubstr("40 audio latent frames"));
+  EXPECT_THAT(rejected.err, HasSubstr("= 37 audio latent frames"));
+  EXPECT_THAT(rejected.err, HasSubstr("22 frames"));
+  EXPECT_THAT(rejected.err, HasSubstr("--independent-lengths"));
+  EXPECT_TRUE(rejected.out.empty()) << rejected.out;
+
+  const CliRun waived = Vaectl(args + " --independent-lengths --json");
+  ASSERT_EQ(waived.exit_code, 0) << waived.err;
+  const auto j = nlohmann::json::parse(waived.out);
+  EXPECT_EQ(j["independent_lengths"], true);
+  EXPECT_EQ(j["expected_audio_latent_frames"], 37);
+  EXPECT_EQ(j["av_lengths_match"], false);
+  EXPECT_EQ(j["audio"]["latent_frames"], 40);
+  EXPECT_EQ(j["outputs"], nlohmann::json::array());
+
+  const CliRun text = Vaectl(args + " --independent-lengths");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("the video needs 37 audio latent frames: +3 latent frames, "
+                                  "independent lengths"));
+}
 
 }  // namespace
