@@ -155,6 +155,114 @@ std::string DimName(size_t i) {
 
 }  // namespace
 
+// ---- Tile plan ----
+
+int64_t Taef2AxisTiles::extent_px() const { return extent_latent * Taef2Decoder::kUpscale; }
+int64_t Taef2AxisTiles::tile_extent_px() const {
+  return tile_extent_latent * Taef2Decoder::kUpscale;
+}
+int64_t Taef2AxisTiles::start_px(int64_t i) const {
+  return start_latent[static_cast<size_t>(i)] * Taef2Decoder::kUpscale;
+}
+int64_t Taef2AxisTiles::end_px(int64_t i) const { return start_px(i) + tile_extent_px(); }
+
+std::vector<float> Taef2AxisTiles::BlendWeights(int64_t i) const {
+  std::vector<float> w(static_cast<size_t>(tile_extent_px()), 1.0f);
+  const int64_t origin = start_px(i);
+  // A ramp value (k + 0.5) / O: exact in double, and in float32 when O is a
+  // power of two (README §5: multiples of 2^-8 for O = 128).
+  auto ramp = [](int64_t k, int64_t o) {
+    return (static_cast<double>(k) + 0.5) / static_cast<double>(o);
+  };
+  if (i > 0) {  // rising over the band of seam i-1; nothing of this tile before it
+    const size_t s = static_cast<size_t>(i - 1);
+    const int64_t begin = blend_begin_px[s], end = blend_end_px[s];
+    for (int64_t p = origin; p < end; ++p) {
+      w[static_cast<size_t>(p - origin)] =
+          p < begin ? 0.0f : static_cast<float>(ramp(p - begin, end - begin));
+    }
+  }
+  if (i + 1 < tiles()) {  // falling over the band of seam i; it ends where the tile does
+    const size_t s = static_cast<size_t>(i);
+    const int64_t begin = blend_begin_px[s], end = blend_end_px[s];
+    for (int64_t p = begin; p < end; ++p) {
+      w[static_cast<size_t>(p - origin)] = static_cast<float>(1.0 - ramp(p - begin, end - begin));
+    }
+  }
+  return w;
+}
+
+Taef2TileRect Taef2TilePlan::tile(int64_t index) const {
+  Taef2TileRect r;
+  r.row = index / cols.tiles();
+  r.col = index % cols.tiles();
+  r.y_latent = rows.start_latent[static_cast<size_t>(r.row)];
+  r.x_latent = cols.start_latent[static_cast<size_t>(r.col)];
+  r.height_latent = rows.tile_extent_latent;
+  r.width_latent = cols.tile_extent_latent;
+  r.y_px = r.y_latent * Taef2Decoder::kUpscale;
+  r.x_px = r.x_latent * Taef2Decoder::kUpscale;
+  r.height_px = r.height_latent * Taef2Decoder::kUpscale;
+  r.width_px = r.width_latent * Taef2Decoder::kUpscale;
+  return r;
+}
+
+namespace {
+
+// README §5 layout on one axis; arguments already validated.
+Taef2AxisTiles PlanAxis(int64_t extent_latent, int64_t tile_latent, int64_t overlap_latent) {
+  Taef2AxisTiles axis;
+  axis.extent_latent = extent_latent;
+  axis.tile_extent_latent = std::min(tile_latent, extent_latent);
+  if (extent_latent <= tile_latent) {
+    axis.start_latent = {0};
+    return axis;
+  }
+  const int64_t step = tile_latent - overlap_latent;
+  const int64_t last = extent_latent - tile_latent;
+  for (int64_t s = 0; s < last; s += step) axis.start_latent.push_back(s);
+  axis.start_latent.push_back(last);
+  for (int64_t i = 0; i + 1 < axis.tiles(); ++i) {
+    // Clipped at the end of tile i-1 so that no pixel lies in two bands
+    // (possible only next to the end-aligned last tile).
+    int64_t begin = axis.start_px(i + 1);
+    if (i > 0) begin = std::max(begin, axis.end_px(i - 1));
+    axis.blend_begin_px.push_back(begin);
+    axis.blend_end_px.push_back(axis.end_px(i));
+  }
+  return axis;
+}
+
+}  // namespace
+
+Result<Taef2TilePlan> PlanTaef2Tiles(int64_t height_latent, int64_t width_latent,
+                                     int64_t tile_latent, int64_t overlap_latent) {
+  const std::string bound = std::to_string(kTaef2MaxPlannerExtentLatent);
+  const std::pair<const char*, int64_t> sizes[] = {{"height_latent", height_latent},
+                                                   {"width_latent", width_latent},
+                                                   {"tile_latent", tile_latent}};
+  for (const auto& [field, value] : sizes) {
+    if (value < 1 || value > kTaef2MaxPlannerExtentLatent) {
+      return InvalidArgument(std::string("taef2 tiling: ") + field + " is " +
+                             std::to_string(value) + "; must be in [1, " + bound +
+                             "] latent cells");
+    }
+  }
+  if (overlap_latent < 0 || overlap_latent >= tile_latent) {
+    return InvalidArgument("taef2 tiling: overlap_latent is " + std::to_string(overlap_latent) +
+                           "; must be >= 0 and < tile_latent (" + std::to_string(tile_latent) +
+                           ")");
+  }
+  Taef2TilePlan plan;
+  plan.tile_latent = tile_latent;
+  plan.overlap_latent = overlap_latent;
+  plan.rows = PlanAxis(height_latent, tile_latent, overlap_latent);
+  plan.cols = PlanAxis(width_latent, tile_latent, overlap_latent);
+  return plan;
+}
+
+// ---- Decoder ----
+
 Taef2Decoder::Taef2Decoder(ModelInfo info, std::unique_ptr<Weights> weights, int64_t frame_batch)
     : info_(std::move(info)), weights_(std::move(weights)), frame_batch_(frame_batch) {}
 
@@ -338,11 +446,20 @@ Result<DecodePlan> Taef2Decoder::Plan(DType latent_dtype,
 }
 
 torch::Tensor Taef2Decoder::Forward(const torch::Tensor& latent) const {
+  return Tail(Stem(latent));
+}
+
+torch::Tensor Taef2Decoder::Stem(const torch::Tensor& latent) const {
   const Weights& w = *weights_;
   torch::Tensor x = torch::tanh(latent / 3.0).mul_(3.0);  // module 0, soft clamp
   x = Conv3(x, w.in_w, w.in_b).relu_();                   // modules 1, 2
   for (const Taef2BlockWeights& b : w.mid) x = RunBlock(std::move(x), b);
-  x = Conv3(Upsample2x(x), w.up1_w, {});  // modules 6, 7
+  return x;
+}
+
+torch::Tensor Taef2Decoder::Tail(const torch::Tensor& features) const {
+  const Weights& w = *weights_;
+  torch::Tensor x = Conv3(Upsample2x(features), w.up1_w, {});  // modules 6, 7
   for (const Taef2BlockWeights& b : w.stage1) x = RunBlock(std::move(x), b);
   x = Conv3(Upsample2x(x), w.up2_w, {});  // modules 11, 12
   for (const Taef2BlockWeights& b : w.stage2) x = RunBlock(std::move(x), b);
@@ -386,6 +503,85 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
   } catch (...) {
     return CurrentTorchErrorStatus("model '" + info_.name + "': decode of latent " +
                                    ShapeToString(latent.sizes().vec()));
+  }
+}
+
+Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& latent,
+                                                      const Taef2TilingOptions& options,
+                                                      DecodeReport* report) {
+  if (!latent.defined()) return InvalidArgument("latent is an undefined tensor");
+  VAED_ASSIGN_OR_RETURN(DecodePlan plan,
+                        Plan(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
+  if (!latent.device().is_cpu()) {
+    return InvalidArgument("latent.device is " + latent.device().str() + "; model '" + info_.name +
+                           "' runs on CPU");
+  }
+  VAED_ASSIGN_OR_RETURN(
+      Taef2TilePlan tiles,
+      PlanTaef2Tiles(latent.size(2), latent.size(3), options.tile_latent, options.overlap_latent));
+  try {
+    torch::NoGradGuard no_grad;
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    std::chrono::duration<double> stem_seconds{0}, tiles_seconds{0};
+
+    // 2-D weights w_y(y) * w_x(x) per tile, formed before they meet the
+    // tile so that each output term is one rounding of (exact weight) x
+    // tile, as in the reference.
+    std::vector<torch::Tensor> row_w, col_w;
+    for (int64_t i = 0; i < tiles.rows.tiles(); ++i) {
+      row_w.push_back(torch::tensor(tiles.rows.BlendWeights(i), torch::kFloat).view({-1, 1}));
+    }
+    for (int64_t i = 0; i < tiles.cols.tiles(); ++i) {
+      col_w.push_back(torch::tensor(tiles.cols.BlendWeights(i), torch::kFloat).view({1, -1}));
+    }
+
+    // After the stem, peak memory follows frames x tile cells (the stem's
+    // own activations are 64 channels at latent resolution, 1/64 of that).
+    const int64_t tile_cells = tiles.rows.tile_extent_latent * tiles.cols.tile_extent_latent;
+    const int64_t batch = std::clamp<int64_t>(
+        kMaxCellsPerForward / std::max<int64_t>(tile_cells, 1), 1, frame_batch_);
+    torch::Tensor out = torch::zeros({plan.frames, plan.channels, plan.height_px, plan.width_px},
+                                     torch::TensorOptions().dtype(torch::kFloat));
+    int64_t calls = 0;
+    for (int64_t begin = 0; begin < plan.frames; begin += batch) {
+      const int64_t n = std::min(batch, plan.frames - begin);
+      auto t0 = Clock::now();
+      const torch::Tensor feat = Stem(latent.narrow(0, begin, n));
+      auto t1 = Clock::now();
+      stem_seconds += t1 - t0;
+      torch::Tensor frames_out = out.narrow(0, begin, n);
+      for (int64_t i = 0; i < tiles.num_tiles(); ++i) {
+        const Taef2TileRect r = tiles.tile(i);
+        const torch::Tensor tile_out = Tail(feat.narrow(2, r.y_latent, r.height_latent)
+                                                .narrow(3, r.x_latent, r.width_latent)
+                                                .contiguous());
+        // add_ of a separately rounded product, not addcmul_, which may fuse.
+        frames_out.narrow(2, r.y_px, r.height_px)
+            .narrow(3, r.x_px, r.width_px)
+            .add_(tile_out.mul(row_w[static_cast<size_t>(r.row)] *
+                               col_w[static_cast<size_t>(r.col)]));
+        ++calls;
+      }
+      tiles_seconds += Clock::now() - t1;
+    }
+    const std::chrono::duration<double> elapsed = Clock::now() - start;
+    if (report != nullptr) {
+      report->timings.Add("taef2.stem", stem_seconds.count());
+      report->timings.Add("taef2.tiles", tiles_seconds.count());
+      report->timings.Add("taef2.decode_latent", elapsed.count());
+      report->tiling.tiled = true;
+      report->tiling.tile_rows = tiles.rows.tiles();
+      report->tiling.tile_cols = tiles.cols.tiles();
+      report->tiling.decoder_calls = calls;
+      report->tiling.max_tiles_per_call = 1;
+    }
+    return out;
+  } catch (...) {
+    return CurrentTorchErrorStatus("model '" + info_.name + "': hybrid tiled decode of latent " +
+                                   ShapeToString(latent.sizes().vec()) + " (tile_latent " +
+                                   std::to_string(options.tile_latent) + ", overlap_latent " +
+                                   std::to_string(options.overlap_latent) + ")");
   }
 }
 
