@@ -184,6 +184,8 @@ void BuildDecode(const DecodeRequest& request, bool plan_only, v1::Decode* d) {
   d->set_plan_only(plan_only);
   d->set_output_format(static_cast<v1::OutputFormat>(request.format));
   d->mutable_options()->set_stack_tiling(static_cast<v1::StackTiling>(request.stack_tiling));
+  d->mutable_options()->set_profile(request.profile);
+  d->mutable_options()->set_compile(static_cast<v1::Compile>(request.compile));
   if (request.fps != 0 || request.independent_lengths) {
     d->mutable_av_sync()->set_fps(request.fps);
     d->mutable_av_sync()->set_independent_lengths(request.independent_lengths);

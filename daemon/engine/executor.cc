@@ -63,6 +63,8 @@ void FillDecodeGeometry(const models::VaeModel& model, const std::optional<Video
   out->set_demo_weights(model.info().demo_weights);
   out->set_fps(av.fps);
   out->set_independent_lengths(av.independent_lengths);
+  out->set_profile(av.profile);
+  out->set_compile_decision(av.compile_decision);
   out->set_expected_audio_latent_frames(
       static_cast<uint64_t>(std::max<int64_t>(0, av.expected_audio_latent_frames)));
   if (video) {
@@ -373,6 +375,16 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
     v1::Timing* t = out->add_timings();
     t->set_component(component);
     t->set_seconds(seconds);
+  }
+
+  if (tiling.tiled && job.video) {
+    const std::string key = buckets.front() + " " + tiling.stack_decision;
+    if (logged_decisions_.insert(key).second) {
+      spdlog::info("decode: model {} bucket {} profile {}: tiles {} ({}); compile {}", info.name,
+                   job.video->plan.shape_bucket, job.av.profile,
+                   tiling.stacked ? "stacked" : "sequential", tiling.stack_decision,
+                   job.av.compile_decision);
+    }
   }
 
   std::string what;

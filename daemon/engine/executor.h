@@ -60,11 +60,14 @@ struct AudioPart {
   std::shared_ptr<HostRegion> output_region;
 };
 
-// Durations and the A/V length rule as applied to a request (AvSync).
+// Request-wide facts the reply states: durations, the A/V length rule as
+// applied (AvSync), and the resolved profile and compile decision.
 struct AvFacts {
   double fps = models::kDefaultFps;        // video frames per second used
   int64_t expected_audio_latent_frames = 0;  // 0: no video or no audio decoder
   bool independent_lengths = false;
+  std::string profile;            // e.g. "safe"
+  std::string compile_decision;   // e.g. "off (profile safe)"
 };
 
 // One accepted Decode request: a video part, an audio part, or both.
@@ -137,6 +140,9 @@ class Executor {
   // Shape buckets decoded at least once (model name + bucket); executor
   // thread only.
   std::set<std::string> warm_buckets_;
+  // (bucket, tile-scheduling decision) pairs already logged: each decision
+  // is logged once per shape bucket, not per request.
+  std::set<std::string> logged_decisions_;
   std::thread thread_;
 };
 

@@ -27,7 +27,9 @@ int64_t AudioLatentFramesForVideo(int64_t video_frames, double fps, double audio
 
 std::string FormatSeconds(double seconds) {
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3f s", seconds);
+  // %.3f of an absurd duration would not fit; such values come only from
+  // absurd frame rates, so print them in scientific notation.
+  std::snprintf(buf, sizeof buf, std::fabs(seconds) < 1e12 ? "%.3f s" : "%.3g s", seconds);
   return buf;
 }
 

@@ -55,6 +55,40 @@ struct DecodePlan {
   std::string shape_bucket;
 };
 
+// What a model declares it supports (DESIGN.md §2.5): request options and
+// config keys are validated against these, never against model names. A
+// capability is declared only where it is implemented and tested.
+struct Capabilities {
+  bool video = true;              // Plan()/Decode() take video or image latents
+  bool audio = false;             // PlanAudio()/DecodeAudio() work
+  bool tiled = false;             // decodes in tiles (tiling is model semantics)
+  bool stack_tiling = false;      // several same-shape tiles in one decoder call
+  bool compiled_plans = false;    // a compiled-plan backend exists for it
+  bool spatial_sharding = false;  // tiles of one window spread over ranks
+  bool independent_group = false; // runs on the daemon's own VAE process group
+  bool student = false;           // a student decoder artifact is configured
+
+  // The names of the true capabilities, in the order above ("video",
+  // "audio", "tiled", "stack_tiling", "compiled_plans", "spatial_sharding",
+  // "independent_group", "student"): Status.models[].capabilities.
+  std::vector<std::string> Names() const {
+    std::vector<std::string> out;
+    const std::pair<bool, const char*> all[] = {
+        {video, "video"},
+        {audio, "audio"},
+        {tiled, "tiled"},
+        {stack_tiling, "stack_tiling"},
+        {compiled_plans, "compiled_plans"},
+        {spatial_sharding, "spatial_sharding"},
+        {independent_group, "independent_group"},
+        {student, "student"}};
+    for (const auto& [on, name] : all) {
+      if (on) out.emplace_back(name);
+    }
+    return out;
+  }
+};
+
 struct ModelInfo {
   std::string name;            // registry name, e.g. "taef2"
   std::string kind;            // "taef2", "demo"
@@ -66,16 +100,11 @@ struct ModelInfo {
   int64_t latent_channels = 0;
   DType latent_dtype = DType::kFloat32;  // the dtype Decode() takes
   std::string compute_dtype = "float32";  // dtype of the decoder's arithmetic
-  // Capabilities (DESIGN.md §2.5): what per-request options may ask for.
-  bool supports_stack_tiling = false;  // TileScheduling::kStacked exists
-  // Modalities: Plan()/Decode() work (video or image latents), and
-  // PlanAudio()/DecodeAudio() work.
-  bool decodes_video = true;
-  bool decodes_audio = false;
+  Capabilities caps;
   // Video frame rate the decoded frames are meant for (H3: 24 fps); 0 when
   // the model has none (durations then assume kDefaultFps).
   double native_fps = 0;
-  // Audio decoder facts (decodes_audio): output sample rate, latent frame
+  // Audio decoder facts (caps.audio): output sample rate, latent frame
   // rate (H3: 32000 Hz, 40 latent frames per second), weights.
   int64_t audio_sample_rate_hz = 0;
   double audio_latent_rate_hz = 0;
@@ -191,7 +220,7 @@ class VaeModel {
   // round_half_even(clamp(ToUnitRange(raw), 0, 1) * 255).
   virtual Result<torch::Tensor> ToUnitRange(const torch::Tensor& raw) const { return raw; }
 
-  // Audio (models with info().decodes_audio). Validates an audio latent
+  // Audio (models with info().caps.audio). Validates an audio latent
   // the way Plan() validates a video latent (errors name
   // "audio_latent.shape[i]" and the rule). The default rejects every audio
   // latent: the model has no audio decoder.

@@ -27,6 +27,10 @@ retained_heap_mib = 4096
 [log]
 level = "info"
 
+[profiles]
+default = "safe"
+allowed = ["safe", "optimized", "diagnostic"]
+
 [models]
 default = "demo"
 
@@ -136,7 +140,8 @@ Status ParseModelEntry(const TomlReader& r, const toml::table& t, size_t index,
 }
 
 Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o) {
-  VAED_RETURN_IF_ERROR(r.CheckKeys(root, "", {"server", "executor", "log", "models"}));
+  VAED_RETURN_IF_ERROR(
+      r.CheckKeys(root, "", {"server", "executor", "log", "models", "profiles"}));
 
   VAED_ASSIGN_OR_RETURN(const toml::table* server, r.Table(root, "server"));
   if (server) {
@@ -171,6 +176,20 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
     VAED_RETURN_IF_ERROR(r.String(*log, "log", "level", &o->log.level));
   }
 
+  VAED_ASSIGN_OR_RETURN(const toml::table* profiles, r.Table(root, "profiles"));
+  if (profiles) {
+    VAED_RETURN_IF_ERROR(r.CheckKeys(*profiles, "profiles", {"default", "allowed"}));
+    VAED_RETURN_IF_ERROR(r.String(*profiles, "profiles", "default", &o->profiles.default_profile));
+    if (const toml::node* allowed = profiles->get("allowed")) {
+      const toml::array* arr = allowed->as_array();
+      if (!arr) return r.Error("profiles.allowed", "must be an array of strings");
+      o->profiles.allowed.clear();
+      for (const toml::node& n : *arr) {
+        if (!n.is_string()) return r.Error("profiles.allowed", "must be an array of strings");
+        o->profiles.allowed.push_back(n.as_string()->get());
+      }
+    }
+  }
   VAED_ASSIGN_OR_RETURN(const toml::table* models, r.Table(root, "models"));
   if (models) {
     VAED_RETURN_IF_ERROR(r.CheckKeys(*models, "models", {"default", "entry"}));
@@ -308,6 +327,7 @@ Status ValidateOptions(const DaemonOptions& o) {
     return InvalidArgument("models.default '" + o.models.default_model +
                            "' is not a configured model (configured: " + known + ")");
   }
+  VAED_RETURN_IF_ERROR(ValidateProfileOptions(o.profiles));
   // Each entry's keys against its kind, without loading anything, so
   // --print-config and a bad config fail the same way.
   return models::ModelRegistry::Validate(o.models.entries, o.models.default_model);
@@ -416,6 +436,10 @@ std::string ToToml(const DaemonOptions& o) {
                                static_cast<int64_t>(o.executor.retained_heap_mib)},
                           });
   root.insert("log", toml::table{{"level", o.log.level}});
+  toml::array allowed;
+  for (const std::string& p : o.profiles.allowed) allowed.push_back(p);
+  root.insert("profiles",
+              toml::table{{"default", o.profiles.default_profile}, {"allowed", allowed}});
   toml::array entries;
   for (const auto& m : o.models.entries) {
     toml::table t{{"name", m.name}, {"kind", m.kind}};

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon/models/model_config.h"
+#include "daemon/server/decode_options.h"
 #include "vaed/status.h"
 
 namespace vaed::server {
@@ -69,6 +70,7 @@ struct DaemonOptions {
   ExecutorOptions executor;
   LogOptions log;
   ModelsOptions models;
+  ProfileOptions profiles;
   // Where the options came from, for the start-up log line.
   std::string source = "embedded defaults";
 };

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "daemon/models/av_sync.h"
+#include "daemon/server/decode_options.h"
 #include "vaed/wire.h"
 #include "vaed/zmq_status.h"
 
@@ -82,29 +83,6 @@ std::string FormatName(v1::OutputFormat format) {
       return "float32 NCHW ([0, 1])";
     default:
       return "uint8 NHWC";
-  }
-}
-
-// The request's tile scheduling, checked against what the model supports.
-Result<models::StackTiling> StackTilingFor(const models::ModelInfo& model,
-                                           v1::StackTiling requested) {
-  switch (requested) {
-    case v1::STACK_TILING_UNSPECIFIED:
-      return models::StackTiling::kDefault;
-    case v1::STACK_TILING_OFF:
-      return models::StackTiling::kOff;
-    case v1::STACK_TILING_ON:
-    case v1::STACK_TILING_AUTO:
-      if (!model.supports_stack_tiling) {
-        return InvalidArgument("options.stack_tiling is " + v1::StackTiling_Name(requested) +
-                               "; model '" + model.name + "' (kind " + model.kind +
-                               ") does not support stacked tiles: it does not decode in tiles");
-      }
-      return requested == v1::STACK_TILING_ON ? models::StackTiling::kOn
-                                              : models::StackTiling::kAuto;
-    default:
-      return InvalidArgument("options.stack_tiling " + std::to_string(requested) +
-                             " is unknown (expected OFF, ON or AUTO)");
   }
 }
 
@@ -480,14 +458,13 @@ Result<double> FpsFor(const models::ModelInfo& model, double requested) {
 Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& routing_id,
                                        const v1::Request& req, v1::Reply* reply) {
   const v1::Decode& d = req.decode();
-  if (!d.options().profile().empty() && d.options().profile() != "safe") {
-    return InvalidArgument("options.profile '" + d.options().profile() +
-                           "' is not available in this daemon (available: safe)");
-  }
   VAED_RETURN_IF_ERROR(CheckPrintableName(d.model(), "model"));
+  VAED_RETURN_IF_ERROR(CheckPrintableName(d.options().profile(), "options.profile"));
   VAED_ASSIGN_OR_RETURN(models::VaeModel * model, registry_->Get(d.model()));
   const models::ModelInfo& info = model->info();
   const std::string model_name = info.name;
+  VAED_ASSIGN_OR_RETURN(ResolvedOptions options,
+                        ResolveDecodeOptions(info, d.options(), options_.profiles));
 
   // Plans first: the latents' dtypes and shapes decide everything else.
   if (!d.has_latent() && !d.has_audio_latent()) {
@@ -499,13 +476,11 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   av.independent_lengths = d.av_sync().independent_lengths();
 
   std::optional<engine::VideoPart> video;
-  models::StackTiling stack_tiling = models::StackTiling::kDefault;
   if (d.has_latent()) {
     engine::VideoPart v;
     v.latent.dtype = FromProto(d.latent().dtype());
     v.latent.shape.assign(d.latent().shape().begin(), d.latent().shape().end());
     VAED_ASSIGN_OR_RETURN(v.plan, model->Plan(v.latent.dtype, v.latent.shape));
-    VAED_ASSIGN_OR_RETURN(stack_tiling, StackTilingFor(info, d.options().stack_tiling()));
     VAED_ASSIGN_OR_RETURN(OutputLayout expected, ExpectedOutput(v.plan, d.output_format()));
     v.output.dtype = expected.dtype;
     v.output.shape = expected.shape;
@@ -540,7 +515,7 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   }
 
   // The A/V length rule (AvSync).
-  if (video && info.decodes_audio) {
+  if (video && info.caps.audio) {
     av.expected_audio_latent_frames = models::AudioLatentFramesForVideo(
         video->plan.frames, av.fps, info.audio_latent_rate_hz);
   }
@@ -554,6 +529,8 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
          .sample_rate_hz = audio->plan.sample_rate_hz}));
   }
 
+  av.profile = options.profile;
+  av.compile_decision = options.compile_decision;
   if (d.plan_only()) {
     v1::DecodeReply* p = reply->mutable_decode();
     engine::FillDecodeGeometry(*model, video, audio, av, p);
@@ -645,7 +622,7 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   job->client_id = client->id;
   job->request_id = req.request_id();
   job->model = model;
-  job->settings.stack_tiling = stack_tiling;
+  job->settings.stack_tiling = options.stack_tiling;
   job->video = std::move(video);
   job->audio = std::move(audio);
   job->av = av;
@@ -671,12 +648,7 @@ void ControlLoop::FillStatus(v1::StatusReply* s) const {
     out->set_resident_bytes(i.resident_bytes);
     out->set_description(i.description);
     out->set_compute_dtype(i.compute_dtype);
-    if (i.decodes_video) out->add_capabilities("video");
-    if (i.decodes_audio) out->add_capabilities("audio");
-    if (i.supports_stack_tiling) {
-      out->add_capabilities("tiled");
-      out->add_capabilities("stack_tiling");
-    }
+    for (const std::string& c : i.caps.Names()) out->add_capabilities(c);
     out->set_audio_weights_path(i.audio_weights_path);
     out->set_audio_weights_sha256(i.audio_weights_sha256);
     out->set_audio_sample_rate_hz(static_cast<uint32_t>(i.audio_sample_rate_hz));
@@ -693,6 +665,8 @@ void ControlLoop::FillStatus(v1::StatusReply* s) const {
   s->set_intra_op_threads(static_cast<uint32_t>(options_.executor.intra_op_threads));
   s->set_socket(options_.server.socket);
   s->set_pid(getpid());
+  s->set_default_profile(options_.profiles.default_profile);
+  for (const std::string& p : options_.profiles.allowed) s->add_allowed_profiles(p);
 }
 
 }  // namespace vaed::server

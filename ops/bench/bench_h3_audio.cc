@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -133,6 +134,10 @@ int main(int argc, char** argv) {
   app.add_flag("--glibc-default-malloc", o.glibc_default_malloc,
                "keep glibc's default malloc settings instead of the daemon's memory policy");
   CLI11_PARSE(app, argc, argv);
+  if (!std::isfinite(o.seconds)) {  // CLI::Range lets NaN through
+    std::cerr << "vaed_bench_h3_audio: --seconds must be a finite number in [0.025, 600]\n";
+    return 2;
+  }
   spdlog::set_level(spdlog::level::warn);
   if (!o.glibc_default_malloc) vaed::engine::RetainFreedMemoryForReuse();
   try {

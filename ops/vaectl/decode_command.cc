@@ -153,6 +153,21 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
   }
   auto wav_format = ParseWavFormat(options.wav_format);
   if (!wav_format.ok()) return ReportFailure("decode", wav_format.status());
+  // Flags that would otherwise be ignored without a word.
+  if (!has_video && (options.format != "png" || !options.out.empty())) {
+    if (options.format != "none" || !options.out.empty()) {
+      return ReportFailure(
+          "decode", InvalidArgument("--format " + options.format +
+                                    (options.out.empty() ? "" : " / --out " + options.out) +
+                                    " apply to video frames, and this decode has no video "
+                                    "latent; an audio-only decode writes a WAV (choose it "
+                                    "with --audio-out) or nothing with --format none"));
+    }
+  }
+  if (options.format == "none" && !options.audio_out.empty()) {
+    return ReportFailure("decode", InvalidArgument("--audio-out " + options.audio_out +
+                                                   " is set but --format none writes no files"));
+  }
 
   std::optional<LatentInput> latent;
   if (has_video) {
@@ -221,6 +236,18 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
     outputs = *with_audio;
   }
   if (Status s = CheckOutputTools(outputs); !s.ok()) return ReportFailure("decode", s);
+  // Writing over an input would corrupt the file this process still has
+  // mapped (and read for the reference comparison): refuse before decoding.
+  {
+    std::vector<std::string> inputs;
+    if (latent && !options.latent_file.empty()) inputs.push_back(options.latent_file);
+    if (audio_latent && !options.audio_latent_file.empty()) {
+      inputs.push_back(options.audio_latent_file);
+    }
+    if (Status s = CheckOutputsAvoidInputs(outputs, inputs); !s.ok()) {
+      return ReportFailure("decode", s);
+    }
+  }
 
   std::optional<RegionPair> video_regions;
   if (latent) {

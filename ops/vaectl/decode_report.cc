@@ -169,10 +169,27 @@ Result<OutputPlan> PlanAudioOutput(OutputPlan plan, const std::string& format,
   }
   if (plan.wav == plan.path || plan.wav == plan.sidecar) {
     return InvalidArgument("the audio output " + plan.wav +
-                           " would overwrite the video output; choose it with --audio-out");
+                           " would overwrite the video output; choose another path with "
+                           "--audio-out");
   }
   plan.mux_audio = plan.kind == OutputKind::kMp4;
   return plan;
+}
+
+Status CheckOutputsAvoidInputs(const OutputPlan& plan, const std::vector<std::string>& inputs) {
+  for (const std::string& out : {plan.path, plan.sidecar, plan.wav}) {
+    if (out.empty()) continue;
+    for (const std::string& in : inputs) {
+      std::error_code ec;
+      const bool same = out == in || (fs::exists(out, ec) && fs::equivalent(out, in, ec));
+      if (same) {
+        return InvalidArgument("output " + out + " is the input file " + in +
+                               "; writing it would destroy the latent (choose another --out or "
+                               "--audio-out)");
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 Status CheckOutputTools(const OutputPlan& plan) {
@@ -305,7 +322,8 @@ AudioQuality CompareAudioWithFile(const ops::PlanarAudio& decoded, const Safeten
     q.notes.push_back("audio reference '" + reference_key + "' " + ShapeToString(entry->shape) +
                       " holds " + std::to_string(entry->nbytes / sizeof(float)) +
                       " values, the decode " + std::to_string(values) + " (" +
-                      std::to_string(decoded.channels) + " channels x " +
+                      std::to_string(decoded.channels) +
+                      (decoded.channels == 1 ? " channel x " : " channels x ") +
                       std::to_string(decoded.samples) + " samples); not compared");
     return q;
   }

@@ -81,6 +81,10 @@ Result<OutputPlan> PlanAudioOutput(OutputPlan plan, const std::string& format,
 // WAV writer needs none).
 Status CheckOutputTools(const OutputPlan& plan);
 
+// kInvalidArgument when a file `plan` would write (video, sidecar, WAV) is
+// one of `inputs` (the same file, by path or through another name).
+Status CheckOutputsAvoidInputs(const OutputPlan& plan, const std::vector<std::string>& inputs);
+
 // Writes `frames` as planned (ignoring the audio part of `plan`); returns
 // the files written. See ops/common/frame_writer.h for errors.
 Result<std::vector<std::string>> WriteOutputs(const OutputPlan& plan, const ops::RgbFrames& frames,

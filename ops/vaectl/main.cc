@@ -144,7 +144,16 @@ int main(int argc, char** argv) {
                    "video frame rate: of the MP4, and the one the daemon's A/V length rule and "
                    "durations use")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            try {
+              const double fps = std::stod(v);
+              if (fps > 0 && fps <= 1000) return "";  // false for NaN
+            } catch (const std::exception&) {
+            }
+            return "--fps " + v + " must be a frame rate in (0, 1000] frames per second";
+          },
+          "FPS in (0, 1000]"));
   decode_cmd
       ->add_option("--reference-key", decode.reference_key,
                    "uint8 [N,H,W,3] or [H,W,3] reference decode in the file to compare "

@@ -20,6 +20,11 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
         {"compute_dtype", m.compute_dtype()},
         {"capabilities", std::vector<std::string>(m.capabilities().begin(),
                                                   m.capabilities().end())},
+        {"audio_weights_path", m.audio_weights_path()},
+        {"audio_weights_sha256", m.audio_weights_sha256()},
+        {"audio_sample_rate_hz", m.audio_sample_rate_hz()},
+        {"audio_latent_rate_hz", m.audio_latent_rate_hz()},
+        {"native_fps", m.native_fps()},
     });
   }
   return {
@@ -29,6 +34,9 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
       {"pid", s.pid()},
       {"socket", s.socket()},
       {"default_model", s.default_model()},
+      {"default_profile", s.default_profile()},
+      {"allowed_profiles", std::vector<std::string>(s.allowed_profiles().begin(),
+                                                    s.allowed_profiles().end())},
       {"models", models},
       {"clients", s.clients()},
       {"regions", s.regions()},
@@ -54,6 +62,9 @@ std::string FormatStatus(const v1::StatusReply& s) {
   summary.AddRow({"executor", "queue depth " + std::to_string(s.queue_depth()) + ", " +
                                   std::to_string(s.intra_op_threads()) + " intra-op threads"});
   summary.AddRow({"default model", s.default_model()});
+  std::string allowed;
+  for (const auto& p : s.allowed_profiles()) allowed += (allowed.empty() ? "" : ", ") + p;
+  summary.AddRow({"profiles", "default " + s.default_profile() + "; allowed " + allowed});
   out << summary.Render();
 
   out << "\nmodels\n";
@@ -72,6 +83,20 @@ std::string FormatStatus(const v1::StatusReply& s) {
                    m.weights_path().empty() ? "-" : m.weights_path()});
   }
   out << models.Render();
+  // What each model supports, and its audio decoder where it has one.
+  for (const auto& m : s.models()) {
+    std::string caps;
+    for (const auto& c : m.capabilities()) caps += (caps.empty() ? "" : ", ") + c;
+    out << "  " << m.name() << ": " << (caps.empty() ? "-" : caps);
+    if (m.audio_sample_rate_hz() > 0) {
+      const std::string& sha = m.audio_weights_sha256();
+      out << "; audio " << m.audio_sample_rate_hz() << " Hz, " << m.audio_latent_rate_hz()
+          << " latent frames/s, weights "
+          << (sha.empty() ? std::string("DEMO") : sha.substr(0, 12) + "... " +
+                                                      m.audio_weights_path());
+    }
+    out << "\n";
+  }
   out << "(* = default model";
   if (any_demo) out << "; DEMO = deterministic random weights, not a trained decoder";
   out << ")\n";

@@ -434,6 +434,44 @@ TEST_F(H3AvRejectTest, MisplacedAudioOutputsAreRejected) {
   EXPECT_TRUE(ok.ok()) << ok.status().ToString();
 }
 
+TEST_F(H3AvRejectTest, ProfilesAndCapabilitiesDriveOptions) {
+  client::DecodeRequest request;
+  request.model = "av";
+  request.latent = {0, 0, DType::kFloat32, {1, 24, 7, 16, 16}};
+  auto safe = client_->PlanDecode(request);
+  ASSERT_TRUE(safe.ok()) << safe.status().ToString();
+  EXPECT_EQ(safe->profile(), "safe");
+  EXPECT_EQ(safe->compile_decision(), "off (profile safe)");
+  request.profile = "optimized";
+  request.compile = client::Compile::kAuto;
+  auto optimized = client_->PlanDecode(request);
+  ASSERT_TRUE(optimized.ok()) << optimized.status().ToString();
+  EXPECT_EQ(optimized->profile(), "optimized");
+  EXPECT_THAT(optimized->compile_decision(), HasSubstr("auto: eager (no compiled-plan backend"));
+  request.compile = client::Compile::kOn;
+  EXPECT_THAT(client_->PlanDecode(request).status().message(),
+              HasSubstr("options.compile is COMPILE_ON; model 'av' (kind h3) has no "
+                        "compiled-plan backend"));
+  request.compile = client::Compile::kDefault;
+  request.profile = "student";
+  EXPECT_THAT(client_->PlanDecode(request).status().message(),
+              HasSubstr("options.profile 'student' is not allowed"));
+  // Stacked tiles on a model that does not decode in tiles.
+  client::DecodeRequest demo;
+  demo.model = "demo";
+  demo.latent = {0, 0, DType::kFloat32, {1, 32, 8, 8}};
+  demo.stack_tiling = client::StackTiling::kOn;
+  EXPECT_THAT(client_->PlanDecode(demo).status().message(),
+              HasSubstr("options.stack_tiling is STACK_TILING_ON; model 'demo' (kind demo) does "
+                        "not support stacked tiles"));
+  auto status = client_->GetStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->default_profile(), "safe");
+  EXPECT_THAT(std::vector<std::string>(status->allowed_profiles().begin(),
+                                       status->allowed_profiles().end()),
+              ::testing::ElementsAre("safe", "optimized", "diagnostic"));
+}
+
 TEST_F(H3AvRejectTest, StatusDescribesBothDecoders) {
   auto status = client_->GetStatus();
   ASSERT_TRUE(status.ok());

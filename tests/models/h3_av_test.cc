@@ -156,8 +156,8 @@ TEST_F(H3VaeTest, AudioPlanStatesTheContract) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   const ModelInfo& info = (*m)->info();
   EXPECT_EQ(info.kind, "h3");
-  EXPECT_TRUE(info.decodes_video);
-  EXPECT_TRUE(info.decodes_audio);
+  EXPECT_TRUE(info.caps.video);
+  EXPECT_TRUE(info.caps.audio);
   EXPECT_EQ(info.audio_sample_rate_hz, 32000);
   EXPECT_DOUBLE_EQ(info.audio_latent_rate_hz, 40.0);
   EXPECT_DOUBLE_EQ(info.native_fps, 24.0);
@@ -199,7 +199,7 @@ TEST_F(H3VaeTest, DecodeAudioReproducesGoldenStereoAndTimesIt) {
   auto m = h3::H3Vae::Create({.name = "a", .video = std::nullopt, .audio = GoldenAudio()});
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ((*m)->info().kind, "h3_audio");
-  EXPECT_FALSE((*m)->info().decodes_video);
+  EXPECT_FALSE((*m)->info().caps.video);
   auto file = SafetensorsFile::Open(GoldenPath("audio_case_stereo.safetensors"));
   ASSERT_TRUE(file.ok());
   const TensorEntry* latent = (*file)->Find("latent");
@@ -247,9 +247,9 @@ TEST_F(H3VaeTest, RegistryBuildsH3KindsFromConfig) {
   audio.audio_config_path = av.audio_config_path;
   auto r = ModelRegistry::Create({av, audio}, "av");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE((*r)->Find("av")->info().decodes_audio);
-  EXPECT_TRUE((*r)->Find("av")->info().decodes_video);
-  EXPECT_FALSE((*r)->Find("audio")->info().decodes_video);
+  EXPECT_TRUE((*r)->Find("av")->info().caps.audio);
+  EXPECT_TRUE((*r)->Find("av")->info().caps.video);
+  EXPECT_FALSE((*r)->Find("audio")->info().caps.video);
 }
 
 }  // namespace

@@ -59,6 +59,34 @@ TEST(VaectlCliTest, AudioOnlyDecodeNeedsNoVideoLatent) {
   EXPECT_THAT(r.out, HasSubstr("vaed is not running"));
 }
 
+// Review of issue 4: flags that an audio-only decode would ignore are
+// refused before connecting, not dropped.
+TEST(VaectlCliTest, AudioOnlyDecodeRefusesVideoOutputFlags) {
+  for (const std::string flags :
+       {"--format mp4", "--format raw", "--out /tmp/x/foo.mp4", "--format none --out a.png"}) {
+    const auto r =
+        Vaectl("--socket /nonexistent/x.sock decode --random-audio-latent 1,32,4 " + flags);
+    EXPECT_EQ(r.exit_code, 1) << flags;
+    EXPECT_THAT(r.out, HasSubstr("this decode has no video latent")) << flags;
+    EXPECT_THAT(r.out, Not(HasSubstr("not running"))) << flags;
+  }
+  const auto none = Vaectl(
+      "--socket /nonexistent/x.sock decode --random-audio-latent 1,32,4 --format none "
+      "--audio-out a.wav");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_THAT(none.out, HasSubstr("--audio-out a.wav is set but --format none writes no files"));
+}
+
+TEST(VaectlCliTest, DecodeRejectsFrameRatesOutsideTheRange) {
+  for (const char* fps : {"0", "-1", "inf", "nan", "5000"}) {
+    const auto r = Vaectl("--socket /nonexistent/x.sock decode --random-latent 1,32,4,4 "
+                          "--format none --fps " + std::string(fps));
+    EXPECT_NE(r.exit_code, 0) << fps;
+    EXPECT_THAT(r.out, HasSubstr("must be a frame rate in (0, 1000]")) << fps;
+    EXPECT_THAT(r.out, Not(HasSubstr("not running"))) << fps;
+  }
+}
+
 TEST(VaectlCliTest, DecodeRejectsUnknownWavFormat) {
   const auto r = Vaectl(
       "--socket /nonexistent/x.sock decode --random-audio-latent 1,32,4 "

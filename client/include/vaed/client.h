@@ -125,6 +125,15 @@ inline bool IsSet(const TensorView& view) {
   return view.dtype != DType::kUnknown || !view.shape.empty();
 }
 
+// Compiled plans (= vaed.v1.Compile). Output bytes do not depend on it; a
+// model without the "compiled_plans" capability rejects kOn.
+enum class Compile {
+  kDefault = 0,  // the profile decides (safe: off)
+  kOff = 1,
+  kOn = 2,
+  kAuto = 3,     // compiled where possible, else eager; the reply says which
+};
+
 struct DecodeRequest {
   std::string model;  // "" = the daemon's default model
   // Video/image latent (model layout, e.g. H3 float32 [1, 24, T, h, w]).
@@ -142,6 +151,10 @@ struct DecodeRequest {
   // With both latents the daemon requires audio T == round(frames / fps *
   // 40) (the reply's expected_audio_latent_frames); true waives that.
   bool independent_lengths = false;
+  // Decode profile: "" = the daemon's default; safe, optimized, diagnostic
+  // or student within what the daemon allows (StatusReply.allowed_profiles).
+  std::string profile = {};
+  Compile compile = Compile::kDefault;
 };
 
 class Client {

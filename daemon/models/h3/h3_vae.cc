@@ -62,7 +62,7 @@ Result<std::unique_ptr<H3Vae>> H3Vae::Create(const H3VaeOptions& options) {
     info = video->info();
   } else {
     info.name = options.name;
-    info.decodes_video = false;
+    info.caps.video = false;
     info.latent_channels = kAudioLatentChannels;
     info.compute_dtype = "float32";
   }
@@ -71,7 +71,7 @@ Result<std::unique_ptr<H3Vae>> H3Vae::Create(const H3VaeOptions& options) {
   if (audio) {
     const AudioDecoderConfig& c = audio->config();
     const bool audio_demo = audio->weights_path().empty();
-    info.decodes_audio = true;
+    info.caps.audio = true;
     info.audio_sample_rate_hz = c.sample_rate;
     info.audio_latent_rate_hz =
         static_cast<double>(c.sample_rate) / static_cast<double>(c.hop_samples());
@@ -95,8 +95,10 @@ H3Vae::~H3Vae() = default;
 
 Result<DecodePlan> H3Vae::Plan(DType latent_dtype, const std::vector<int64_t>& latent_shape) const {
   if (!video_) {
-    return InvalidArgument("latent is set but model '" + info_.name + "' (kind " + info_.kind +
-                           ") has no video decoder; send the audio latent as audio_latent");
+    return InvalidArgument("latent (a video latent) is set but model '" + info_.name +
+                           "' (kind " + info_.kind +
+                           ") has no video decoder: it decodes audio latents, sent as "
+                           "audio_latent");
   }
   return video_->Plan(latent_dtype, latent_shape);
 }

@@ -69,7 +69,8 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
   info.latent_channels = kLatentChannels;
   info.latent_dtype = DType::kFloat32;
   info.compute_dtype = DtypeName(options.compute_dtype);
-  info.supports_stack_tiling = true;
+  info.caps.tiled = true;
+  info.caps.stack_tiling = true;
   info.resident_bytes = decoder->resident_bytes();
   for (const auto& [path, sha] : decoder->weight_sha256()) {
     if (!info.weights_path.empty()) info.weights_path += ",";

@@ -1,0 +1,78 @@
+// Per-request decode options resolved against the daemon's profiles and the
+// model's capabilities (DESIGN.md §2.5, §3).
+//
+// Profiles (DecodeOptions.profile; "" = the daemon's default, config
+// `profiles.default`, "safe" unless configured):
+//   safe        the default fallback: tiles sequential unless the request
+//               explicitly asks for stacking (stacking never changes the
+//               bytes), no compiled plans, no output-changing knobs.
+//   optimized   production: the model's configured stack_tiling default
+//               (auto = the model decides, with its reason in the reply),
+//               compiled plans where a backend exists.
+//   diagnostic  benchmarking: any option the model supports; output-
+//               changing knobs would be allowed here and flagged in the reply
+//               (none exists yet).
+//   student     research decoders: rejected unless the model has a student
+//               decoder artifact configured (capability "student").
+// The operator limits which profiles requests may use (`profiles.allowed`).
+//
+// Options are checked against capabilities, never model names: an explicit
+// request for something the model does not support (stack_tiling ON on an
+// untiled model, compile ON without a compiled-plan backend) is an error
+// naming the model, the option and the reason; AUTO resolves to the safe
+// choice and says why.
+//
+// Thread-safety: pure functions.
+#ifndef VAED_DAEMON_SERVER_DECODE_OPTIONS_H_
+#define VAED_DAEMON_SERVER_DECODE_OPTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "daemon/models/vae_model.h"
+#include "vaed/status.h"
+#include "vaed/v1/vaed.pb.h"
+
+namespace vaed::server {
+
+// The profile names, in documentation order.
+inline const std::vector<std::string>& KnownProfiles() {
+  static const std::vector<std::string> kProfiles = {"safe", "optimized", "diagnostic",
+                                                     "student"};
+  return kProfiles;
+}
+
+// The operator's profile policy (config table [profiles]).
+struct ProfileOptions {
+  // Used when a request names no profile. Must be in `allowed`.
+  std::string default_profile = "safe";
+  // Profiles requests may ask for; "student" only makes sense where a model
+  // has a student decoder.
+  std::vector<std::string> allowed = {"safe", "optimized", "diagnostic"};
+};
+
+// kInvalidArgument naming the key when a name is not a known profile, the
+// list is empty or has duplicates, or the default is not allowed.
+Status ValidateProfileOptions(const ProfileOptions& options);
+
+// What a request will run with.
+struct ResolvedOptions {
+  std::string profile;
+  models::StackTiling stack_tiling = models::StackTiling::kOff;
+  bool compile = false;          // compiled plans used (no backend exists yet)
+  std::string compile_decision;  // e.g. "off (profile safe)"
+};
+
+// Resolves `requested` for `model`. `model_stack_default` is the model's
+// configured stack_tiling (used by optimized and diagnostic). Errors
+// (kInvalidArgument): unknown or disallowed profile, student without an
+// artifact, explicit stack_tiling ON/AUTO on a model without stacked tiles,
+// explicit compile ON on a model without compiled plans, unknown enum
+// values. Messages name "options.<field>", the model and the reason.
+Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
+                                             const v1::DecodeOptions& requested,
+                                             const ProfileOptions& policy);
+
+}  // namespace vaed::server
+
+#endif  // VAED_DAEMON_SERVER_DECODE_OPTIONS_H_
