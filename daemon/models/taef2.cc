@@ -471,13 +471,7 @@ torch::Tensor Taef2Decoder::Tail(const torch::Tensor& features) const {
 Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
                                            const DecodeSettings& /*settings*/,
                                            DecodeReport* report) {
-  if (!latent.defined()) return InvalidArgument("latent is an undefined tensor");
-  VAED_ASSIGN_OR_RETURN(DecodePlan plan,
-                        Plan(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
-  if (!latent.device().is_cpu()) {
-    return InvalidArgument("latent.device is " + latent.device().str() + "; model '" + info_.name +
-                           "' runs on CPU");
-  }
+  VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanCpuLatent(latent));
   try {
     torch::NoGradGuard no_grad;
     const auto start = std::chrono::steady_clock::now();
@@ -509,13 +503,7 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
 Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& latent,
                                                       const Taef2TilingOptions& options,
                                                       DecodeReport* report) {
-  if (!latent.defined()) return InvalidArgument("latent is an undefined tensor");
-  VAED_ASSIGN_OR_RETURN(DecodePlan plan,
-                        Plan(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
-  if (!latent.device().is_cpu()) {
-    return InvalidArgument("latent.device is " + latent.device().str() + "; model '" + info_.name +
-                           "' runs on CPU");
-  }
+  VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanCpuLatent(latent));
   VAED_ASSIGN_OR_RETURN(
       Taef2TilePlan tiles,
       PlanTaef2Tiles(latent.size(2), latent.size(3), options.tile_latent, options.overlap_latent));

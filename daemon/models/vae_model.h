@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/models/torch_dtype.h"
 #include "vaed/status.h"
 #include "vaed/tensor_ref.h"
 
@@ -211,6 +212,20 @@ class VaeModel {
       for (const auto& [name, s] : report.timings.entries()) timings->Add(name, s);
     }
     return out;
+  }
+
+  // The checks every Decode() starts with: `latent` is defined, on the CPU,
+  // and passes Plan() for its dtype and shape (whose error it returns).
+  // Returns the plan.
+  Result<DecodePlan> PlanCpuLatent(const torch::Tensor& latent) const {
+    if (!latent.defined()) return InvalidArgument("latent is an undefined tensor");
+    VAED_ASSIGN_OR_RETURN(DecodePlan plan,
+                          Plan(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
+    if (!latent.device().is_cpu()) {
+      return InvalidArgument("latent.device is " + latent.device().str() + "; model '" +
+                             info().name + "' runs on CPU");
+    }
+    return plan;
   }
 
   // Maps raw Decode() output to display RGB in [0, 1] (float32, same shape)

@@ -194,13 +194,7 @@ TileScheduling VideoVae::ChooseScheduling(StackTiling requested, const TileGrid&
 
 Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const DecodeSettings& settings,
                                        DecodeReport* report) {
-  if (!latent.defined()) return InvalidArgument("latent is an undefined tensor");
-  VAED_ASSIGN_OR_RETURN(DecodePlan plan,
-                        Plan(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
-  if (!latent.device().is_cpu()) {
-    return InvalidArgument("latent.device is " + latent.device().str() + "; model '" + info_.name +
-                           "' runs on CPU");
-  }
+  VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanCpuLatent(latent));
   VAED_ASSIGN_OR_RETURN(TemporalPlan temporal, PlanTemporal(latent.size(2)));
   VAED_ASSIGN_OR_RETURN(TileGrid grid, PlanTileGrid(latent.size(3), latent.size(4)));
   std::string reason;
