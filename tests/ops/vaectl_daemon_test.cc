@@ -40,12 +40,15 @@ CliRun VaectlAt(const std::string& socket, const fs::path& dir, const std::strin
   return {run.exit_code, run.out, ReadFile(err_path)};
 }
 
-class VaectlDaemonTest : public ::testing::Test {
+// One daemon per test suite, started with Daemon::Args() when
+// Daemon::Present(); the suite's tests skip with Daemon::Missing()
+// otherwise. Daemon is a small traits struct (below).
+template <typename Daemon>
+class DaemonSuite : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!fs::exists(kData + "/taef2_decoder.safetensors")) return;
-    daemon_ = new vaed::testing::DaemonProcess(
-        {"--taef2-weights", kData + "/taef2_decoder.safetensors", "--intra-op-threads", "2"});
+    if (!Daemon::Present()) return;
+    daemon_ = new vaed::testing::DaemonProcess(Daemon::Args());
     socket_ = daemon_->socket();
     dir_ = daemon_->dir();
     ready_ = daemon_->ok();
@@ -61,9 +64,7 @@ class VaectlDaemonTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    if (!fs::exists(kData + "/taef2_decoder.safetensors")) {
-      GTEST_SKIP() << kData << " not present";
-    }
+    if (!Daemon::Present()) GTEST_SKIP() << Daemon::Missing();
     ASSERT_TRUE(ready_) << "vaed did not become ready; its log:\n" << startup_log_;
   }
 
@@ -77,6 +78,17 @@ class VaectlDaemonTest : public ::testing::Test {
   static inline bool ready_ = false;
   static inline std::string startup_log_;
 };
+
+// The demo model plus the real TAEF2 weights.
+struct TaefDaemon {
+  static bool Present() { return fs::exists(kData + "/taef2_decoder.safetensors"); }
+  static std::vector<std::string> Args() {
+    return {"--taef2-weights", kData + "/taef2_decoder.safetensors", "--intra-op-threads", "2"};
+  }
+  static std::string Missing() { return kData + " not present"; }
+};
+
+class VaectlDaemonTest : public DaemonSuite<TaefDaemon> {};
 
 TEST_F(VaectlDaemonTest, StatusJsonListsRealAndDemoModels) {
   const CliRun r = Vaectl("status --json");
@@ -321,47 +333,20 @@ bool HaveTool(const std::string& name) {
 
 // One daemon with the golden tiny H3 decoders: "a3" (audio only) and "hv"
 // (video + audio, the H3 A/V length rule at 24 fps).
-class VaectlH3DaemonTest : public ::testing::Test {
- protected:
-  static bool HaveGolden() { return fs::exists(kGolden + "/audio_tiny_weights.safetensors"); }
-
-  static void SetUpTestSuite() {
-    if (!HaveGolden()) return;
+struct H3Daemon {
+  static bool Present() { return fs::exists(kGolden + "/audio_tiny_weights.safetensors"); }
+  static std::vector<std::string> Args() {
     const std::string audio =
         kGolden + "/audio_tiny_weights.safetensors:" + kGolden + "/audio_tiny_config.json";
     const std::string video =
         kGolden + "/video_tiny_weights.safetensors:" + kGolden + "/video_tiny_config.json";
-    daemon_ = new vaed::testing::DaemonProcess({"--model", "a3=h3_audio:" + audio, "--model",
-                                                "hv=h3:" + video + ":" + audio,
-                                                "--intra-op-threads", "2"});
-    ready_ = daemon_->ok();
-    if (!ready_) startup_log_ = daemon_->Log();
+    return {"--model", "a3=h3_audio:" + audio, "--model", "hv=h3:" + video + ":" + audio,
+            "--intra-op-threads", "2"};
   }
-
-  static void TearDownTestSuite() {
-    if (daemon_) {
-      EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->Log();
-    }
-    delete daemon_;
-    daemon_ = nullptr;
-  }
-
-  void SetUp() override {
-    if (!HaveGolden()) GTEST_SKIP() << kGolden << " not present";
-    ASSERT_TRUE(ready_) << "vaed did not become ready; its log:\n" << startup_log_;
-  }
-
-  static CliRun Vaectl(const std::string& args) {
-    return VaectlAt(daemon_->socket(), daemon_->dir(), args);
-  }
-  static std::string Tmp(const std::string& name) {
-    return (fs::path(daemon_->dir()) / name).string();
-  }
-
-  static inline vaed::testing::DaemonProcess* daemon_ = nullptr;
-  static inline bool ready_ = false;
-  static inline std::string startup_log_;
+  static std::string Missing() { return kGolden + " not present"; }
 };
+
+class VaectlH3DaemonTest : public DaemonSuite<H3Daemon> {};
 
 TEST_F(VaectlH3DaemonTest, AudioOnlyStereoGoldenWritesWavMatchingTheReference) {
   const std::string golden = kGolden + "/audio_case_stereo.safetensors";
