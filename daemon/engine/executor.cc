@@ -56,7 +56,7 @@ Result<torch::Tensor> FormatOutput(const models::VaeModel& model, const torch::T
 }  // namespace
 
 void FillDecodeGeometry(const models::VaeModel& model, const std::optional<VideoPart>& video,
-                        const std::optional<AudioPart>& audio, const AvFacts& av,
+                        const std::optional<AudioPart>& audio, const RequestFacts& av,
                         v1::DecodeReply* out) {
   out->set_model(model.info().name);
   out->set_compute_dtype(model.info().compute_dtype);

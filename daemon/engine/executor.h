@@ -62,7 +62,7 @@ struct AudioPart {
 
 // Request-wide facts the reply states: durations, the A/V length rule as
 // applied (AvSync), and the resolved profile and compile decision.
-struct AvFacts {
+struct RequestFacts {
   double fps = models::kDefaultFps;        // video frames per second used
   int64_t expected_audio_latent_frames = 0;  // 0: no video or no audio decoder
   bool independent_lengths = false;
@@ -79,7 +79,7 @@ struct DecodeJob {
   models::DecodeSettings settings;  // validated against the model's capabilities
   std::optional<VideoPart> video;
   std::optional<AudioPart> audio;
-  AvFacts av;
+  RequestFacts av;
   std::chrono::steady_clock::time_point received;
 };
 
@@ -90,7 +90,7 @@ struct DecodeJob {
 // plan-only replies and for finished decodes, so both always report the
 // same fields.
 void FillDecodeGeometry(const models::VaeModel& model, const std::optional<VideoPart>& video,
-                        const std::optional<AudioPart>& audio, const AvFacts& av,
+                        const std::optional<AudioPart>& audio, const RequestFacts& av,
                         v1::DecodeReply* out);
 
 // Completed replies arrive on `reply_endpoint` (inproc PULL bound by the

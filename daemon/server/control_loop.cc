@@ -471,7 +471,7 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
     return InvalidArgument("latent or audio_latent is required (latent: video or image, "
                            "audio_latent: audio; both for a joint request)");
   }
-  engine::AvFacts av;
+  engine::RequestFacts av;
   VAED_ASSIGN_OR_RETURN(av.fps, FpsFor(info, d.av_sync().fps()));
   av.independent_lengths = d.av_sync().independent_lengths();
 

@@ -259,28 +259,47 @@ INSTANTIATE_TEST_SUITE_P(Photos, Taef2PhotoTest,
                            return std::string(info.param.name);
                          });
 
-TEST(Taef2VideoTest, FrameBatchedDecodeOfCarphoneMatchesReferenceUint8) {
-  at::set_num_threads(2);
-  const std::string weights = SharedDataPath("taef2_decoder.safetensors");
-  const std::string video = SharedDataPath("video_carphone.safetensors");
-  if (!test_util::Exists(weights)) GTEST_SKIP() << "shared data absent: " << weights;
-  if (!test_util::Exists(video)) GTEST_SKIP() << "shared data absent: " << video;
-  Taef2Options options;
-  options.weights_path = weights;
-  options.frame_batch = 4;  // 32 frames -> 8 forward calls; the reference used batch 1
-  Result<std::unique_ptr<Taef2Decoder>> model = Taef2Decoder::Create(options);
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
-  Result<std::unique_ptr<SafetensorsFile>> file = SafetensorsFile::Open(video);
-  ASSERT_TRUE(file.ok()) << file.status().ToString();
+// The real TAEF2 weights and one shared data file. Load() skips the test
+// when either is absent; callers return when IsSkipped() or a fatal failure.
+class Taef2RealDataTest : public ::testing::Test {
+ protected:
+  void Load(const std::string& data_file, int64_t frame_batch = 4) {
+    at::set_num_threads(2);
+    const std::string weights = SharedDataPath("taef2_decoder.safetensors");
+    const std::string data = SharedDataPath(data_file);
+    if (!test_util::Exists(weights)) GTEST_SKIP() << "shared data absent: " << weights;
+    if (!test_util::Exists(data)) GTEST_SKIP() << "shared data absent: " << data;
+    Taef2Options options;
+    options.weights_path = weights;
+    options.frame_batch = frame_batch;
+    Result<std::unique_ptr<Taef2Decoder>> model = Taef2Decoder::Create(options);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    model_ = std::move(model).value();
+    Result<std::unique_ptr<SafetensorsFile>> file = SafetensorsFile::Open(data);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    file_ = std::move(file).value();
+  }
+  bool Unavailable() const { return IsSkipped() || HasFatalFailure(); }
+
+  std::unique_ptr<Taef2Decoder> model_;
+  std::unique_ptr<SafetensorsFile> file_;
+};
+
+class Taef2VideoTest : public Taef2RealDataTest {};
+
+TEST_F(Taef2VideoTest, FrameBatchedDecodeOfCarphoneMatchesReferenceUint8) {
+  // frame_batch 4: 32 frames -> 8 forward calls; the reference used batch 1.
+  Load("video_carphone.safetensors", 4);
+  if (Unavailable()) return;
   Result<const TensorEntry*> latent_e =
-      (*file)->Require("latent", DType::kFloat32, {32, 32, 18, 22});
+      file_->Require("latent", DType::kFloat32, {32, 32, 18, 22});
   ASSERT_TRUE(latent_e.ok()) << latent_e.status().ToString();
   Result<const TensorEntry*> ref_e =
-      (*file)->Require("decoded_u8", DType::kUInt8, {32, 144, 176, 3});
+      file_->Require("decoded_u8", DType::kUInt8, {32, 144, 176, 3});
   ASSERT_TRUE(ref_e.ok()) << ref_e.status().ToString();
 
   ComponentTimings timings;
-  Result<torch::Tensor> out = (*model)->Decode(ToTorch(**latent_e), &timings);
+  Result<torch::Tensor> out = model_->Decode(ToTorch(**latent_e), &timings);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   Result<torch::Tensor> u8 = ToUint8Nhwc(*out);
   ASSERT_TRUE(u8.ok()) << u8.status().ToString();
@@ -723,39 +742,32 @@ double ClampedPsnr(const torch::Tensor& a, const torch::Tensor& b) {
   return 10.0 * std::log10(1.0 / d.pow(2).mean().item<double>());
 }
 
-TEST(Taef2HybridTest, AstronautMatchesHybridReferenceAndUntiledDecode) {
-  at::set_num_threads(2);
-  const std::string weights = SharedDataPath("taef2_decoder.safetensors");
-  const std::string photo = SharedDataPath("photo_astronaut.safetensors");
-  if (!test_util::Exists(weights)) GTEST_SKIP() << "shared data absent: " << weights;
-  if (!test_util::Exists(photo)) GTEST_SKIP() << "shared data absent: " << photo;
-  Taef2Options options;
-  options.weights_path = weights;
-  Result<std::unique_ptr<Taef2Decoder>> model = Taef2Decoder::Create(options);
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
-  Result<std::unique_ptr<SafetensorsFile>> file = SafetensorsFile::Open(photo);
-  ASSERT_TRUE(file.ok()) << file.status().ToString();
+class Taef2HybridTest : public Taef2RealDataTest {};
+
+TEST_F(Taef2HybridTest, AstronautMatchesHybridReferenceAndUntiledDecode) {
+  Load("photo_astronaut.safetensors");
+  if (Unavailable()) return;
   Result<const TensorEntry*> latent_e =
-      (*file)->Require("latent", DType::kFloat32, {1, 32, 64, 64});
+      file_->Require("latent", DType::kFloat32, {1, 32, 64, 64});
   ASSERT_TRUE(latent_e.ok()) << latent_e.status().ToString();
   Result<const TensorEntry*> hybrid_e =
-      (*file)->Require("decoded_tiled_hybrid_f32", DType::kFloat32, {1, 3, 512, 512});
+      file_->Require("decoded_tiled_hybrid_f32", DType::kFloat32, {1, 3, 512, 512});
   ASSERT_TRUE(hybrid_e.ok()) << hybrid_e.status().ToString();
   Result<const TensorEntry*> untiled_e =
-      (*file)->Require("decoded_f32", DType::kFloat32, {1, 3, 512, 512});
+      file_->Require("decoded_f32", DType::kFloat32, {1, 3, 512, 512});
   ASSERT_TRUE(untiled_e.ok()) << untiled_e.status().ToString();
   const torch::Tensor latent = ToTorch(**latent_e);
   const torch::Tensor ref_hybrid = ToTorch(**hybrid_e);
   const torch::Tensor ref_untiled = ToTorch(**untiled_e);
 
   // Warm-up, then time hybrid and untiled back to back.
-  ASSERT_TRUE((*model)->Decode(latent, nullptr).ok());
+  ASSERT_TRUE(model_->Decode(latent, nullptr).ok());
   DecodeReport report;
   auto t0 = std::chrono::steady_clock::now();
-  Result<torch::Tensor> out = (*model)->DecodeTiledHybrid(latent, {40, 16}, &report);
+  Result<torch::Tensor> out = model_->DecodeTiledHybrid(latent, {40, 16}, &report);
   auto t1 = std::chrono::steady_clock::now();
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  Result<torch::Tensor> untiled = (*model)->Decode(latent, nullptr);
+  Result<torch::Tensor> untiled = model_->Decode(latent, nullptr);
   auto t2 = std::chrono::steady_clock::now();
   ASSERT_TRUE(untiled.ok()) << untiled.status().ToString();
   ASSERT_EQ(out->sizes().vec(), (std::vector<int64_t>{1, 3, 512, 512}));
@@ -789,25 +801,16 @@ TEST(Taef2HybridTest, AstronautMatchesHybridReferenceAndUntiledDecode) {
   RecordProperty("psnr_vs_untiled_db", std::to_string(psnr));
 }
 
-TEST(Taef2HybridTest, BikesTileCoveringWholeFrameEqualsUntiledDecode) {
-  at::set_num_threads(2);
-  const std::string weights = SharedDataPath("taef2_decoder.safetensors");
-  const std::string video = SharedDataPath("video_bikes.safetensors");
-  if (!test_util::Exists(weights)) GTEST_SKIP() << "shared data absent: " << weights;
-  if (!test_util::Exists(video)) GTEST_SKIP() << "shared data absent: " << video;
-  Taef2Options options;
-  options.weights_path = weights;
-  Result<std::unique_ptr<Taef2Decoder>> model = Taef2Decoder::Create(options);
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
-  Result<std::unique_ptr<SafetensorsFile>> file = SafetensorsFile::Open(video);
-  ASSERT_TRUE(file.ok()) << file.status().ToString();
+TEST_F(Taef2HybridTest, BikesTileCoveringWholeFrameEqualsUntiledDecode) {
+  Load("video_bikes.safetensors");
+  if (Unavailable()) return;
   Result<const TensorEntry*> latent_e =
-      (*file)->Require("latent", DType::kFloat32, {16, 32, 34, 80});
+      file_->Require("latent", DType::kFloat32, {16, 32, 34, 80});
   ASSERT_TRUE(latent_e.ok()) << latent_e.status().ToString();
   const torch::Tensor latent = ToTorch(**latent_e).narrow(0, 0, 2);
-  Result<torch::Tensor> untiled = (*model)->Decode(latent, nullptr);
+  Result<torch::Tensor> untiled = model_->Decode(latent, nullptr);
   ASSERT_TRUE(untiled.ok()) << untiled.status().ToString();
-  Result<torch::Tensor> hybrid = (*model)->DecodeTiledHybrid(latent, {80, 16}, nullptr);
+  Result<torch::Tensor> hybrid = model_->DecodeTiledHybrid(latent, {80, 16}, nullptr);
   ASSERT_TRUE(hybrid.ok()) << hybrid.status().ToString();
   ASSERT_EQ(hybrid->sizes().vec(), (std::vector<int64_t>{2, 3, 272, 640}));
   EXPECT_TRUE(torch::equal(*hybrid, *untiled));
