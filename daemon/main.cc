@@ -11,6 +11,7 @@
 
 #include "daemon/engine/memory_policy.h"
 #include "daemon/models/model_registry.h"
+#include "daemon/models/tensor_memory.h"
 #include "daemon/server/config.h"
 #include "daemon/server/control_loop.h"
 
@@ -62,6 +63,11 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   spdlog::info("vaed {} starting (config: {})", VAED_VERSION, options.source);
   at::set_num_threads(options.executor.intra_op_threads);
+  // Count tensor memory from the first weight on (peaks in replies, the
+  // budget, stack_tiling auto's measured estimates).
+  if (!vaed::models::InstallTensorMemoryTracking()) {
+    spdlog::warn("tensor memory tracking unavailable: no budget, no measured memory estimates");
+  }
 
   auto registry = vaed::models::ModelRegistry::Create(options.models.entries,
                                                       options.models.default_model);
@@ -69,6 +75,20 @@ int main(int argc, char** argv) {
     spdlog::critical("loading models: {}", registry.status().ToString());
     return 1;
   }
+  // The budget starts after loading: weights and warmed plans are what the
+  // operator configured; the budget bounds what requests add on top.
+  const uint64_t budget = options.executor.memory_budget_mib << 20;
+  const uint64_t resident = vaed::models::LiveTensorBytes();
+  if (budget > 0 && resident >= budget) {
+    spdlog::critical("executor.memory_budget_mib = {} MiB is below the {} MiB that weights and "
+                     "warmed plans already hold; raise it or set 0 (no budget)",
+                     options.executor.memory_budget_mib, resident >> 20);
+    return 1;
+  }
+  vaed::models::SetTensorMemoryBudget(budget);
+  spdlog::info("tensor memory: {} MiB resident after loading; budget {}", resident >> 20,
+               budget > 0 ? std::to_string(options.executor.memory_budget_mib) + " MiB"
+                          : std::string("none"));
   auto loop = vaed::server::ControlLoop::Create(options, registry->get(), stop_fd);
   if (!loop.ok()) {
     spdlog::critical("starting: {}", loop.status().ToString());

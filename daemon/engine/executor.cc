@@ -11,6 +11,7 @@
 #include "daemon/engine/memory_policy.h"
 #include "daemon/engine/process_memory.h"
 #include "daemon/models/postprocess.h"
+#include "daemon/models/tensor_memory.h"
 #include "daemon/models/torch_status.h"
 #include "vaed/guarded_copy.h"
 #include "vaed/wire.h"
@@ -65,6 +66,7 @@ void FillDecodeGeometry(const models::VaeModel& model, const std::optional<Video
   out->set_independent_lengths(av.independent_lengths);
   out->set_profile(av.profile);
   out->set_compile_decision(av.compile_decision);
+  out->set_stack_decision(av.stack_decision);
   out->set_expected_audio_latent_frames(
       static_cast<uint64_t>(std::max<int64_t>(0, av.expected_audio_latent_frames)));
   if (video) {
@@ -284,6 +286,7 @@ void FillSanity(const models::OutputStats& stats, v1::OutputSanity* out) {
 Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   const auto t_start = SteadyClock::now();
   ResetPeakRss();
+  models::ResetPeakTensorBytes();
   models::DecodeReport report;
   models::ComponentTimings& timings = report.timings;
   timings.Add("queue_wait", std::chrono::duration<double>(t_start - job.received).count());
@@ -355,6 +358,8 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   FillDecodeGeometry(*job.model, job.video, job.audio, job.av, out);
   out->set_warm(warm);
   out->set_peak_rss_bytes(PeakRssBytes());
+  out->set_peak_tensor_bytes(models::PeakTensorBytes());
+  out->set_memory_budget_bytes(models::TensorMemoryBudget());
   if (job.video) {
     out->set_nonfinite_outputs(static_cast<uint64_t>(video_stats.nonfinite));
     FillSanity(video_stats, out->mutable_video_sanity());
@@ -370,6 +375,13 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
     t->set_max_tiles_per_call(static_cast<uint32_t>(tiling.max_tiles_per_call));
     t->set_stacked(tiling.stacked);
     t->set_stack_decision(tiling.stack_decision);
+    t->set_planned_tiles_per_call(static_cast<uint32_t>(tiling.planned_tiles_per_call));
+    t->set_final_tiles_per_call(static_cast<uint32_t>(tiling.final_tiles_per_call));
+    for (const std::string& f : tiling.fallbacks) t->add_fallbacks(f);
+    t->set_plan_decision(tiling.plan_decision);
+    t->set_planned_calls(static_cast<uint32_t>(tiling.planned_calls));
+    t->set_eager_calls(static_cast<uint32_t>(tiling.eager_calls));
+    t->set_estimated_peak_bytes(tiling.estimated_peak_bytes);
   }
   for (const auto& [component, seconds] : timings.entries()) {
     v1::Timing* t = out->add_timings();
@@ -377,13 +389,17 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
     t->set_seconds(seconds);
   }
 
-  if (tiling.tiled && job.video) {
-    const std::string key = buckets.front() + " " + tiling.stack_decision;
-    if (logged_decisions_.insert(key).second) {
-      spdlog::info("decode: model {} bucket {} profile {}: tiles {} ({}); compile {}", info.name,
-                   job.video->plan.shape_bucket, job.av.profile,
-                   tiling.stacked ? "stacked" : "sequential", tiling.stack_decision,
-                   job.av.compile_decision);
+  if (job.video) {
+    // Each decision once per shape bucket: the model's own (tiled models)
+    // or the one made without it (auto on an untiled model).
+    const std::string& decision = tiling.tiled ? tiling.stack_decision : job.av.stack_decision;
+    const std::string key = buckets.front() + " " + decision + " " + tiling.plan_decision;
+    if (logged_decisions_.size() >= 4096) logged_decisions_.clear();  // bounded memory
+    if (!decision.empty() && logged_decisions_.insert(key).second) {
+      spdlog::info("decode: model {} bucket {} profile {}: tiles {} ({}); compile {}; {}",
+                   info.name, job.video->plan.shape_bucket, job.av.profile,
+                   tiling.stacked ? "stacked" : "sequential", decision, job.av.compile_decision,
+                   tiling.plan_decision.empty() ? "no plans" : tiling.plan_decision);
     }
   }
 
@@ -409,6 +425,9 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   spdlog::info("decode: request {} client {} model {} {} {} {} in {:.3f} s{}", job.request_id,
                job.client_id, info.name, what, info.compute_dtype, warm ? "warm" : "cold",
                SecondsSince(t_start), info.demo_weights ? " [DEMO weights]" : "");
+  for (const std::string& f : tiling.fallbacks) {
+    spdlog::warn("decode: request {} client {}: fallback: {}", job.request_id, job.client_id, f);
+  }
   if (video_stats.nonfinite > 0 || video_stats.constant) {
     spdlog::warn("decode: request {}: video output has {} non-finite values{}", job.request_id,
                  video_stats.nonfinite, video_stats.constant ? " and is constant" : "");

@@ -68,6 +68,7 @@ struct RequestFacts {
   bool independent_lengths = false;
   std::string profile;            // e.g. "safe"
   std::string compile_decision;   // e.g. "off (profile safe)"
+  std::string stack_decision;     // ResolvedOptions::stack_decision
 };
 
 // One accepted Decode request: a video part, an audio part, or both.

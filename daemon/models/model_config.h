@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace vaed::models {
 
@@ -52,6 +53,15 @@ struct ModelConfig {
   // `seed`: weight seed of generated weights (demo; H3 decoders without
   // weights). Kinds and decoders with real weights reject it.
   std::optional<uint64_t> seed;
+  // `plan_cache_capacity`, `plan_after_sightings`, `warm_shapes`: h3_video,
+  // h3 compiled plans (h3/video_vae.h VideoVaeOptions): at most
+  // plan_cache_capacity buckets (unset: 8), an unconfigured bucket built
+  // from its plan_after_sightings-th call (unset: 2), and latent canvases
+  // "HxW" (latent cells, e.g. "32x48" for 512x768 px) whose buckets are
+  // built before READY. Other kinds reject them.
+  std::optional<int64_t> plan_cache_capacity;
+  std::optional<int64_t> plan_after_sightings;
+  std::vector<std::string> warm_shapes;
 };
 
 }  // namespace vaed::models

@@ -1,5 +1,6 @@
 #include "daemon/models/model_registry.h"
 
+#include <cstdio>
 #include <set>
 #include <utility>
 
@@ -47,6 +48,27 @@ Result<torch::ScalarType> ParseComputeDtype(const std::string& where, const std:
   if (value == "bfloat16") return torch::kBFloat16;
   return InvalidArgument(where + ".compute_dtype is '" + value +
                          "'; must be float32 or bfloat16");
+}
+
+// "HxW" latent canvases (latent cells per axis, 1..160).
+Result<std::vector<std::pair<int64_t, int64_t>>> ParseWarmShapes(
+    const std::string& where, const std::vector<std::string>& shapes) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const std::string& text = shapes[i];
+    const std::string field = where + ".warm_shapes[" + std::to_string(i) + "]";
+    long long h = 0, w = 0;
+    char tail = 0;
+    if (std::sscanf(text.c_str(), "%lldx%lld%c", &h, &w, &tail) != 2 || h < 1 || w < 1 ||
+        h > h3::VideoVae::kMaxLatentExtent || w > h3::VideoVae::kMaxLatentExtent) {
+      return InvalidArgument(field + " is '" + text +
+                             "'; must be \"HxW\" in latent cells, each in [1, " +
+                             std::to_string(h3::VideoVae::kMaxLatentExtent) +
+                             "] (e.g. \"32x48\" for 512x768 px)");
+    }
+    out.emplace_back(h, w);
+  }
+  return out;
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -98,7 +120,26 @@ Status ValidateEntry(const ModelConfig& c, const std::string& where) {
   if (keys.tiled_video) {
     VAED_RETURN_IF_ERROR(ParseStackTiling(where, c.stack_tiling).status());
     VAED_RETURN_IF_ERROR(ParseComputeDtype(where, c.compute_dtype).status());
+    VAED_RETURN_IF_ERROR(ParseWarmShapes(where, c.warm_shapes).status());
+    if (c.plan_cache_capacity && (*c.plan_cache_capacity < 1 || *c.plan_cache_capacity > 1024)) {
+      return InvalidArgument(where + ".plan_cache_capacity is " +
+                             std::to_string(*c.plan_cache_capacity) + "; must be in [1, 1024]");
+    }
+    if (c.plan_after_sightings &&
+        (*c.plan_after_sightings < 1 || *c.plan_after_sightings > 1000)) {
+      return InvalidArgument(where + ".plan_after_sightings is " +
+                             std::to_string(*c.plan_after_sightings) + "; must be in [1, 1000]");
+    }
   } else {
+    if (c.plan_cache_capacity) {
+      return not_taken("plan_cache_capacity", "has no compiled plans (only h3_video and h3 do)");
+    }
+    if (c.plan_after_sightings) {
+      return not_taken("plan_after_sightings", "has no compiled plans (only h3_video and h3 do)");
+    }
+    if (!c.warm_shapes.empty()) {
+      return not_taken("warm_shapes", "has no compiled plans (only h3_video and h3 do)");
+    }
     if (c.compute_dtype != "float32") {
       return InvalidArgument(where + ".compute_dtype is '" + c.compute_dtype + "' for " + model +
                              ", which computes in float32 only");
@@ -164,6 +205,9 @@ Result<h3::VideoVaeOptions> VideoOptionsOf(const ModelConfig& c) {
   const std::string where = "model '" + c.name + "'";
   VAED_ASSIGN_OR_RETURN(options.compute_dtype, ParseComputeDtype(where, c.compute_dtype));
   VAED_ASSIGN_OR_RETURN(options.default_stack_tiling, ParseStackTiling(where, c.stack_tiling));
+  VAED_ASSIGN_OR_RETURN(options.warm_shapes, ParseWarmShapes(where, c.warm_shapes));
+  options.plan_cache_capacity = static_cast<size_t>(c.plan_cache_capacity.value_or(8));
+  options.plan_after_sightings = static_cast<int>(c.plan_after_sightings.value_or(2));
   return options;
 }
 

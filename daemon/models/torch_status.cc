@@ -6,16 +6,14 @@
 #include <string>
 
 namespace vaed::models {
-namespace {
 
-// LibTorch has no error code for allocation failure; it is only visible in
-// the message ("DefaultCPUAllocator: can't allocate memory: you tried to
-// allocate ...", "CUDA out of memory. Tried to allocate ...").
 bool MentionsAllocationFailure(std::string_view message) {
   return message.find("can't allocate memory") != std::string_view::npos ||
          message.find("out of memory") != std::string_view::npos ||
          message.find("Out of memory") != std::string_view::npos;
 }
+
+namespace {
 
 Status Make(StatusCode code, std::string_view context, std::string_view message) {
   std::string m(context);

@@ -26,6 +26,12 @@ namespace vaed::models {
 // Never throws.
 Status CurrentTorchErrorStatus(std::string_view context) noexcept;
 
+// LibTorch has no error code for allocation failure; it is only visible in
+// the message ("DefaultCPUAllocator: can't allocate memory: you tried to
+// allocate ...", "CUDA out of memory. Tried to allocate ...", vaed's own
+// "out of memory: vaed tensor memory budget ...").
+bool MentionsAllocationFailure(std::string_view message);
+
 }  // namespace vaed::models
 
 #endif  // VAED_DAEMON_MODELS_TORCH_STATUS_H_

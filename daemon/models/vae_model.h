@@ -14,10 +14,12 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "daemon/models/plan_cache.h"
 #include "daemon/models/torch_dtype.h"
 #include "vaed/status.h"
 #include "vaed/tensor_ref.h"
@@ -137,9 +139,30 @@ enum class StackTiling {
   kAuto,     // the model decides (H3 on CPU: sequential, see video_vae.cc)
 };
 
+// Whether a request uses compiled plans (DecodeOptions.compile, resolved
+// against the profile; plan_cache.h has the policy).
+enum class CompileMode {
+  kOff,   // eager
+  kAuto,  // cached plans; uncached buckets build from their 2nd sighting
+  kOn,    // build a missing plan now
+};
+
+// Faults a test asked to inject into one request (DecodeOptions.
+// inject_faults; refused unless the daemon allows fault injection). Each
+// count is how many times that fault still fires.
+struct FaultInjection {
+  int oom_stacked = 0;     // a decoder call with >= 2 tiles: out of memory
+  int oom_sequential = 0;  // a decoder call with 1 tile: out of memory
+  int plan_build = 0;      // a compiled-plan build fails
+  int tile_exception = 0;  // a tile decode throws a non-memory error
+  bool any() const { return oom_stacked + oom_sequential + plan_build + tile_exception > 0; }
+};
+
 // Per-request settings, already validated against the model's capabilities.
 struct DecodeSettings {
   StackTiling stack_tiling = StackTiling::kDefault;
+  CompileMode compile = CompileMode::kOff;
+  FaultInjection faults = {};
 };
 
 // What a tiled decode did (zero/false for untiled models).
@@ -151,6 +174,15 @@ struct TilingReport {
   int64_t max_tiles_per_call = 0;
   bool stacked = false;
   std::string stack_decision;  // why stacked or not, e.g. "auto: 4 same-shape tiles per window"
+  // Failure ladder: tiles per call planned / in effect at the end, steps.
+  int64_t planned_tiles_per_call = 0;
+  int64_t final_tiles_per_call = 0;
+  std::vector<std::string> fallbacks;
+  // Compiled plans: summary line and call counts.
+  std::string plan_decision;
+  int64_t planned_calls = 0;
+  int64_t eager_calls = 0;
+  uint64_t estimated_peak_bytes = 0;  // what the stack decision assumed
 };
 
 // Everything a decode reports besides its output.
@@ -256,6 +288,10 @@ class VaeModel {
     (void)report;
     return FailedPrecondition("model '" + info().name + "' has no audio decoder");
   }
+
+  // The compiled-plan cache (models with info().caps.compiled_plans), for
+  // status; nullopt for models without one. Any thread.
+  virtual std::optional<PlanCacheSnapshot> plan_cache() const { return std::nullopt; }
 };
 
 }  // namespace vaed::models

@@ -23,6 +23,8 @@ max_message_bytes = 1048576
 intra_op_threads = 2
 queue_capacity = 64
 retained_heap_mib = 4096
+memory_budget_mib = 0
+allow_fault_injection = false
 
 [log]
 level = "info"
@@ -77,6 +79,29 @@ class TomlReader {
     return Status::Ok();
   }
 
+  Status Bool(const toml::table& t, std::string_view prefix, const char* key, bool* out) const {
+    const toml::node* n = t.get(key);
+    if (!n) return Status::Ok();
+    if (!n->is_boolean()) return Error(Join(prefix, key), "must be true or false");
+    *out = n->as_boolean()->get();
+    return Status::Ok();
+  }
+
+  // An array of strings; `out` is replaced when the key is present.
+  Status StringList(const toml::table& t, std::string_view prefix, const char* key,
+                    std::vector<std::string>* out) const {
+    const toml::node* n = t.get(key);
+    if (!n) return Status::Ok();
+    const toml::array* arr = n->as_array();
+    if (!arr) return Error(Join(prefix, key), "must be an array of strings");
+    out->clear();
+    for (const toml::node& item : *arr) {
+      if (!item.is_string()) return Error(Join(prefix, key), "must be an array of strings");
+      out->push_back(item.as_string()->get());
+    }
+    return Status::Ok();
+  }
+
   template <typename T>
   Status Integer(const toml::table& t, std::string_view prefix, const char* key, T* out,
                  int64_t min, int64_t max) const {
@@ -113,7 +138,8 @@ Status ParseModelEntry(const TomlReader& r, const toml::table& t, size_t index,
   VAED_RETURN_IF_ERROR(
       r.CheckKeys(t, prefix, {"name", "kind", "weights", "config", "audio_weights",
                               "audio_config", "compute_dtype", "stack_tiling", "frame_batch",
-                              "seed"}));
+                              "seed", "plan_cache_capacity", "plan_after_sightings",
+                              "warm_shapes"}));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "name", &out->name));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "kind", &out->kind));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "weights", &out->weights_path));
@@ -132,6 +158,17 @@ Status ParseModelEntry(const TomlReader& r, const toml::table& t, size_t index,
     VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "seed", &seed, 0, INT64_MAX));
     out->seed = seed;
   }
+  if (t.contains("plan_cache_capacity")) {
+    int64_t v = 0;
+    VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "plan_cache_capacity", &v, 1, 1024));
+    out->plan_cache_capacity = v;
+  }
+  if (t.contains("plan_after_sightings")) {
+    int64_t v = 0;
+    VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "plan_after_sightings", &v, 1, 1000));
+    out->plan_after_sightings = v;
+  }
+  VAED_RETURN_IF_ERROR(r.StringList(t, prefix, "warm_shapes", &out->warm_shapes));
   if (out->name.empty()) return r.Error(prefix + ".name", "is required and must not be empty");
   if (out->kind.empty()) {
     return r.Error(prefix + ".kind", "is required (taef2, demo, h3_video, h3_audio or h3)");
@@ -161,13 +198,18 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
   if (executor) {
     VAED_RETURN_IF_ERROR(
         r.CheckKeys(*executor, "executor",
-                    {"intra_op_threads", "queue_capacity", "retained_heap_mib"}));
+                    {"intra_op_threads", "queue_capacity", "retained_heap_mib",
+                     "memory_budget_mib", "allow_fault_injection"}));
     VAED_RETURN_IF_ERROR(r.Integer(*executor, "executor", "intra_op_threads",
                                    &o->executor.intra_op_threads, 1, 256));
     VAED_RETURN_IF_ERROR(r.Integer(*executor, "executor", "queue_capacity",
                                    &o->executor.queue_capacity, 1, 100000));
     VAED_RETURN_IF_ERROR(r.Integer(*executor, "executor", "retained_heap_mib",
                                    &o->executor.retained_heap_mib, 0, 1 << 24));
+    VAED_RETURN_IF_ERROR(r.Integer(*executor, "executor", "memory_budget_mib",
+                                   &o->executor.memory_budget_mib, 0, int64_t{1} << 30));
+    VAED_RETURN_IF_ERROR(r.Bool(*executor, "executor", "allow_fault_injection",
+                                &o->executor.allow_fault_injection));
   }
 
   VAED_ASSIGN_OR_RETURN(const toml::table* log, r.Table(root, "log"));
@@ -180,15 +222,7 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
   if (profiles) {
     VAED_RETURN_IF_ERROR(r.CheckKeys(*profiles, "profiles", {"default", "allowed"}));
     VAED_RETURN_IF_ERROR(r.String(*profiles, "profiles", "default", &o->profiles.default_profile));
-    if (const toml::node* allowed = profiles->get("allowed")) {
-      const toml::array* arr = allowed->as_array();
-      if (!arr) return r.Error("profiles.allowed", "must be an array of strings");
-      o->profiles.allowed.clear();
-      for (const toml::node& n : *arr) {
-        if (!n.is_string()) return r.Error("profiles.allowed", "must be an array of strings");
-        o->profiles.allowed.push_back(n.as_string()->get());
-      }
-    }
+    VAED_RETURN_IF_ERROR(r.StringList(*profiles, "profiles", "allowed", &o->profiles.allowed));
   }
   VAED_ASSIGN_OR_RETURN(const toml::table* models, r.Table(root, "models"));
   if (models) {
@@ -368,6 +402,18 @@ CommandLine ParseCommandLine(int argc, char** argv) {
                  "model unless --default-model says otherwise")
       ->check(CLI::ExistingFile);
   app.add_option("--default-model", default_model, "model used when a request names none (models.default)");
+  std::string stack_tiling;
+  app.add_option("--vae-stack-tiling", stack_tiling,
+                 "tile scheduling of every tiled model when a request does not choose: auto "
+                 "(stack when >= 2 same-shape tiles and the measured memory estimate fits), "
+                 "true/on (always stack), false/off (one call per tile); sets each h3_video/h3 "
+                 "entry's stack_tiling")
+      ->check(CLI::IsMember({"auto", "true", "false", "on", "off"}));
+  int64_t memory_budget_mib = -1;
+  app.add_option("--memory-budget-mib", memory_budget_mib,
+                 "tensor memory budget of the daemon in MiB, 0 = none "
+                 "(executor.memory_budget_mib)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_flag("--print-config", print_config, "print the effective config as TOML and exit");
 
   try {
@@ -411,6 +457,15 @@ CommandLine ParseCommandLine(int argc, char** argv) {
     o.models.default_model = "taef2";
   }
   if (!default_model.empty()) o.models.default_model = default_model;
+  if (!stack_tiling.empty()) {
+    const std::string value = stack_tiling == "true"    ? "on"
+                              : stack_tiling == "false" ? "off"
+                                                        : stack_tiling;
+    for (models::ModelConfig& m : o.models.entries) {
+      if (m.kind == "h3_video" || m.kind == "h3") m.stack_tiling = value;
+    }
+  }
+  if (memory_budget_mib >= 0) o.executor.memory_budget_mib = static_cast<uint64_t>(memory_budget_mib);
   if (Status s = ValidateOptions(o); !s.ok()) return fail(s);
   if (print_config) {
     std::cout << ToToml(o);
@@ -434,6 +489,9 @@ std::string ToToml(const DaemonOptions& o) {
                               {"queue_capacity", int64_t{o.executor.queue_capacity}},
                               {"retained_heap_mib",
                                static_cast<int64_t>(o.executor.retained_heap_mib)},
+                              {"memory_budget_mib",
+                               static_cast<int64_t>(o.executor.memory_budget_mib)},
+                              {"allow_fault_injection", o.executor.allow_fault_injection},
                           });
   root.insert("log", toml::table{{"level", o.log.level}});
   toml::array allowed;
@@ -450,6 +508,11 @@ std::string ToToml(const DaemonOptions& o) {
     if (m.kind == "h3_video" || m.kind == "h3") {
       t.insert("compute_dtype", m.compute_dtype);
       t.insert("stack_tiling", m.stack_tiling);
+      t.insert("plan_cache_capacity", m.plan_cache_capacity.value_or(8));
+      t.insert("plan_after_sightings", m.plan_after_sightings.value_or(2));
+      toml::array warm;
+      for (const std::string& w : m.warm_shapes) warm.push_back(w);
+      t.insert("warm_shapes", warm);
     }
     if (m.kind == "taef2" || m.kind == "demo") {
       t.insert("frame_batch", m.frame_batch.value_or(4));

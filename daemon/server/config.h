@@ -52,6 +52,16 @@ struct ExecutorOptions {
   // to the OS. Larger: fewer page faults for big decodes; smaller: lower
   // idle RSS after one.
   uint64_t retained_heap_mib = 4096;
+  // Budget for LibTorch host tensors of the whole daemon (weights, cached
+  // plans, decode buffers), MiB; 0 = none. An allocation past it fails as
+  // out of memory, which the decode's failure ladder handles (fewer tiles
+  // per call) before answering resource_exhausted; stack_tiling auto
+  // checks its measured estimate against it. Smaller: a hard cap on what
+  // vaed takes from the node; too small: requests fail.
+  uint64_t memory_budget_mib = 0;
+  // Testing only: honour DecodeOptions.inject_faults. Off in production
+  // (requests carrying faults are then refused).
+  bool allow_fault_injection = false;
 };
 
 struct LogOptions {
@@ -103,6 +113,8 @@ struct CommandLine {
 // Parses argv: --config FILE, --socket PATH, --intra-op-threads N,
 // --queue-capacity N, --log-level L,
 // --model NAME=KIND[:WEIGHTS[:CONFIG[:AUDIO_WEIGHTS[:AUDIO_CONFIG]]]] (repeatable),
+// --vae-stack-tiling auto|true|false (every tiled model's stack_tiling),
+// --memory-budget-mib N,
 // --taef2-weights PATH (adds model "taef2" and makes it the default),
 // --default-model NAME,
 // --print-config, --help, --version. Errors print to stderr with usage.

@@ -464,7 +464,8 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   const models::ModelInfo& info = model->info();
   const std::string model_name = info.name;
   VAED_ASSIGN_OR_RETURN(ResolvedOptions options,
-                        ResolveDecodeOptions(info, d.options(), options_.profiles));
+                        ResolveDecodeOptions(info, d.options(), options_.profiles,
+                                             options_.executor.allow_fault_injection));
 
   // Plans first: the latents' dtypes and shapes decide everything else.
   if (!d.has_latent() && !d.has_audio_latent()) {
@@ -531,6 +532,7 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
 
   av.profile = options.profile;
   av.compile_decision = options.compile_decision;
+  av.stack_decision = options.stack_decision;
   if (d.plan_only()) {
     v1::DecodeReply* p = reply->mutable_decode();
     engine::FillDecodeGeometry(*model, video, audio, av, p);
@@ -623,6 +625,8 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   job->request_id = req.request_id();
   job->model = model;
   job->settings.stack_tiling = options.stack_tiling;
+  job->settings.compile = options.compile;
+  job->settings.faults = options.faults;
   job->video = std::move(video);
   job->audio = std::move(audio);
   job->av = av;
@@ -654,6 +658,22 @@ void ControlLoop::FillStatus(v1::StatusReply* s) const {
     out->set_audio_sample_rate_hz(static_cast<uint32_t>(i.audio_sample_rate_hz));
     out->set_audio_latent_rate_hz(i.audio_latent_rate_hz);
     out->set_native_fps(i.native_fps);
+    if (std::optional<models::PlanCacheSnapshot> cache = m->plan_cache()) {
+      v1::PlanCacheInfo* pc = out->mutable_plan_cache();
+      pc->set_capacity(static_cast<uint32_t>(cache->capacity));
+      for (const std::string& b : cache->buckets) pc->add_buckets(b);
+      for (const auto& [bucket, reason] : cache->eager_only) {
+        v1::PlanCacheInfo::EagerOnly* e = pc->add_eager_only();
+        e->set_bucket(bucket);
+        e->set_reason(reason);
+      }
+      pc->set_hits(cache->stats.hits);
+      pc->set_builds(cache->stats.builds);
+      pc->set_build_failures(cache->stats.build_failures);
+      pc->set_evictions(cache->stats.evictions);
+      pc->set_eager_calls(cache->stats.eager_calls);
+      pc->set_plan_bytes(cache->plan_bytes);
+    }
   }
   s->set_default_model(registry_->default_model());
   s->set_clients(static_cast<uint32_t>(clients_.client_count()));

@@ -47,7 +47,8 @@ Status ValidateProfileOptions(const ProfileOptions& o) {
 
 Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
                                              const v1::DecodeOptions& requested,
-                                             const ProfileOptions& policy) {
+                                             const ProfileOptions& policy,
+                                             bool allow_fault_injection) {
   ResolvedOptions out;
   out.profile = requested.profile().empty() ? policy.default_profile : requested.profile();
   if (!Contains(KnownProfiles(), out.profile)) {
@@ -76,30 +77,41 @@ Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
       out.stack_tiling = models::StackTiling::kOff;
       break;
     case v1::STACK_TILING_ON:
-    case v1::STACK_TILING_AUTO:
       if (!model.caps.stack_tiling) {
-        return InvalidArgument("options.stack_tiling is " +
-                               v1::StackTiling_Name(requested.stack_tiling()) + "; " +
-                               ModelText(model) +
+        return InvalidArgument("options.stack_tiling is STACK_TILING_ON; " + ModelText(model) +
                                " does not support stacked tiles: it does not decode in tiles");
       }
-      out.stack_tiling = requested.stack_tiling() == v1::STACK_TILING_ON
-                             ? models::StackTiling::kOn
-                             : models::StackTiling::kAuto;
+      out.stack_tiling = models::StackTiling::kOn;
+      break;
+    case v1::STACK_TILING_AUTO:
+      // AUTO picks the safe path where stacking does not exist.
+      if (!model.caps.stack_tiling) {
+        out.stack_tiling = models::StackTiling::kOff;
+        out.stack_decision = "auto: off (" + ModelText(model) + " does not decode in tiles)";
+        break;
+      }
+      out.stack_tiling = models::StackTiling::kAuto;
       break;
     default:
       return InvalidArgument("options.stack_tiling " + std::to_string(requested.stack_tiling()) +
                              " is unknown (expected OFF, ON or AUTO)");
   }
 
-  // Compiled plans: no backend exists yet, so ON is refused where the model
-  // declares none, and AUTO runs eager saying why.
+  // Compiled plans: safe runs eager; optimized/diagnostic use plans where
+  // the model has a backend (AUTO); an explicit ON needs the capability.
   switch (requested.compile()) {
     case v1::COMPILE_UNSPECIFIED:
+      if (out.profile == "safe") {
+        out.compile_decision = "off (profile safe)";
+      } else if (model.caps.compiled_plans) {
+        out.compile = models::CompileMode::kAuto;
+        out.compile_decision = "auto: compiled plans by shape bucket (profile " + out.profile + ")";
+      } else {
+        out.compile_decision = "off: no compiled-plan backend for " + ModelText(model);
+      }
+      break;
     case v1::COMPILE_OFF:
-      out.compile_decision = requested.compile() == v1::COMPILE_OFF
-                                 ? "off (requested)"
-                                 : "off (profile " + out.profile + ")";
+      out.compile_decision = "off (requested)";
       break;
     case v1::COMPILE_ON:
       if (!model.caps.compiled_plans) {
@@ -111,22 +123,47 @@ Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
         return InvalidArgument("options.compile is COMPILE_ON but profile 'safe' runs eager; "
                                "use profile optimized or diagnostic");
       }
-      out.compile = true;
+      out.compile = models::CompileMode::kOn;
       out.compile_decision = "on (requested)";
       break;
     case v1::COMPILE_AUTO:
-      out.compile_decision = model.caps.compiled_plans && out.profile != "safe"
-                                 ? "auto: compiled plans"
-                                 : "auto: eager (" + (model.caps.compiled_plans
-                                                          ? std::string("profile safe")
-                                                          : "no compiled-plan backend for " +
-                                                                ModelText(model)) +
-                                       ")";
-      out.compile = model.caps.compiled_plans && out.profile != "safe";
+      if (model.caps.compiled_plans && out.profile != "safe") {
+        out.compile = models::CompileMode::kAuto;
+        out.compile_decision = "auto: compiled plans by shape bucket";
+      } else {
+        out.compile_decision = "auto: eager (" + (model.caps.compiled_plans
+                                                      ? std::string("profile safe")
+                                                      : "no compiled-plan backend for " +
+                                                            ModelText(model)) +
+                               ")";
+      }
       break;
     default:
       return InvalidArgument("options.compile " + std::to_string(requested.compile()) +
                              " is unknown (expected COMPILE_OFF, COMPILE_ON or COMPILE_AUTO)");
+  }
+
+  // Fault injection (tests only).
+  if (requested.inject_faults_size() > 0) {
+    if (!allow_fault_injection) {
+      return InvalidArgument("options.inject_faults is set but this daemon does not allow fault "
+                             "injection (executor.allow_fault_injection = false)");
+    }
+    for (const std::string& f : requested.inject_faults()) {
+      if (f == "oom_stacked") {
+        out.faults.oom_stacked += 1;
+      } else if (f == "oom_sequential") {
+        out.faults.oom_sequential += 1;
+      } else if (f == "plan_build") {
+        out.faults.plan_build += 1;
+      } else if (f == "tile_exception") {
+        out.faults.tile_exception += 1;
+      } else {
+        return InvalidArgument("options.inject_faults lists '" + f.substr(0, 64) +
+                               "'; known faults are oom_stacked, oom_sequential, plan_build, "
+                               "tile_exception");
+      }
+    }
   }
   return out;
 }

@@ -8,7 +8,8 @@
 //               bytes), no compiled plans, no output-changing knobs.
 //   optimized   production: the model's configured stack_tiling default
 //               (auto = the model decides, with its reason in the reply),
-//               compiled plans where a backend exists.
+//               compiled plans by shape bucket where the model has them
+//               (compile AUTO; same bytes as eager).
 //   diagnostic  benchmarking: any option the model supports; output-
 //               changing knobs would be allowed here and flagged in the reply
 //               (none exists yet).
@@ -59,19 +60,30 @@ Status ValidateProfileOptions(const ProfileOptions& options);
 struct ResolvedOptions {
   std::string profile;
   models::StackTiling stack_tiling = models::StackTiling::kOff;
-  bool compile = false;          // compiled plans used (no backend exists yet)
+  // Set when the request's stack_tiling resolved without the model, e.g.
+  // "auto: off (model 'taef2' (kind taef2) does not decode in tiles)"; the
+  // model states its own decision otherwise (TilingInfo.stack_decision).
+  std::string stack_decision;
+  models::CompileMode compile = models::CompileMode::kOff;
   std::string compile_decision;  // e.g. "off (profile safe)"
+  models::FaultInjection faults;  // options.inject_faults (tests)
 };
 
 // Resolves `requested` for `model`. `model_stack_default` is the model's
 // configured stack_tiling (used by optimized and diagnostic). Errors
 // (kInvalidArgument): unknown or disallowed profile, student without an
 // artifact, explicit stack_tiling ON/AUTO on a model without stacked tiles,
-// explicit compile ON on a model without compiled plans, unknown enum
-// values. Messages name "options.<field>", the model and the reason.
+// explicit compile ON on a model without compiled plans (or under safe),
+// (stack_tiling AUTO on a model without stacked tiles resolves to off,
+// saying why, as compile AUTO does),
+// unknown enum values, inject_faults when `allow_fault_injection` is false
+// or naming an unknown fault. Messages name "options.<field>", the model
+// and the reason. Compile: unset means off under safe and AUTO under
+// optimized/diagnostic (where the model has compiled plans).
 Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
                                              const v1::DecodeOptions& requested,
-                                             const ProfileOptions& policy);
+                                             const ProfileOptions& policy,
+                                             bool allow_fault_injection = false);
 
 }  // namespace vaed::server
 

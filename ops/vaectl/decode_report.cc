@@ -415,7 +415,15 @@ nlohmann::json DecodeReportToJson(const DecodeReport& report) {
                    {"decoder_calls", t.decoder_calls()},
                    {"max_tiles_per_call", t.max_tiles_per_call()},
                    {"stacked", t.stacked()},
-                   {"stack_decision", t.stack_decision()}};
+                   {"stack_decision", t.stack_decision()},
+                   {"planned_tiles_per_call", t.planned_tiles_per_call()},
+                   {"final_tiles_per_call", t.final_tiles_per_call()},
+                   {"fallbacks", std::vector<std::string>(t.fallbacks().begin(),
+                                                          t.fallbacks().end())},
+                   {"plan_decision", t.plan_decision()},
+                   {"planned_calls", t.planned_calls()},
+                   {"eager_calls", t.eager_calls()},
+                   {"estimated_peak_bytes", t.estimated_peak_bytes()}};
   }
   if (q.psnr_vs_original) {
     j["psnr_vs_original_db"] = Db(q.psnr_vs_original->mean_db);
@@ -565,6 +573,12 @@ std::string FormatDecodeReport(const DecodeReport& report) {
   out << "compute      " << (r.compute_dtype().empty() ? "?" : r.compute_dtype()) << ", "
       << (r.warm() ? "warm" : "cold (first decode of this shape bucket)");
   if (r.peak_rss_bytes() != 0) out << ", peak RSS " << ops::HumanBytes(r.peak_rss_bytes());
+  if (r.peak_tensor_bytes() != 0) {
+    out << ", peak tensors " << ops::HumanBytes(r.peak_tensor_bytes());
+    if (r.memory_budget_bytes() != 0) {
+      out << " of a " << ops::HumanBytes(r.memory_budget_bytes()) << " budget";
+    }
+  }
   out << "\n";
   if (r.has_tiling()) {
     const v1::TilingInfo& t = r.tiling();
@@ -573,6 +587,11 @@ std::string FormatDecodeReport(const DecodeReport& report) {
         << Plural(t.windows(), "window") << ", " << Plural(t.decoder_calls(), "decoder call")
         << ", up to " << Plural(t.max_tiles_per_call(), "tile") << " per call ("
         << t.stack_decision() << ")\n";
+    if (!t.plan_decision().empty()) {
+      out << "plans        " << t.plan_decision() << " (" << t.planned_calls() << " planned, "
+          << t.eager_calls() << " eager calls)\n";
+    }
+    for (const auto& f : t.fallbacks()) out << "FALLBACK     " << f << "\n";
   }
   if (r.nonfinite_outputs() != 0) {
     out << "WARNING      " << r.nonfinite_outputs() << " non-finite (NaN/Inf) output values\n";

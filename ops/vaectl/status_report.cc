@@ -9,7 +9,25 @@ namespace vaed::vaectl {
 nlohmann::json StatusToJson(const v1::StatusReply& s) {
   nlohmann::json models = nlohmann::json::array();
   for (const auto& m : s.models()) {
+    nlohmann::json cache = nullptr;
+    if (m.has_plan_cache()) {
+      const v1::PlanCacheInfo& c = m.plan_cache();
+      nlohmann::json eager_only = nlohmann::json::array();
+      for (const auto& e : c.eager_only()) {
+        eager_only.push_back({{"bucket", e.bucket()}, {"reason", e.reason()}});
+      }
+      cache = {{"capacity", c.capacity()},
+               {"buckets", std::vector<std::string>(c.buckets().begin(), c.buckets().end())},
+               {"eager_only", eager_only},
+               {"hits", c.hits()},
+               {"builds", c.builds()},
+               {"build_failures", c.build_failures()},
+               {"evictions", c.evictions()},
+               {"eager_calls", c.eager_calls()},
+               {"plan_bytes", c.plan_bytes()}};
+    }
     models.push_back({
+        {"plan_cache", cache},
         {"name", m.name()},
         {"kind", m.kind()},
         {"demo_weights", m.demo_weights()},
@@ -96,6 +114,18 @@ std::string FormatStatus(const v1::StatusReply& s) {
                                                       m.audio_weights_path());
     }
     out << "\n";
+    if (m.has_plan_cache()) {
+      const v1::PlanCacheInfo& c = m.plan_cache();
+      out << "    compiled plans: " << c.buckets_size() << " of " << c.capacity() << " ("
+          << ops::HumanBytes(c.plan_bytes()) << "), " << c.hits() << " hits, " << c.builds()
+          << " builds, " << c.evictions() << " evictions, " << c.eager_calls()
+          << " eager calls";
+      for (const auto& b : c.buckets()) out << "\n      plan " << b;
+      for (const auto& e : c.eager_only()) {
+        out << "\n      EAGER-ONLY " << e.bucket() << ": " << e.reason();
+      }
+      out << "\n";
+    }
   }
   out << "(* = default model";
   if (any_demo) out << "; DEMO = deterministic random weights, not a trained decoder";

@@ -22,17 +22,22 @@ models::ModelInfo Model(std::string kind, bool tiled) {
   m.kind = std::move(kind);
   m.caps.tiled = tiled;
   m.caps.stack_tiling = tiled;
+  m.caps.compiled_plans = tiled;  // as the H3 video decoder declares
   return m;
 }
 
 v1::DecodeOptions Options(std::string profile, v1::StackTiling stack = v1::STACK_TILING_UNSPECIFIED,
-                          v1::Compile compile = v1::COMPILE_UNSPECIFIED) {
+                          v1::Compile compile = v1::COMPILE_UNSPECIFIED,
+                          std::vector<std::string> faults = {}) {
   v1::DecodeOptions o;
   o.set_profile(std::move(profile));
   o.set_stack_tiling(stack);
   o.set_compile(compile);
+  for (std::string& f : faults) o.add_inject_faults(std::move(f));
   return o;
 }
+
+using models::CompileMode;
 
 struct Case {
   std::string what;
@@ -43,6 +48,8 @@ struct Case {
   models::StackTiling stack = models::StackTiling::kOff;
   std::string profile = "safe";
   std::string compile_decision = {};
+  CompileMode compile = CompileMode::kOff;
+  bool allow_faults = false;  // the daemon's executor.allow_fault_injection
 };
 
 TEST(ResolveDecodeOptionsTest, EveryCapabilityOptionAndValue) {
@@ -52,10 +59,12 @@ TEST(ResolveDecodeOptionsTest, EveryCapabilityOptionAndValue) {
       // Profiles.
       {"default profile", h3, Options(""), "", models::StackTiling::kOff, "safe",
        "off (profile safe)"},
-      {"optimized uses the model default", h3, Options("optimized"), "",
-       models::StackTiling::kDefault, "optimized", "off (profile optimized)"},
-      {"diagnostic", taef2, Options("diagnostic"), "", models::StackTiling::kDefault,
-       "diagnostic"},
+      {"optimized uses the model default and plans", h3, Options("optimized"), "",
+       models::StackTiling::kDefault, "optimized",
+       "auto: compiled plans by shape bucket (profile optimized)", CompileMode::kAuto},
+      {"diagnostic on a model without plans", taef2, Options("diagnostic"), "",
+       models::StackTiling::kDefault, "diagnostic",
+       "off: no compiled-plan backend for model 'taef2' (kind taef2)"},
       {"unknown profile", h3, Options("turbo"),
        "options.profile 'turbo' is unknown (profiles: safe, optimized, diagnostic, student)"},
       {"student not allowed", h3, Options("student"),
@@ -65,29 +74,57 @@ TEST(ResolveDecodeOptionsTest, EveryCapabilityOptionAndValue) {
       {"stack on, tiled model", h3, Options("", v1::STACK_TILING_ON), "",
        models::StackTiling::kOn},
       {"stack auto, tiled model", h3, Options("optimized", v1::STACK_TILING_AUTO), "",
-       models::StackTiling::kAuto, "optimized"},
+       models::StackTiling::kAuto, "optimized", "", CompileMode::kAuto},
       {"stack off, untiled model", taef2, Options("", v1::STACK_TILING_OFF), "",
        models::StackTiling::kOff},
       {"stack on, untiled model", taef2, Options("", v1::STACK_TILING_ON),
        "options.stack_tiling is STACK_TILING_ON; model 'taef2' (kind taef2) does not support "
        "stacked tiles: it does not decode in tiles"},
-      {"stack auto, untiled model", taef2, Options("diagnostic", v1::STACK_TILING_AUTO),
-       "options.stack_tiling is STACK_TILING_AUTO; model 'taef2'"},
+      {"stack auto, untiled model: the safe path", taef2,
+       Options("diagnostic", v1::STACK_TILING_AUTO), "", models::StackTiling::kOff, "diagnostic"},
       {"stack unknown value", h3, Options("", static_cast<v1::StackTiling>(9)),
        "options.stack_tiling 9 is unknown"},
-      // Compiled plans (no backend in this build).
-      {"compile on", h3, Options("optimized", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_ON),
-       "options.compile is COMPILE_ON; model 'h3' (kind h3_video) has no compiled-plan backend"},
-      {"compile auto", h3, Options("optimized", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_AUTO),
-       "", models::StackTiling::kDefault, "optimized",
-       "auto: eager (no compiled-plan backend for model 'h3' (kind h3_video))"},
+      // Compiled plans.
+      {"compile on, model with plans", h3,
+       Options("optimized", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_ON), "",
+       models::StackTiling::kDefault, "optimized", "on (requested)", CompileMode::kOn},
+      {"compile on, model without plans", taef2,
+       Options("optimized", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_ON),
+       "options.compile is COMPILE_ON; model 'taef2' (kind taef2) has no compiled-plan backend"},
+      {"compile on under safe", h3, Options("safe", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_ON),
+       "options.compile is COMPILE_ON but profile 'safe' runs eager"},
+      {"compile auto, model with plans", h3,
+       Options("optimized", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_AUTO), "",
+       models::StackTiling::kDefault, "optimized", "auto: compiled plans by shape bucket",
+       CompileMode::kAuto},
+      {"compile auto, model without plans", taef2,
+       Options("optimized", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_AUTO), "",
+       models::StackTiling::kDefault, "optimized",
+       "auto: eager (no compiled-plan backend for model 'taef2' (kind taef2))"},
+      {"compile auto under safe", h3, Options("safe", v1::STACK_TILING_UNSPECIFIED,
+                                              v1::COMPILE_AUTO),
+       "", models::StackTiling::kOff, "safe", "auto: eager (profile safe)"},
       {"compile off", taef2, Options("", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_OFF), "",
        models::StackTiling::kOff, "safe", "off (requested)"},
       {"compile unknown", h3, Options("", v1::STACK_TILING_UNSPECIFIED, static_cast<v1::Compile>(7)),
        "options.compile 7 is unknown"},
+      // Fault injection (tests only).
+      {"faults refused by default", h3,
+       Options("", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_UNSPECIFIED, {"oom_stacked"}),
+       "options.inject_faults is set but this daemon does not allow fault injection "
+       "(executor.allow_fault_injection = false)"},
+      {"faults allowed", h3,
+       Options("", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_UNSPECIFIED,
+               {"oom_stacked", "oom_sequential", "plan_build", "tile_exception"}),
+       "", models::StackTiling::kOff, "safe", "", CompileMode::kOff, true},
+      {"unknown fault", h3,
+       Options("", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_UNSPECIFIED, {"segfault"}),
+       "options.inject_faults lists 'segfault'; known faults are oom_stacked", {}, "safe", "",
+       CompileMode::kOff, true},
   };
   for (const Case& c : cases) {
-    Result<ResolvedOptions> r = ResolveDecodeOptions(c.model, c.options, ProfileOptions{});
+    Result<ResolvedOptions> r =
+        ResolveDecodeOptions(c.model, c.options, ProfileOptions{}, c.allow_faults);
     if (!c.error.empty()) {
       ASSERT_FALSE(r.ok()) << c.what;
       EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.what;
@@ -97,29 +134,33 @@ TEST(ResolveDecodeOptionsTest, EveryCapabilityOptionAndValue) {
     ASSERT_TRUE(r.ok()) << c.what << ": " << r.status().ToString();
     EXPECT_EQ(r->stack_tiling, c.stack) << c.what;
     EXPECT_EQ(r->profile, c.profile) << c.what;
-    EXPECT_FALSE(r->compile) << c.what;
+    EXPECT_EQ(r->compile, c.compile) << c.what;
     if (!c.compile_decision.empty()) {
       EXPECT_EQ(r->compile_decision, c.compile_decision) << c.what;
     }
+    EXPECT_EQ(r->faults.any(), c.options.inject_faults_size() > 0) << c.what;
+    EXPECT_EQ(r->stack_decision.empty(),
+              c.model.caps.stack_tiling || c.options.stack_tiling() != v1::STACK_TILING_AUTO)
+        << c.what;
   }
 }
 
-TEST(ResolveDecodeOptionsTest, CompiledPlansAndStudentFollowCapabilities) {
+TEST(ResolveDecodeOptionsTest, StudentNeedsAnArtifactAndFaultsAreCounted) {
   models::ModelInfo m = Model("h3_video", true);
-  m.caps.compiled_plans = true;
   ProfileOptions policy;
-  auto on = ResolveDecodeOptions(m, Options("optimized", v1::STACK_TILING_UNSPECIFIED,
-                                            v1::COMPILE_ON), policy);
-  ASSERT_TRUE(on.ok());
-  EXPECT_TRUE(on->compile);
-  auto safe_on = ResolveDecodeOptions(m, Options("safe", v1::STACK_TILING_UNSPECIFIED,
-                                                 v1::COMPILE_ON), policy);
-  EXPECT_THAT(safe_on.status().message(), HasSubstr("profile 'safe' runs eager"));
-  auto safe_auto = ResolveDecodeOptions(m, Options("safe", v1::STACK_TILING_UNSPECIFIED,
-                                                   v1::COMPILE_AUTO), policy);
-  ASSERT_TRUE(safe_auto.ok());
-  EXPECT_FALSE(safe_auto->compile);
-  EXPECT_EQ(safe_auto->compile_decision, "auto: eager (profile safe)");
+  auto faults = ResolveDecodeOptions(
+      m, Options("", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_UNSPECIFIED,
+                 {"oom_stacked", "oom_stacked", "plan_build"}),
+      policy, true);
+  ASSERT_TRUE(faults.ok()) << faults.status().ToString();
+  EXPECT_EQ(faults->faults.oom_stacked, 2);
+  EXPECT_EQ(faults->faults.plan_build, 1);
+  EXPECT_EQ(faults->faults.oom_sequential + faults->faults.tile_exception, 0);
+  auto untiled_auto = ResolveDecodeOptions(Model("taef2", false),
+                                           Options("optimized", v1::STACK_TILING_AUTO), policy);
+  ASSERT_TRUE(untiled_auto.ok());
+  EXPECT_EQ(untiled_auto->stack_decision,
+            "auto: off (model 'taef2' (kind taef2) does not decode in tiles)");
 
   policy.allowed.push_back("student");
   auto student = ResolveDecodeOptions(m, Options("student"), policy);

@@ -447,11 +447,23 @@ TEST_F(H3AvRejectTest, ProfilesAndCapabilitiesDriveOptions) {
   auto optimized = client_->PlanDecode(request);
   ASSERT_TRUE(optimized.ok()) << optimized.status().ToString();
   EXPECT_EQ(optimized->profile(), "optimized");
-  EXPECT_THAT(optimized->compile_decision(), HasSubstr("auto: eager (no compiled-plan backend"));
+  EXPECT_EQ(optimized->compile_decision(), "auto: compiled plans by shape bucket");
   request.compile = client::Compile::kOn;
-  EXPECT_THAT(client_->PlanDecode(request).status().message(),
-              HasSubstr("options.compile is COMPILE_ON; model 'av' (kind h3) has no "
+  auto on = client_->PlanDecode(request);
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_EQ(on->compile_decision(), "on (requested)");
+  client::DecodeRequest demo_compiled;
+  demo_compiled.model = "demo";
+  demo_compiled.latent = {0, 0, DType::kFloat32, {1, 32, 8, 8}};
+  demo_compiled.profile = "optimized";
+  demo_compiled.compile = client::Compile::kOn;
+  EXPECT_THAT(client_->PlanDecode(demo_compiled).status().message(),
+              HasSubstr("options.compile is COMPILE_ON; model 'demo' (kind demo) has no "
                         "compiled-plan backend"));
+  request.inject_faults = {"oom_stacked"};
+  EXPECT_THAT(client_->PlanDecode(request).status().message(),
+              HasSubstr("does not allow fault injection"));
+  request.inject_faults.clear();
   request.compile = client::Compile::kDefault;
   request.profile = "student";
   EXPECT_THAT(client_->PlanDecode(request).status().message(),
@@ -481,7 +493,9 @@ TEST_F(H3AvRejectTest, StatusDescribesBothDecoders) {
     if (m.name() == "av") {
       ++found;
       EXPECT_EQ(m.kind(), "h3");
-      EXPECT_THAT(caps, ::testing::IsSupersetOf({"video", "audio", "tiled", "stack_tiling"}));
+      EXPECT_THAT(caps, ::testing::IsSupersetOf(
+                            {"video", "audio", "tiled", "stack_tiling", "compiled_plans"}));
+      EXPECT_EQ(m.plan_cache().capacity(), 8u);
       EXPECT_EQ(m.weights_sha256().size(), 64u);
     } else if (m.name() == "audio") {
       ++found;

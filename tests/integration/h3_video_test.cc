@@ -78,7 +78,8 @@ class H3VideoDaemonTest : public ::testing::TestWithParam<std::string> {
     std::vector<uint8_t> bytes;
   };
   Result<Decoded> Decode(const TensorEntry& latent, client::OutputFormat format,
-                         client::StackTiling stack) {
+                         client::StackTiling stack, std::string profile = {},
+                         client::Compile compile = client::Compile::kDefault) {
     VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan,
                           client_->PlanDecode("h3", latent.dtype, latent.shape, format));
     VAED_ASSIGN_OR_RETURN(auto in, client::SharedRegion::Create(latent.nbytes));
@@ -91,7 +92,9 @@ class H3VideoDaemonTest : public ::testing::TestWithParam<std::string> {
                                   .latent = {in_id, 0, latent.dtype, latent.shape},
                                   .output = {out_id, 0, FromProto(plan.output_dtype()), out_shape},
                                   .format = format,
-                                  .stack_tiling = stack};
+                                  .stack_tiling = stack,
+                                  .profile = std::move(profile),
+                                  .compile = compile};
     VAED_ASSIGN_OR_RETURN(v1::DecodeReply reply, client_->Decode(request));
     Decoded d;
     d.reply = reply;
@@ -180,6 +183,30 @@ TEST_P(H3VideoDaemonTest, ReproducesGoldenCase) {
                   raw->bytes.data() + ((f * 3 + ch) * h * w) * 4, size_t(h * w) * 4);
     }
   }
+  // Optimized (stacked tiles, compiled plans) gives the bytes of safe: the
+  // first request builds the plan (ON), the second runs it from the cache
+  // (AUTO).
+  for (client::Compile compile : {client::Compile::kOn, client::Compile::kAuto}) {
+    auto opt = Decode(*latent, client::OutputFormat::kFloat32NCHW, client::StackTiling::kOn,
+                      "optimized", compile);
+    ASSERT_TRUE(opt.ok()) << opt.status().ToString();
+    EXPECT_TRUE(opt->bytes == raw->bytes) << "optimized output differs from safe";
+    const v1::TilingInfo& t = opt->reply.tiling();
+    EXPECT_EQ(opt->reply.profile(), "optimized");
+    // ON builds the bucket's plan unless an earlier case of this daemon
+    // did (same tile shape); AUTO then finds it.
+    if (compile == client::Compile::kOn) {
+      EXPECT_THAT(t.plan_decision(),
+                  ::testing::AnyOf(::testing::EndsWith(": built"), ::testing::EndsWith(": hit")));
+    } else {
+      EXPECT_THAT(t.plan_decision(), ::testing::EndsWith(": hit"));
+    }
+    EXPECT_EQ(t.planned_calls(), t.decoder_calls());
+    EXPECT_EQ(t.eager_calls(), 0u);
+    EXPECT_TRUE(t.stacked());
+    EXPECT_EQ(t.max_tiles_per_call(), c.at("tiles").at("num_tiles").get<uint32_t>());
+  }
+
   // Every case records the SHA-256 of its raw output and uint8 frames,
   // also where the tensors themselves were left out (golden README §9).
   auto raw_sha = Sha256Bytes(std::span<const uint8_t>(
@@ -260,7 +287,7 @@ TEST_F(H3VideoBadInputTest, StatusListsModelCapabilities) {
     EXPECT_EQ(m.kind(), "h3_video");
     EXPECT_EQ(m.compute_dtype(), "float32");
     EXPECT_THAT(std::vector<std::string>(m.capabilities().begin(), m.capabilities().end()),
-                ::testing::Contains("stack_tiling"));
+                ::testing::IsSupersetOf({"stack_tiling", "compiled_plans"}));
     EXPECT_EQ(m.weights_sha256().size(), 64u);
     EXPECT_GT(m.resident_bytes(), 3'000'000u);
   }

@@ -4,9 +4,13 @@
 // decoder is covered by h3_video_vae_test against the golden vectors.
 #include "daemon/models/h3/tiled_decode.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace vaed::models::h3 {
@@ -149,14 +153,24 @@ TEST_P(H3WindowTest, DecodeWindowEqualsOfficialConcatenationBitwise) {
   Result<TileGrid> grid = PlanTileGrid(c.h, c.w);
   ASSERT_TRUE(grid.ok());
   torch::Tensor z = RandomLatent({1, 24, 7, c.h, c.w}, 7);
-  for (TileScheduling s : {TileScheduling::kSequential, TileScheduling::kStacked}) {
-    TiledDecodeStats stats;
-    torch::Tensor mine = DecodeWindow(z, *grid, FakeDecode, s, &stats);
-    EXPECT_TRUE(BitwiseEqual(mine, RefTiledDecode(z, *grid)))
-        << (s == TileScheduling::kStacked ? "stacked" : "sequential");
-    EXPECT_EQ(stats.tiles_per_window, grid->num_tiles());
-    EXPECT_EQ(stats.decoder_calls, s == TileScheduling::kStacked ? 1 : grid->num_tiles());
-    EXPECT_EQ(stats.max_tiles_per_call, s == TileScheduling::kStacked ? grid->num_tiles() : 1);
+  const int64_t n = grid->num_tiles();
+  const torch::Tensor ref = RefTiledDecode(z, *grid);
+  BlendRamps ramps;
+  const std::pair<int64_t, BlendRamps*> runs[] = {
+      {kSequential, nullptr}, {2, &ramps}, {kAllTiles, &ramps}};  // the last reuses the ramps
+  for (const auto& [per_call, cache] : runs) {
+    {
+      SCOPED_TRACE("tiles per call " + std::to_string(per_call) +
+                   (cache ? ", cached ramps" : ""));
+      TiledDecodeStats stats;
+      torch::Tensor mine = DecodeWindow(z, *grid, FakeDecode, per_call, &stats, cache);
+      EXPECT_TRUE(BitwiseEqual(mine, ref));
+      const int64_t k = std::min(per_call, n);
+      EXPECT_EQ(stats.tiles_per_window, n);
+      EXPECT_EQ(stats.decoder_calls, (n + k - 1) / k);
+      EXPECT_EQ(stats.max_tiles_per_call, k);
+      EXPECT_TRUE(stats.fallbacks.empty());
+    }
   }
 }
 
@@ -182,7 +196,7 @@ TEST(H3TiledDecodeTest, DecodeVideoEqualsOfficialTemporalAssemblyForEveryPadding
     torch::Tensor z = RandomLatent({1, 24, t, 16, 17}, 100 + t);
     TiledDecodeStats stats;
     int64_t progress_calls = 0;
-    torch::Tensor mine = DecodeVideo(z, *plan, *grid, FakeDecode, TileScheduling::kSequential,
+    torch::Tensor mine = DecodeVideo(z, *plan, *grid, FakeDecode, kSequential,
                                      &stats, [&](int64_t done, int64_t total) {
                                        ++progress_calls;
                                        EXPECT_EQ(total, plan->num_windows());
@@ -198,6 +212,65 @@ TEST(H3TiledDecodeTest, DecodeVideoEqualsOfficialTemporalAssemblyForEveryPadding
   }
 }
 
+// A decoder that runs out of memory on calls of more than `limit` tiles,
+// the way a real allocation failure surfaces (c10::OutOfMemoryError).
+TileDecodeFn DecodeWithMemoryFor(int64_t limit, int* failures) {
+  return [limit, failures](const torch::Tensor& tiles) {
+    if (tiles.size(0) > limit) {
+      ++*failures;
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "out of memory: test limit of ", limit,
+                       " tiles, got ", tiles.size(0));
+    }
+    return FakeDecode(tiles);
+  };
+}
+
+TEST(H3TiledDecodeTest, OutOfMemoryStepsDownTheLadderAndKeepsTheBytes) {
+  Result<TileGrid> grid = PlanTileGrid(30, 24);  // 3x2 = 6 tiles per window
+  Result<TemporalPlan> plan = PlanTemporal(12);  // 2 windows
+  ASSERT_TRUE(grid.ok() && plan.ok());
+  torch::Tensor z = RandomLatent({1, 24, 12, 30, 24}, 21);
+  const torch::Tensor ref = RefDecodeTemporal(z, *grid);
+  int failures = 0;
+  TiledDecodeStats stats;
+  torch::Tensor mine =
+      DecodeVideo(z, *plan, *grid, DecodeWithMemoryFor(2, &failures), kAllTiles, &stats);
+  EXPECT_TRUE(BitwiseEqual(mine, ref));
+  // 6 -> 3 -> 2 in the first window; the second window starts at 2.
+  EXPECT_EQ(failures, 2);
+  ASSERT_EQ(stats.fallbacks.size(), 2u);
+  EXPECT_THAT(stats.fallbacks[0], ::testing::StartsWith("6 -> 3 tiles per call: "));
+  EXPECT_THAT(stats.fallbacks[0], ::testing::HasSubstr("test limit of 2"));
+  EXPECT_THAT(stats.fallbacks[1], ::testing::StartsWith("3 -> 2 tiles per call: "));
+  EXPECT_EQ(stats.final_tiles_per_call, 2);
+  EXPECT_EQ(stats.decoder_calls, 2 * 3);  // 3 calls of 2 tiles per window
+}
+
+TEST(H3TiledDecodeTest, OutOfMemoryAtOneTilePerCallAndOtherErrorsPropagate) {
+  Result<TileGrid> grid = PlanTileGrid(20, 20);
+  ASSERT_TRUE(grid.ok());
+  torch::Tensor z = RandomLatent({1, 24, 7, 20, 20}, 22);
+  int failures = 0;
+  TiledDecodeStats stats;
+  EXPECT_THROW(DecodeWindow(z, *grid, DecodeWithMemoryFor(0, &failures), kAllTiles, &stats),
+               c10::OutOfMemoryError);
+  EXPECT_EQ(failures, 3);  // 4, 2, then 1 tile per call
+  EXPECT_EQ(stats.final_tiles_per_call, 1);
+  // A non-memory error is not retried on a lower rung.
+  int calls = 0;
+  TiledDecodeStats other;
+  EXPECT_THROW(DecodeWindow(
+                   z, *grid,
+                   [&calls](const torch::Tensor&) -> torch::Tensor {
+                     ++calls;
+                     throw std::runtime_error("broken tile");
+                   },
+                   kAllTiles, &other),
+               std::runtime_error);
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(other.fallbacks.empty());
+}
+
 TEST(H3TiledDecodeTest, PadFramesRepeatTheLastLatentFrame) {
   // T=13 pads 4 frames; replacing the last input frame changes the padded
   // window, replacing an earlier frame of the final window does too, but
@@ -207,10 +280,10 @@ TEST(H3TiledDecodeTest, PadFramesRepeatTheLastLatentFrame) {
   ASSERT_TRUE(grid.ok() && plan.ok());
   torch::Tensor z = RandomLatent({1, 24, 13, 16, 16}, 5);
   TiledDecodeStats stats;
-  torch::Tensor a = DecodeVideo(z, *plan, *grid, FakeDecode, TileScheduling::kSequential, &stats);
+  torch::Tensor a = DecodeVideo(z, *plan, *grid, FakeDecode, kSequential, &stats);
   torch::Tensor z2 = z.clone();
   z2.narrow(2, 12, 1).add_(1.0);
-  torch::Tensor b = DecodeVideo(z2, *plan, *grid, FakeDecode, TileScheduling::kSequential, &stats);
+  torch::Tensor b = DecodeVideo(z2, *plan, *grid, FakeDecode, kSequential, &stats);
   EXPECT_EQ(a.size(2), 43);
   // Frames before window 2's influence are unchanged; the tail changes.
   EXPECT_TRUE(torch::equal(a.narrow(2, 0, 34), b.narrow(2, 0, 34)));

@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
 #include "daemon/models/postprocess.h"
+#include "daemon/models/tensor_memory.h"
 #include "vaed/safetensors.h"
 
 namespace vaed::models::h3 {
@@ -33,6 +35,7 @@ torch::Tensor ToTorch(const TensorEntry& e) {
 class H3VideoVaeGoldenTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    InstallTensorMemoryTracking();
     if (!std::filesystem::exists(Golden("video_tiny_weights.safetensors"))) return;
     at::set_num_threads(2);
     VideoVaeOptions options;
@@ -107,21 +110,118 @@ TEST_F(H3VideoVaeGoldenTest, GridDecodeMatchesGoldenRawOutputAndStackingIsBitwis
   EXPECT_LE(differing, golden_u8.numel() / 1000);
 }
 
-TEST_F(H3VideoVaeGoldenTest, AutoKeepsTilesSequentialOnTheCpuDecoderAndSaysWhy) {
+TEST_F(H3VideoVaeGoldenTest, AutoStacksOnlyWithAMeasuredEstimateThatFits) {
   std::string reason;
   Result<TileGrid> one = PlanTileGrid(16, 16);
   Result<TileGrid> four = PlanTileGrid(20, 20);
   ASSERT_TRUE(one.ok() && four.ok());
-  EXPECT_EQ(model_->ChooseScheduling(StackTiling::kAuto, *one, &reason),
-            TileScheduling::kSequential);
+  EXPECT_EQ(model_->ChooseTilesPerCall(StackTiling::kAuto, *one, 5, &reason), kSequential);
   EXPECT_THAT(reason, HasSubstr("1 tile"));
-  EXPECT_EQ(model_->ChooseScheduling(StackTiling::kAuto, *four, &reason),
-            TileScheduling::kSequential);
-  EXPECT_THAT(reason, HasSubstr("stacking is slower on the CPU decoder"));
-  EXPECT_EQ(model_->ChooseScheduling(StackTiling::kOn, *four, &reason), TileScheduling::kStacked);
+  EXPECT_EQ(model_->ChooseTilesPerCall(StackTiling::kOn, *four, 5, &reason), kAllTiles);
   EXPECT_THAT(reason, HasSubstr("4 tile(s) per window"));
-  EXPECT_EQ(model_->ChooseScheduling(StackTiling::kDefault, *four, &reason),
-            TileScheduling::kSequential);  // configured default: off
+  EXPECT_EQ(model_->ChooseTilesPerCall(StackTiling::kDefault, *four, 5, &reason),
+            kSequential);  // configured default: off
+  if (!TensorMemoryTracked()) GTEST_SKIP() << "tensor memory tracking is not installed";
+  // Before any 4-tile-grid call of this tile shape was measured: sequential,
+  // and the reason says it measures first.
+  if (model_->EstimateCallBytes(four->tile(0), 1) == 0) {
+    EXPECT_EQ(model_->ChooseTilesPerCall(StackTiling::kAuto, *four, 5, &reason), kSequential);
+    EXPECT_THAT(reason, HasSubstr("no measured peak"));
+  }
+  torch::Tensor latent = torch::randn({1, 24, 7, 20, 20});
+  DecodeSettings settings;
+  settings.stack_tiling = StackTiling::kOff;
+  DecodeReport report;
+  ASSERT_TRUE(model_->Decode(latent, settings, &report).ok());
+  const uint64_t one_tile = model_->EstimateCallBytes(four->tile(0), 1);
+  EXPECT_GT(one_tile, 0u);
+  // Scaled from one sample (x4), or fitted when other tests of this suite
+  // already measured 4-tile calls: more than one tile either way.
+  const uint64_t four_tiles = model_->EstimateCallBytes(four->tile(0), 4);
+  EXPECT_GT(four_tiles, one_tile);
+  // Unlimited budget: the host's free memory admits a 4-stack of tiny tiles.
+  uint64_t estimate = 0;
+  EXPECT_EQ(model_->ChooseTilesPerCall(StackTiling::kAuto, *four, 5, &reason, &estimate),
+            kAllTiles);
+  EXPECT_THAT(reason, HasSubstr("4 of 4 same-shape tiles per call"));
+  EXPECT_GT(estimate, four_tiles);  // plus the request's assembly buffers
+  // A budget that admits 2 tiles but not 4: the largest halving that fits.
+  const uint64_t live = LiveTensorBytes();
+  const uint64_t two = model_->EstimateCallBytes(four->tile(0), 2);
+  SetTensorMemoryBudget(live + (estimate - model_->EstimateCallBytes(four->tile(0), 4)) + two +
+                        1);
+  EXPECT_EQ(model_->ChooseTilesPerCall(StackTiling::kAuto, *four, 5, &reason), 2);
+  EXPECT_THAT(reason, HasSubstr("2 of 4"));
+  SetTensorMemoryBudget(live + 1);
+  EXPECT_EQ(model_->ChooseTilesPerCall(StackTiling::kAuto, *four, 5, &reason), kSequential);
+  EXPECT_THAT(reason, HasSubstr("more than the headroom"));
+  SetTensorMemoryBudget(0);
+}
+
+// A real allocation failure (the tensor memory budget, thrown by the
+// allocator inside LibTorch) in a stacked call steps down the ladder and
+// gives the sequential bytes.
+TEST_F(H3VideoVaeGoldenTest, BudgetOverflowInAStackedCallStepsDownTheLadder) {
+  if (!TensorMemoryTracked()) GTEST_SKIP() << "tensor memory tracking is not installed";
+  const torch::Tensor latent = torch::randn({1, 24, 7, 20, 20});
+  auto decode = [&](StackTiling stack, uint64_t* peak) {
+    DecodeSettings settings;
+    settings.stack_tiling = stack;
+    DecodeReport report;
+    const uint64_t live = LiveTensorBytes();
+    ResetPeakTensorBytes();
+    Result<torch::Tensor> out = model_->Decode(latent, settings, &report);
+    if (peak != nullptr) *peak = PeakTensorBytes() - live;
+    return std::make_pair(std::move(out), report);
+  };
+  uint64_t seq_peak = 0, stack_peak = 0;
+  auto [seq, seq_report] = decode(StackTiling::kOff, &seq_peak);
+  ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+  const torch::Tensor reference = seq->contiguous();
+  auto [stacked, stacked_report] = decode(StackTiling::kOn, &stack_peak);
+  ASSERT_TRUE(stacked.ok());
+  std::printf("request peak above live: sequential %.1f MiB, 4 stacked %.1f MiB\n",
+              seq_peak / 1048576.0, stack_peak / 1048576.0);
+  if (stack_peak <= seq_peak + (1 << 20)) {
+    GTEST_SKIP() << "stacking does not raise this model's peak measurably";
+  }
+  // Headroom between the two peaks: the stacked call cannot fit, the
+  // sequential decode can.
+  SetTensorMemoryBudget(LiveTensorBytes() + seq_peak + (stack_peak - seq_peak) / 2);
+  auto [laddered, report] = decode(StackTiling::kOn, nullptr);
+  SetTensorMemoryBudget(0);
+  ASSERT_TRUE(laddered.ok()) << laddered.status().ToString();
+  EXPECT_TRUE(torch::equal(laddered->contiguous(), reference));
+  ASSERT_FALSE(report.tiling.fallbacks.empty());
+  EXPECT_THAT(report.tiling.fallbacks[0], HasSubstr("4 -> 2 tiles per call"));
+  EXPECT_THAT(report.tiling.fallbacks[0], HasSubstr("vaed tensor memory budget"));
+  EXPECT_LT(report.tiling.final_tiles_per_call, 4);
+}
+
+// Compiled plans (RoPE tables, workspace, blend ramps) give the eager
+// bytes, and the cache keeps its bound.
+TEST_F(H3VideoVaeGoldenTest, CompiledPlansGiveTheEagerBytes) {
+  torch::Tensor latent = torch::randn({1, 24, 12, 16, 17});  // 2 tiles, 2 windows
+  DecodeSettings eager;
+  Result<torch::Tensor> ref = model_->Decode(latent, eager, nullptr);
+  ASSERT_TRUE(ref.ok());
+  for (StackTiling stack : {StackTiling::kOff, StackTiling::kOn}) {
+    for (CompileMode compile : {CompileMode::kOn, CompileMode::kAuto}) {
+      DecodeSettings settings;
+      settings.stack_tiling = stack;
+      settings.compile = compile;
+      DecodeReport report;
+      Result<torch::Tensor> out = model_->Decode(latent, settings, &report);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      EXPECT_TRUE(torch::equal(out->contiguous(), ref->contiguous()));
+      EXPECT_EQ(report.tiling.planned_calls, report.tiling.decoder_calls);
+      EXPECT_THAT(report.tiling.plan_decision,
+                  HasSubstr(compile == CompileMode::kOn ? "plan float32 b" : ": hit"));
+    }
+  }
+  const PlanCacheSnapshot cache = *model_->plan_cache();
+  EXPECT_LE(cache.buckets.size(), cache.capacity);
+  EXPECT_GT(cache.plan_bytes, 0u);
 }
 
 TEST_F(H3VideoVaeGoldenTest, PlanStatesTheLatentContract) {

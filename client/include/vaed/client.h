@@ -155,6 +155,9 @@ struct DecodeRequest {
   // or student within what the daemon allows (StatusReply.allowed_profiles).
   std::string profile = {};
   Compile compile = Compile::kDefault;
+  // Testing only (DecodeOptions.inject_faults): refused unless the daemon
+  // allows fault injection.
+  std::vector<std::string> inject_faults = {};
 };
 
 class Client {

@@ -103,6 +103,11 @@ Result<DecodePlan> H3Vae::Plan(DType latent_dtype, const std::vector<int64_t>& l
   return video_->Plan(latent_dtype, latent_shape);
 }
 
+std::optional<PlanCacheSnapshot> H3Vae::plan_cache() const {
+  if (video_ == nullptr) return std::nullopt;
+  return video_->plan_cache();
+}
+
 Result<torch::Tensor> H3Vae::Decode(const torch::Tensor& latent, const DecodeSettings& settings,
                                     DecodeReport* report) {
   if (!video_) return FailedPrecondition("model '" + info_.name + "' has no video decoder");

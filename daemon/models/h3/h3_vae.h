@@ -97,6 +97,9 @@ class H3Vae final : public VaeModel {
   // Timing "audio_vae.decode_latent" (de-normalisation + decoder).
   Result<torch::Tensor> DecodeAudio(const torch::Tensor& latent, DecodeReport* report) override;
 
+  // The video decoder's compiled-plan cache (nullopt without a video decoder).
+  std::optional<PlanCacheSnapshot> plan_cache() const override;
+
   // The decoders (null when not configured).
   VideoVae* video() { return video_.get(); }
   const AudioDecoder* audio() const { return audio_.get(); }

@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/models/tensor_memory.h"
+#include "daemon/models/torch_status.h"
+
 namespace vaed::models::h3 {
 
 namespace {
@@ -14,6 +17,13 @@ using SteadyClock = std::chrono::steady_clock;
 
 double SecondsSince(SteadyClock::time_point t0) {
   return std::chrono::duration<double>(SteadyClock::now() - t0).count();
+}
+
+// The official blend weights for e positions: (1 - p/e, p/e), p/e computed
+// in the tile dtype as positions / e, and 1 - that (no fused operation).
+std::pair<torch::Tensor, torch::Tensor> RampWeights(int64_t e, const torch::TensorOptions& o) {
+  torch::Tensor positions = torch::arange(e, o);
+  return {1 - torch::div(positions, e), torch::div(positions, e)};
 }
 
 // Runs the decoder on `batch`, accounting for the call.
@@ -28,10 +38,11 @@ torch::Tensor TimedDecode(const TileDecodeFn& decode, const torch::Tensor& batch
 }
 
 // DecodeWindow without the merge-time bookkeeping (the caller measures the
-// whole span and subtracts the decoder time).
+// whole span and subtracts the decoder time). stats->final_tiles_per_call
+// is the rung in effect (the ladder lowers it).
 torch::Tensor DecodeWindowImpl(const torch::Tensor& z_window, const TileGrid& grid,
-                               const TileDecodeFn& decode, TileScheduling scheduling,
-                               TiledDecodeStats* stats) {
+                               const TileDecodeFn& decode, TiledDecodeStats* stats,
+                               BlendRamps* ramps) {
   const int64_t batch = z_window.size(0);
   const int64_t n = grid.num_tiles();
   const int64_t cols = grid.cols.tiles();
@@ -42,29 +53,44 @@ torch::Tensor DecodeWindowImpl(const torch::Tensor& z_window, const TileGrid& gr
     return z_window.narrow(3, r.y_latent, r.height_latent).narrow(4, r.x_latent, r.width_latent);
   };
 
-  // Raw decoder output of every tile, row-major.
+  // Raw decoder output of every tile, row-major. Tiles are grouped by shape
+  // (row-major inside a group; the official grid has one shape per window,
+  // the grouping keeps any other grid correct) and fed tiles_per_call at a
+  // time.
   std::vector<torch::Tensor> raw(static_cast<size_t>(n));
-  if (scheduling == TileScheduling::kStacked) {
-    // Group tiles by shape, keeping row-major order inside a group; the
-    // official grid has one shape per window, the grouping keeps any other
-    // grid correct.
-    std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> groups;
-    for (int64_t idx = 0; idx < n; ++idx) {
-      groups[{rects[idx].height_latent, rects[idx].width_latent}].push_back(idx);
-    }
-    for (const auto& [shape, members] : groups) {
+  std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> groups;
+  for (int64_t idx = 0; idx < n; ++idx) {
+    groups[{rects[idx].height_latent, rects[idx].width_latent}].push_back(idx);
+  }
+  for (const auto& [shape, members] : groups) {
+    const int64_t count = static_cast<int64_t>(members.size());
+    int64_t pos = 0;
+    while (pos < count) {
+      const int64_t k = std::min(stats->final_tiles_per_call, count - pos);
       std::vector<torch::Tensor> inputs;
-      inputs.reserve(members.size());
-      for (int64_t idx : members) inputs.push_back(tile_latent(rects[idx]));
-      const int64_t k = static_cast<int64_t>(members.size());
-      torch::Tensor out = TimedDecode(decode, torch::cat(inputs, 0), k, stats);
+      inputs.reserve(static_cast<size_t>(k));
+      for (int64_t m = pos; m < pos + k; ++m) inputs.push_back(tile_latent(rects[members[m]]));
+      torch::Tensor out;
+      try {
+        out = TimedDecode(decode, k == 1 ? inputs[0].contiguous() : torch::cat(inputs, 0), k,
+                          stats);
+      } catch (...) {
+        const std::exception_ptr e = std::current_exception();
+        if (k == 1 || !IsOutOfMemory(e)) throw;
+        // The failed call's temporaries are gone with the unwinding; retry
+        // the same tiles on a lower rung.
+        inputs.clear();
+        const int64_t lower = (k + 1) / 2;
+        stats->fallbacks.push_back(
+            std::to_string(k) + " -> " + std::to_string(lower) + " tiles per call: " +
+            std::string(CurrentTorchErrorStatus("window tile call").message()));
+        stats->final_tiles_per_call = lower;
+        continue;
+      }
       // [k*B, ...] -> k tensors of [B, ...] (official: unflatten + unbind).
       std::vector<torch::Tensor> parts = out.split(batch, 0);
-      for (int64_t m = 0; m < k; ++m) raw[members[m]] = parts[m];
-    }
-  } else {
-    for (int64_t idx = 0; idx < n; ++idx) {
-      raw[idx] = TimedDecode(decode, tile_latent(rects[idx]).contiguous(), 1, stats);
+      for (int64_t m = 0; m < k; ++m) raw[members[pos + m]] = parts[m];
+      pos += k;
     }
   }
 
@@ -81,10 +107,10 @@ torch::Tensor DecodeWindowImpl(const torch::Tensor& z_window, const TileGrid& gr
     // Raw neighbours, as the official code does: the tile above and the
     // tile to the left are used before their own blending.
     if (r.row > 0) {
-      tile = BlendRamp(raw[idx - cols], tile, grid.rows.overlap_px[r.row - 1], -2);
+      tile = BlendRamp(raw[idx - cols], tile, grid.rows.overlap_px[r.row - 1], -2, ramps);
     }
     if (r.col > 0) {
-      tile = BlendRamp(raw[idx - 1], tile, grid.cols.overlap_px[r.col - 1], -1);
+      tile = BlendRamp(raw[idx - 1], tile, grid.cols.overlap_px[r.col - 1], -1, ramps);
     }
     const int64_t keep_h = r.height_px - (r.row < last_row ? grid.rows.overlap_px[r.row] : 0);
     const int64_t keep_w = r.width_px - (r.col < last_col ? grid.cols.overlap_px[r.col] : 0);
@@ -98,19 +124,26 @@ torch::Tensor DecodeWindowImpl(const torch::Tensor& z_window, const TileGrid& gr
 
 }  // namespace
 
+const std::pair<torch::Tensor, torch::Tensor>& BlendRamps::Get(int64_t e,
+                                                               const torch::TensorOptions& o) {
+  const std::pair<int64_t, int> key{e, static_cast<int>(o.dtype().toScalarType())};
+  auto it = ramps_.find(key);
+  if (it == ramps_.end()) {
+    it = ramps_.emplace(key, RampWeights(e, o)).first;
+  }
+  return it->second;
+}
+
 torch::Tensor BlendRamp(const torch::Tensor& a, const torch::Tensor& b, int64_t overlap,
-                        int64_t dim) {
+                        int64_t dim, BlendRamps* ramps) {
   const int64_t e = std::min({a.size(dim), b.size(dim), overlap});
-  // Same ops in the same order as the official blend: positions / e in the
-  // tile dtype, 1 - that, two multiplies and an add (no fused multiply-add).
-  torch::Tensor positions = torch::arange(e, b.options());
-  torch::Tensor weight_b = torch::div(positions, e);
-  torch::Tensor weight_a = 1 - torch::div(positions, e);
+  std::pair<torch::Tensor, torch::Tensor> weights =
+      ramps != nullptr ? ramps->Get(e, b.options()) : RampWeights(e, b.options());
   std::vector<int64_t> shape(static_cast<size_t>(a.dim()), 1);
   const int64_t axis = dim < 0 ? dim + a.dim() : dim;
   shape[static_cast<size_t>(axis)] = e;
-  weight_a = weight_a.view(shape);
-  weight_b = weight_b.view(shape);
+  const torch::Tensor weight_a = weights.first.view(shape);
+  const torch::Tensor weight_b = weights.second.view(shape);
   torch::Tensor blended =
       a.narrow(axis, a.size(axis) - e, e) * weight_a + b.narrow(axis, 0, e) * weight_b;
   if (e < b.size(axis)) {
@@ -120,11 +153,13 @@ torch::Tensor BlendRamp(const torch::Tensor& a, const torch::Tensor& b, int64_t 
 }
 
 torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
-                           const TileDecodeFn& decode, TileScheduling scheduling,
-                           TiledDecodeStats* stats) {
+                           const TileDecodeFn& decode, int64_t tiles_per_call,
+                           TiledDecodeStats* stats, BlendRamps* ramps) {
+  TORCH_CHECK(tiles_per_call >= 1, "tiles_per_call is ", tiles_per_call, "; must be >= 1");
   const auto t0 = SteadyClock::now();
   const double decode_before = stats->tile_decode_seconds;
-  torch::Tensor window = DecodeWindowImpl(z_window, grid, decode, scheduling, stats);
+  stats->final_tiles_per_call = tiles_per_call;
+  torch::Tensor window = DecodeWindowImpl(z_window, grid, decode, stats, ramps);
   stats->windows += 1;
   stats->tile_merge_seconds +=
       std::max(0.0, SecondsSince(t0) - (stats->tile_decode_seconds - decode_before));
@@ -132,8 +167,11 @@ torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
 }
 
 torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, const TileGrid& grid,
-                          const TileDecodeFn& decode, TileScheduling scheduling,
-                          TiledDecodeStats* stats, const WindowProgressFn& progress) {
+                          const TileDecodeFn& decode, int64_t tiles_per_call,
+                          TiledDecodeStats* stats, const WindowProgressFn& progress,
+                          BlendRamps* ramps) {
+  TORCH_CHECK(tiles_per_call >= 1, "tiles_per_call is ", tiles_per_call, "; must be >= 1");
+  stats->final_tiles_per_call = tiles_per_call;
   const auto t0 = SteadyClock::now();
   const double decode_before = stats->tile_decode_seconds;
   torch::Tensor stream = z;
@@ -156,7 +194,7 @@ torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, cons
   for (const TemporalWindow& w : plan.windows) {
     torch::Tensor clip =
         stream.narrow(2, w.stream_begin_latent, w.stream_end_latent - w.stream_begin_latent);
-    torch::Tensor dec = DecodeWindowImpl(clip, grid, decode, scheduling, stats);
+    torch::Tensor dec = DecodeWindowImpl(clip, grid, decode, stats, ramps);
     stats->windows += 1;
     if (!out.defined()) {
       out = torch::empty({dec.size(0), dec.size(1), plan.output_pixel_frames, dec.size(3),
@@ -164,7 +202,7 @@ torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, cons
                          dec.options());
     }
     torch::Tensor main = dec.narrow(2, kMainBeginFrame, kMainPixelFrames);
-    if (prev_tail.defined()) main = BlendRamp(prev_tail, main, kFrameOverlap, 2);
+    if (prev_tail.defined()) main = BlendRamp(prev_tail, main, kFrameOverlap, 2, ramps);
     write(main);
     // Own copy, so the decoded window can be freed now.
     prev_tail = dec.narrow(2, kTailBeginFrame, kTailPixelFrames).clone();

@@ -26,6 +26,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "daemon/models/h3/video_tiling.h"
 
@@ -35,15 +40,14 @@ namespace vaed::models::h3 {
 // float32 [n, 3, 28, 16*th, 16*tw]. Items of the batch are independent.
 using TileDecodeFn = std::function<torch::Tensor(const torch::Tensor&)>;
 
-// How the tiles of one temporal window are fed to the decoder.
-enum class TileScheduling {
-  // One decoder call per tile, in row-major order (the official default).
-  kSequential,
-  // All tiles of a window that share a shape in one batched call
-  // ("stacked tiles", official `_run_tile_tasks` with stack_tiling), split
-  // back afterwards. Peak activation memory grows with the tile count.
-  kStacked,
-};
+// How the tiles of one temporal window are fed to the decoder: tiles of
+// one shape go to the decoder `tiles_per_call` at a time, in row-major
+// order. 1 is sequential (one call per tile, the official default);
+// kAllTiles stacks every same-shape tile of a window into one call
+// ("stacked tiles", official `_run_tile_tasks` with stack_tiling); values in
+// between are smaller stacks. Peak activation memory grows with it.
+inline constexpr int64_t kSequential = 1;
+inline constexpr int64_t kAllTiles = std::numeric_limits<int64_t>::max();
 
 // What a tiled decode did, for the reply and the logs.
 struct TiledDecodeStats {
@@ -55,6 +59,24 @@ struct TiledDecodeStats {
   // else of the tiled decode (slicing, blending, assembly, copies).
   double tile_decode_seconds = 0;
   double tile_merge_seconds = 0;
+  // The failure ladder (DecodeVideo/DecodeWindow): tiles per call in effect
+  // at the end, and one line per step down, e.g. "4 -> 2 tiles per call:
+  // out of memory: ...".
+  int64_t final_tiles_per_call = 0;
+  std::vector<std::string> fallbacks;
+};
+
+// Cached blend weights (a compiled plan's "blend ramps"): the weight
+// vectors of BlendRamp() per (overlap, dtype), built once. Not thread-safe;
+// one per model, used by its executor.
+class BlendRamps {
+ public:
+  // (1 - p/e, p/e) for p = 0..e-1, computed as BlendRamp() computes them.
+  const std::pair<torch::Tensor, torch::Tensor>& Get(int64_t e, const torch::TensorOptions& o);
+  size_t size() const { return ramps_.size(); }
+
+ private:
+  std::map<std::pair<int64_t, int>, std::pair<torch::Tensor, torch::Tensor>> ramps_;
 };
 
 // Called after each temporal window with (windows done, windows total).
@@ -64,18 +86,27 @@ using WindowProgressFn = std::function<void(int64_t, int64_t)>;
 // e = min(a.size(dim), b.size(dim), overlap) entries along `dim` are
 // a_last_e * (1 - p/e) + b_first_e * (p/e) for p = 0..e-1 (so the ramp never
 // reaches pure b), the rest being b. overlap >= 1.
+// With `ramps` the weights come from the cache (same values, same bits).
 torch::Tensor BlendRamp(const torch::Tensor& a, const torch::Tensor& b, int64_t overlap,
-                        int64_t dim);
+                        int64_t dim, BlendRamps* ramps = nullptr);
 
 // Spatially tiled decode of one temporal window: z_window float32
 // [B, 24, 7, h, w] -> float32 [B, 3, 28, 16h, 16w]. Tile (i, j) is blended
 // over its top rows with the RAW tile (i-1, j), then over its left columns
 // with the RAW tile (i, j-1) (the diagonal neighbour is ignored, as in the
 // official code), cropped by its overlaps with the next tiles and placed.
-// Adds to `stats` (not null).
+// Tiles go to `decode` `tiles_per_call` at a time (>= 1). Failure ladder:
+// when a call of k > 1 tiles fails with an allocation failure
+// (tensor_memory.h IsOutOfMemory: a real one or the budget), its
+// temporaries are already freed by the unwinding; the same tiles are
+// retried ceil(k/2) per call, down to 1 (each rung lowers the peak: fewer
+// tiles' activations live at once), and the lowered rung stays in effect
+// for the rest of the decode (stats->final_tiles_per_call, one line per
+// step in stats->fallbacks). A failure at 1 tile per call, or any other
+// exception, propagates. Adds to `stats` (not null).
 torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
-                           const TileDecodeFn& decode, TileScheduling scheduling,
-                           TiledDecodeStats* stats);
+                           const TileDecodeFn& decode, int64_t tiles_per_call,
+                           TiledDecodeStats* stats, BlendRamps* ramps = nullptr);
 
 // The whole temporal decode: z float32 [B, 24, T, h, w] (T = plan.latent_frames)
 // -> float32 [B, 3, plan.output_pixel_frames, 16h, 16w]. The latent stream is
@@ -85,8 +116,9 @@ torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
 // [23, 28) is appended, and the pad frames are cut from the end.
 // `progress` may be empty. Adds to `stats` (not null).
 torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, const TileGrid& grid,
-                          const TileDecodeFn& decode, TileScheduling scheduling,
-                          TiledDecodeStats* stats, const WindowProgressFn& progress = {});
+                          const TileDecodeFn& decode, int64_t tiles_per_call,
+                          TiledDecodeStats* stats, const WindowProgressFn& progress = {},
+                          BlendRamps* ramps = nullptr);
 
 }  // namespace vaed::models::h3
 

@@ -2,10 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <stdexcept>
 #include <utility>
 
 #include "daemon/models/h3/vit3d_decoder.h"
+#include "daemon/models/tensor_memory.h"
 #include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
 
@@ -88,17 +92,35 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
   if (demo) {
     spdlog::warn("{}: DEMO weights (seed {}), outputs are not video", what, options.seed);
   }
-  return std::unique_ptr<VideoVae>(new VideoVae(std::move(info), std::move(config),
-                                                std::move(decoder),
-                                                options.default_stack_tiling));
+  for (const auto& [h, w] : options.warm_shapes) {
+    if (h < 1 || h > kMaxLatentExtent || w < 1 || w > kMaxLatentExtent) {
+      return InvalidArgument(what + ": warm shape " + std::to_string(h) + "x" +
+                             std::to_string(w) + " is outside [1, " +
+                             std::to_string(kMaxLatentExtent) + "] latent cells per axis");
+    }
+  }
+  if (options.plan_cache_capacity < 1) {
+    return InvalidArgument(what + ": plan_cache_capacity must be >= 1");
+  }
+  if (options.plan_after_sightings < 1) {
+    return InvalidArgument(what + ": plan_after_sightings must be >= 1");
+  }
+  info.caps.compiled_plans = true;
+  std::unique_ptr<VideoVae> model(
+      new VideoVae(std::move(info), std::move(config), std::move(decoder), options));
+  for (const auto& [h, w] : options.warm_shapes) {
+    spdlog::info("{}: warm shape {}x{}: {}", what, h, w, model->WarmShape(h, w));
+  }
+  return model;
 }
 
 VideoVae::VideoVae(ModelInfo info, VideoDecoderConfig config,
-                   std::unique_ptr<Vit3dDecoder> decoder, StackTiling default_stack_tiling)
+                   std::unique_ptr<Vit3dDecoder> decoder, const VideoVaeOptions& options)
     : info_(std::move(info)),
       config_(std::move(config)),
       decoder_(std::move(decoder)),
-      default_stack_tiling_(default_stack_tiling) {
+      default_stack_tiling_(options.default_stack_tiling),
+      plans_(options.plan_cache_capacity, options.plan_after_sightings) {
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
   latents_mean_ = torch::tensor(config_.latents_mean, f32).view({1, -1, 1, 1, 1});
   latents_std_ = torch::tensor(config_.latents_std, f32).view({1, -1, 1, 1, 1});
@@ -161,35 +183,253 @@ torch::Tensor VideoVae::Denormalize(const torch::Tensor& latent) const {
   return latent * latents_std_ + latents_mean_;
 }
 
-TileScheduling VideoVae::ChooseScheduling(StackTiling requested, const TileGrid& grid,
-                                          std::string* reason) const {
+std::string VideoVae::BucketKey(int64_t tiles, int64_t t, int64_t h, int64_t w) const {
+  return std::string(DtypeName(decoder_->compute_dtype())) + " b" + std::to_string(tiles) + " t" +
+         std::to_string(t) + " h" + std::to_string(h) + " w" + std::to_string(w);
+}
+
+namespace {
+
+std::string TileBucket(int64_t t, int64_t h, int64_t w) {
+  return "t" + std::to_string(t) + " h" + std::to_string(h) + " w" + std::to_string(w);
+}
+
+std::string Mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+// Tiles of the largest same-shape group of a window.
+int64_t LargestSameShapeGroup(const TileGrid& grid) {
+  std::map<std::pair<int64_t, int64_t>, int64_t> counts;
+  int64_t best = 0;
+  for (int64_t i = 0; i < grid.num_tiles(); ++i) {
+    const TileRect r = grid.tile(i);
+    best = std::max(best, ++counts[{r.height_latent, r.width_latent}]);
+  }
+  return best;
+}
+
+}  // namespace
+
+void VideoVae::RecordCallPeak(int64_t t, int64_t h, int64_t w, int64_t tiles, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(peaks_mu_);
+  uint64_t& slot = peaks_[TileBucket(t, h, w)][tiles];
+  slot = std::max(slot, bytes);
+}
+
+uint64_t VideoVae::EstimateCallBytes(const TileRect& tile, int64_t tiles) const {
+  std::lock_guard<std::mutex> lock(peaks_mu_);
+  auto it = peaks_.find(TileBucket(kWindowLatentFrames, tile.height_latent, tile.width_latent));
+  if (it == peaks_.end() || it->second.empty()) return 0;
+  const std::map<int64_t, uint64_t>& samples = it->second;
+  if (auto exact = samples.find(tiles); exact != samples.end()) return exact->second;
+  if (samples.size() == 1) {
+    const auto& [k, bytes] = *samples.begin();
+    const double scaled = static_cast<double>(bytes) * static_cast<double>(tiles) / k;
+    return static_cast<uint64_t>(std::max(scaled, static_cast<double>(bytes)));
+  }
+  // Least squares bytes = a + b * k over the samples.
+  double n = 0, sk = 0, sb = 0, skk = 0, skb = 0;
+  for (const auto& [k, bytes] : samples) {
+    n += 1;
+    sk += k;
+    sb += static_cast<double>(bytes);
+    skk += static_cast<double>(k) * k;
+    skb += static_cast<double>(k) * static_cast<double>(bytes);
+  }
+  const double slope = std::max(0.0, (n * skb - sk * sb) / (n * skk - sk * sk));
+  const double intercept = (sb - slope * sk) / n;
+  return static_cast<uint64_t>(std::max(0.0, intercept + slope * static_cast<double>(tiles)));
+}
+
+int64_t VideoVae::ChooseTilesPerCall(StackTiling requested, const TileGrid& grid,
+                                     int64_t frames_out, std::string* reason,
+                                     uint64_t* estimate) const {
   const StackTiling mode = requested == StackTiling::kDefault ? default_stack_tiling_ : requested;
   const int64_t tiles = grid.num_tiles();
+  const int64_t group = LargestSameShapeGroup(grid);
+  if (estimate != nullptr) *estimate = 0;
   switch (mode) {
     case StackTiling::kOn:
       *reason = "on: " + std::to_string(tiles) + " tile(s) per window in one call";
-      return TileScheduling::kStacked;
-    case StackTiling::kAuto:
-      // Stacking pays where one batched kernel replaces several launches
-      // (GPU). This CPU decoder runs one GEMM per tile even in a stacked
-      // call (batch-invariant bytes, vit3d_decoder.h), so stacking only
-      // adds peak memory: measured 0.98x (fp32) and 0.94x (bf16) of the
-      // sequential speed, 2x2 tiles x 2 windows at full width
-      // (vaed_bench_h3_video). `auto` therefore keeps tiles sequential here.
-      if (tiles < 2) {
+      return kAllTiles;
+    case StackTiling::kAuto: {
+      if (group < 2) {
         *reason = "auto: 1 tile per window, nothing to stack";
-      } else {
-        *reason = "auto: sequential; " + std::to_string(tiles) +
-                  " tiles per window, but stacking is slower on the CPU decoder "
-                  "(one GEMM per tile either way)";
+        return kSequential;
       }
-      return TileScheduling::kSequential;
+      const TileRect tile = grid.tile(0);
+      const std::string bucket =
+          TileBucket(kWindowLatentFrames, tile.height_latent, tile.width_latent);
+      if (EstimateCallBytes(tile, 1) == 0) {
+        *reason = "auto: sequential; no measured peak for tile bucket " + bucket +
+                  " yet (this request measures it)";
+        return kSequential;
+      }
+      // Buffers of the request besides the call: the output video and one
+      // decoded window with its raw tiles (float32).
+      const uint64_t assembly = 4ull * 3 * grid.rows.extent_px * grid.cols.extent_px *
+                                static_cast<uint64_t>(frames_out + 2 * kWindowPixelFrames);
+      const uint64_t headroom = TensorMemoryHeadroom();
+      for (int64_t k = group; k >= 2; k = k / 2) {
+        const uint64_t need = EstimateCallBytes(tile, k) + assembly;
+        if (need <= headroom) {
+          if (estimate != nullptr) *estimate = need;
+          *reason = "auto: " + std::to_string(k) + " of " + std::to_string(group) +
+                    " same-shape tiles per call; estimated peak " + Mib(need) +
+                    " (measured on tile bucket " + bucket + ") fits the headroom " +
+                    Mib(headroom);
+          return k >= group ? kAllTiles : k;
+        }
+      }
+      const uint64_t need = EstimateCallBytes(tile, 2) + assembly;
+      if (estimate != nullptr) *estimate = need;
+      *reason = "auto: sequential; a stack of 2 tiles needs an estimated " + Mib(need) +
+                " (measured on tile bucket " + bucket + "), more than the headroom " +
+                Mib(headroom);
+      return kSequential;
+    }
     case StackTiling::kDefault:
     case StackTiling::kOff:
       break;
   }
   *reason = "off: one decoder call per tile";
-  return TileScheduling::kSequential;
+  return kSequential;
+}
+
+// Per-request state of the decoder calls.
+struct VideoVae::CallContext {
+  CompileMode compile = CompileMode::kOff;
+  FaultInjection faults;
+  int64_t planned_calls = 0;
+  int64_t eager_calls = 0;
+  std::string plan_decision;  // the first call's
+  std::vector<std::string> plan_events;  // builds, failures
+};
+
+torch::Tensor VideoVae::DecodeTiles(const torch::Tensor& tiles, CallContext* ctx) {
+  const int64_t k = tiles.size(0), t = tiles.size(2), h = tiles.size(3), w = tiles.size(4);
+  auto decide = [&](const std::string& decision) {
+    if (ctx->plan_decision.empty()) ctx->plan_decision = decision;
+  };
+  // Injected faults (tests): thrown where a real failure would surface.
+  if (k >= 2 && ctx->faults.oom_stacked > 0) {
+    ctx->faults.oom_stacked -= 1;
+    TORCH_CHECK_WITH(OutOfMemoryError, false,
+                     "out of memory: injected fault oom_stacked in a call of ", k, " tiles");
+  }
+  if (k == 1 && ctx->faults.oom_sequential > 0) {
+    ctx->faults.oom_sequential -= 1;
+    TORCH_CHECK_WITH(OutOfMemoryError, false,
+                     "out of memory: injected fault oom_sequential in a call of 1 tile");
+  }
+  const bool inject_tile_exception = ctx->faults.tile_exception > 0;
+  if (inject_tile_exception) ctx->faults.tile_exception -= 1;
+
+  const std::string key = BucketKey(k, t, h, w);
+  std::shared_ptr<Vit3dDecoder::TilePlan> plan;
+  bool first_run = false;  // plan built by this call, not cached yet
+  if (ctx->compile != CompileMode::kOff) {
+    plan = plans_.Find(key);
+    if (plan != nullptr) {
+      decide("plan " + key + ": hit");
+    } else if (const std::string why = plans_.EagerOnlyReason(key); !why.empty()) {
+      decide("eager: bucket " + key + " is eager-only (" + why + ")");
+    } else if (plans_.ShouldBuild(key, ctx->compile == CompileMode::kOn)) {
+      try {
+        if (ctx->faults.plan_build > 0) {
+          ctx->faults.plan_build -= 1;
+          throw std::runtime_error("injected fault plan_build");
+        }
+        plan = decoder_->BuildTilePlan(k, t, h, w);
+        first_run = true;
+        decide("plan " + key + ": built");
+      } catch (...) {
+        const std::exception_ptr e = std::current_exception();
+        if (IsOutOfMemory(e)) throw;
+        const std::string msg(CurrentTorchErrorStatus("build").message());
+        plans_.MarkEagerOnly(key, "build failed: " + msg);
+        ctx->plan_events.push_back("plan " + key + " marked eager-only: build failed: " + msg);
+        spdlog::warn("model '{}': compiled plan {} marked eager-only: build failed: {}",
+                     info_.name, key, msg);
+        decide("eager: plan build of " + key + " failed (" + msg + ")");
+      }
+    } else {
+      decide("eager: first sighting of bucket " + key + " (plans are built from a later one)");
+    }
+  }
+
+  ScopedTensorPeak peak;
+  const uint64_t plan_bytes = plan != nullptr ? plan->bytes() : 0;
+  torch::Tensor out;
+  if (plan != nullptr) {
+    try {
+      if (inject_tile_exception) {
+        throw std::runtime_error("injected fault tile_exception in a compiled-plan tile decode");
+      }
+      out = decoder_->Forward(tiles, plan.get());
+      if (first_run) {
+        plans_.Insert(key, plan, plan_bytes);
+      } else {
+        plans_.CountHit();
+      }
+      ctx->planned_calls += 1;
+    } catch (...) {
+      const std::exception_ptr e = std::current_exception();
+      if (IsOutOfMemory(e)) throw;
+      const std::string msg(CurrentTorchErrorStatus("run").message());
+      const std::string why = (first_run ? "first run failed: " : "run failed: ") + msg;
+      plans_.MarkEagerOnly(key, why);
+      ctx->plan_events.push_back("plan " + key + " marked eager-only: " + why);
+      spdlog::warn("model '{}': compiled plan {} marked eager-only: {}; rerunning eager",
+                   info_.name, key, why);
+      plan.reset();
+    }
+  } else if (inject_tile_exception) {
+    throw std::runtime_error("injected fault tile_exception in an eager tile decode");
+  }
+  if (!out.defined()) {
+    out = decoder_->Forward(tiles);
+    ctx->eager_calls += 1;
+    if (ctx->compile != CompileMode::kOff) plans_.CountEagerCall();
+  }
+  // What the call needed: its allocations above the live bytes at entry,
+  // plus the plan's preallocated buffers (so plan and eager calls measure
+  // the same footprint).
+  const uint64_t used = peak.Peak() - std::min(peak.Peak(), peak.start_live());
+  if (TensorMemoryTracked()) RecordCallPeak(t, h, w, k, used + plan_bytes);
+  return out;
+}
+
+std::string VideoVae::WarmShape(int64_t height_latent, int64_t width_latent) {
+  Result<TileGrid> grid = PlanTileGrid(height_latent, width_latent);
+  if (!grid.ok()) return "skipped: " + std::string(grid.status().message());
+  const TileRect tile = grid->tile(0);
+  std::string reason;
+  const int64_t per_call =
+      std::min(ChooseTilesPerCall(default_stack_tiling_, *grid, 1, &reason),
+               LargestSameShapeGroup(*grid));
+  CallContext ctx;
+  ctx.compile = CompileMode::kOn;
+  const auto t0 = SteadyClock::now();
+  try {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor zeros = torch::zeros(
+        {per_call, kLatentChannels, kWindowLatentFrames, tile.height_latent, tile.width_latent});
+    DecodeTiles(zeros, &ctx);
+  } catch (...) {
+    const std::string key =
+        BucketKey(per_call, kWindowLatentFrames, tile.height_latent, tile.width_latent);
+    const std::string msg(CurrentTorchErrorStatus("warm-up").message());
+    plans_.MarkEagerOnly(key, "warm-up failed: " + msg);
+    return "bucket " + key + " marked eager-only: warm-up failed: " + msg;
+  }
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  std::string out = ctx.plan_decision + " in " + std::to_string(seconds) + " s";
+  for (const std::string& e : ctx.plan_events) out += "; " + e;
+  return out;
 }
 
 Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const DecodeSettings& settings,
@@ -198,31 +438,46 @@ Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const Decode
   VAED_ASSIGN_OR_RETURN(TemporalPlan temporal, PlanTemporal(latent.size(2)));
   VAED_ASSIGN_OR_RETURN(TileGrid grid, PlanTileGrid(latent.size(3), latent.size(4)));
   std::string reason;
-  const TileScheduling scheduling = ChooseScheduling(settings.stack_tiling, grid, &reason);
+  uint64_t estimate = 0;
+  const int64_t per_call =
+      ChooseTilesPerCall(settings.stack_tiling, grid, plan.frames, &reason, &estimate);
+  CallContext ctx;
+  ctx.compile = settings.compile;
+  ctx.faults = settings.faults;
+  TiledDecodeStats stats;
+  auto fill_report = [&](double total) {
+    if (report == nullptr) return;
+    report->timings.Add("video_vae.decode_latent", total);
+    report->timings.Add("video_vae.tile_decode", stats.tile_decode_seconds);
+    report->timings.Add("video_vae.tile_merge", stats.tile_merge_seconds);
+    TilingReport& t = report->tiling;
+    t.tiled = true;
+    t.tile_rows = grid.rows.tiles();
+    t.tile_cols = grid.cols.tiles();
+    t.windows = stats.windows;
+    t.decoder_calls = stats.decoder_calls;
+    t.max_tiles_per_call = stats.max_tiles_per_call;
+    t.stacked = per_call > kSequential;  // the decision; max_tiles_per_call says what ran
+    t.stack_decision = reason;
+    t.planned_tiles_per_call = std::min(per_call, grid.num_tiles());
+    t.final_tiles_per_call = std::min(stats.final_tiles_per_call, grid.num_tiles());
+    t.fallbacks = stats.fallbacks;
+    t.fallbacks.insert(t.fallbacks.end(), ctx.plan_events.begin(), ctx.plan_events.end());
+    t.planned_calls = ctx.planned_calls;
+    t.eager_calls = ctx.eager_calls;
+    t.plan_decision = settings.compile == CompileMode::kOff ? "eager (compile off)"
+                                                             : ctx.plan_decision;
+    t.estimated_peak_bytes = estimate;
+  };
+  const auto start = SteadyClock::now();
   try {
     torch::NoGradGuard no_grad;
-    const auto start = SteadyClock::now();
     const torch::Tensor z = Denormalize(latent.contiguous());
-    TiledDecodeStats stats;
-    const Vit3dDecoder& vit = *decoder_;
     torch::Tensor video = DecodeVideo(
-        z, temporal, grid, [&vit](const torch::Tensor& tiles) { return vit.Forward(tiles); },
-        scheduling, &stats);
-    const double total = std::chrono::duration<double>(SteadyClock::now() - start).count();
-    if (report != nullptr) {
-      report->timings.Add("video_vae.decode_latent", total);
-      report->timings.Add("video_vae.tile_decode", stats.tile_decode_seconds);
-      report->timings.Add("video_vae.tile_merge", stats.tile_merge_seconds);
-      TilingReport& t = report->tiling;
-      t.tiled = true;
-      t.tile_rows = grid.rows.tiles();
-      t.tile_cols = grid.cols.tiles();
-      t.windows = stats.windows;
-      t.decoder_calls = stats.decoder_calls;
-      t.max_tiles_per_call = stats.max_tiles_per_call;
-      t.stacked = scheduling == TileScheduling::kStacked;
-      t.stack_decision = reason;
-    }
+        z, temporal, grid,
+        [this, &ctx](const torch::Tensor& tiles) { return DecodeTiles(tiles, &ctx); }, per_call,
+        &stats, {}, settings.compile == CompileMode::kOff ? nullptr : &ramps_);
+    fill_report(std::chrono::duration<double>(SteadyClock::now() - start).count());
     if (video.size(2) != plan.frames) {
       return Internal("model '" + info_.name + "' assembled " + std::to_string(video.size(2)) +
                       " frames; the plan has " + std::to_string(plan.frames));
@@ -230,8 +485,20 @@ Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const Decode
     // [1, 3, F, H, W] -> [F, 3, H, W] (a view; the executor formats it).
     return video.select(0, 0).permute({1, 0, 2, 3});
   } catch (...) {
-    return CurrentTorchErrorStatus("model '" + info_.name + "': decode of latent " +
-                                   ShapeToString(latent.sizes().vec()));
+    Status s = CurrentTorchErrorStatus("model '" + info_.name + "': decode of latent " +
+                                       ShapeToString(latent.sizes().vec()));
+    fill_report(std::chrono::duration<double>(SteadyClock::now() - start).count());
+    if (s.code() == StatusCode::kResourceExhausted) {
+      std::string ladder;
+      for (const std::string& f : stats.fallbacks) ladder += "; " + f;
+      return Status(StatusCode::kResourceExhausted,
+                    std::string(s.message()) + " (tiles per call at the failure: " +
+                        std::to_string(std::max<int64_t>(1, stats.final_tiles_per_call)) +
+                        ", nothing lower to retry" + ladder + "; tensor memory " +
+                        Mib(LiveTensorBytes()) + " live, budget " +
+                        (TensorMemoryBudget() > 0 ? Mib(TensorMemoryBudget()) : "none") + ")");
+    }
+    return s;
   }
 }
 

@@ -23,6 +23,22 @@
 // change (sequential or stacked), which does not change the output in fp32
 // on CPU (tests/models/h3_video_vae_test.cc checks bytes).
 //
+// Production runtime (issue 5, DESIGN.md §2.6-2.8):
+//   compiled plans  per decoder-call bucket (dtype, tiles per call, tile
+//                   shape t x h x w; t is the 7-latent-frame window): the
+//                   RoPE tables and workspace buffers (Vit3dDecoder::
+//                   TilePlan) and the blend ramps, built once, kept in an
+//                   LRU PlanCache; same bytes as eager. Weights are not
+//                   re-packed: the fp32 GEMMs go to OpenBLAS, which packs
+//                   per call, and a oneDNN-packed fp32 linear returns other
+//                   bits; no CUDA graphs in a CPU build.
+//   failure ladder  an allocation failure in a stacked call retries the
+//                   same tiles at half the stack, down to one tile per call
+//                   (tiled_decode.h); an exception in a plan's build or
+//                   run marks its bucket eager-only and reruns eager.
+//   stack auto      memory-gated with peaks measured per tile bucket
+//                   (ChooseTilesPerCall).
+//
 // Compute dtype: float32 (exact path) or bfloat16 (the official
 // fp16-autocast recipe with bf16, spec §1.6; faster on CPUs with oneDNN
 // bf16, error against float32 measured in the tests and benchmark).
@@ -35,18 +51,22 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/models/h3/tiled_decode.h"
 #include "daemon/models/h3/video_config.h"
+#include "daemon/models/h3/vit3d_decoder.h"
+#include "daemon/models/plan_cache.h"
 #include "daemon/models/vae_model.h"
 #include "vaed/status.h"
 
 namespace vaed::models::h3 {
-
-class Vit3dDecoder;
 
 struct VideoVaeOptions {
   // Registry name reported in info() and error messages.
@@ -66,6 +86,14 @@ struct VideoVaeOptions {
   torch::ScalarType compute_dtype = torch::kFloat;
   // Tile scheduling when a request does not choose (kDefault means kOff).
   StackTiling default_stack_tiling = StackTiling::kOff;
+  // Compiled plans (plan_cache.h): at most plan_cache_capacity buckets;
+  // an unconfigured bucket is built from its plan_after_sightings-th
+  // decoder call on; warm_shapes are latent canvases (height_latent,
+  // width_latent) whose buckets (under default_stack_tiling) are built and
+  // run once in Create(), before the daemon reports READY.
+  size_t plan_cache_capacity = 8;
+  int plan_after_sightings = 2;
+  std::vector<std::pair<int64_t, int64_t>> warm_shapes;
 };
 
 class VideoVae final : public VaeModel {
@@ -115,21 +143,57 @@ class VideoVae final : public VaeModel {
   // latent * std + mean per channel (multiply, then add).
   torch::Tensor Denormalize(const torch::Tensor& latent) const;
 
-  // The scheduling a request with `requested` gets for `grid`, and why.
-  TileScheduling ChooseScheduling(StackTiling requested, const TileGrid& grid,
-                                  std::string* reason) const;
+  // Tiles per decoder call (kSequential .. kAllTiles) a request with
+  // `requested` gets for `grid`, and why (`reason`). auto stacks only when
+  // a window has >= 2 same-shape tiles AND the memory estimate of the
+  // stacked call plus the request's assembly buffers fits the headroom
+  // (tensor_memory.h: budget - live, or MemAvailable without a budget);
+  // the estimate comes from peaks measured on earlier calls of the same
+  // tile bucket (EstimateCallBytes), never from a formula; with no
+  // measurement yet, auto runs sequential and measures. When all tiles do
+  // not fit, the largest halving (K/2, K/4, ...) >= 2 that fits is used.
+  // `estimate` (may be null) receives the bytes the decision assumed.
+  int64_t ChooseTilesPerCall(StackTiling requested, const TileGrid& grid, int64_t frames_out,
+                             std::string* reason, uint64_t* estimate = nullptr) const;
+
+  // Measured-peak estimate of one decoder call with `tiles` tiles of
+  // grid's tile shape (bytes of tensors the call allocates, output and
+  // workspace included); 0 when no call of this tile bucket was measured.
+  // One sample at k tiles: scaled by tiles/k (over-estimates: the fixed
+  // part scales too); two or more: the least-squares line through them.
+  uint64_t EstimateCallBytes(const TileRect& tile, int64_t tiles) const;
+
+  std::optional<PlanCacheSnapshot> plan_cache() const override { return plans_.Snapshot(); }
 
   // The ViT3D decoder (tests and benchmarks call it on single tiles).
   const Vit3dDecoder& decoder() const { return *decoder_; }
 
  private:
   VideoVae(ModelInfo info, VideoDecoderConfig config, std::unique_ptr<Vit3dDecoder> decoder,
-           StackTiling default_stack_tiling);
+           const VideoVaeOptions& options);
+
+  // Per-request state of the decoder calls (plans, faults, counts).
+  struct CallContext;
+  // One decoder call on `tiles` [k, 24, t, h, w]: compiled plan or eager
+  // per the policy, fault injection, peak measurement.
+  torch::Tensor DecodeTiles(const torch::Tensor& tiles, CallContext* ctx);
+  // Builds and first-runs the plan of the warm shape (h, w); failures mark
+  // its bucket eager-only. Returns what happened (for the log).
+  std::string WarmShape(int64_t height_latent, int64_t width_latent);
+  std::string BucketKey(int64_t tiles, int64_t t, int64_t h, int64_t w) const;
+  void RecordCallPeak(int64_t t, int64_t h, int64_t w, int64_t tiles, uint64_t bytes);
 
   ModelInfo info_;
   VideoDecoderConfig config_;
   std::unique_ptr<Vit3dDecoder> decoder_;
   StackTiling default_stack_tiling_;
+  PlanCache<Vit3dDecoder::TilePlan> plans_;
+  BlendRamps ramps_;  // executor thread only
+  // Measured call peaks: tile bucket "t7 h16 w16" -> tiles per call ->
+  // highest bytes seen. Guarded by peaks_mu_ (ChooseTilesPerCall is const
+  // and may be asked from any thread).
+  mutable std::mutex peaks_mu_;
+  std::map<std::string, std::map<int64_t, uint64_t>> peaks_;
   torch::Tensor latents_mean_;  // float32 [1, 24, 1, 1, 1]
   torch::Tensor latents_std_;   // float32 [1, 24, 1, 1, 1]
   torch::Tensor pixel_inv_mean_;  // float32 [1, 3, 1, 1]: -m/s in double, cast

@@ -564,7 +564,72 @@ Result<std::unique_ptr<Vit3dDecoder>> Vit3dDecoder::CreateRandom(const VideoDeco
   return decoder;
 }
 
-torch::Tensor Vit3dDecoder::Forward(const torch::Tensor& z) const {
+uint64_t Vit3dDecoder::TilePlan::bytes() const {
+  uint64_t n = 0;
+  for (const torch::Tensor* x : {&cos, &sin, &qkv_buf, &h1_buf, &act_buf, &scores, &probs,
+                                 &heads_out}) {
+    if (x->defined()) n += static_cast<uint64_t>(x->numel()) * x->element_size();
+  }
+  return n;
+}
+
+std::shared_ptr<Vit3dDecoder::TilePlan> Vit3dDecoder::BuildTilePlan(int64_t batch, int64_t t,
+                                                                    int64_t h,
+                                                                    int64_t wd) const {
+  const VideoDecoderConfig& c = config_;
+  TORCH_CHECK(batch >= 1 && t >= 1 && h >= 1 && wd >= 1, "h3 video decoder: plan shape [",
+              batch, ", ", t, ", ", h, ", ", wd, "] has an empty dim");
+  torch::NoGradGuard no_grad;
+  auto plan = std::make_shared<TilePlan>();
+  plan->batch = batch;
+  plan->t = t;
+  plan->h = h;
+  plan->w = wd;
+  const int64_t N = t * h * wd;
+  const int64_t S = N + c.num_register_tokens + 1;
+
+  // RoPE tables (spec §1.4), fp32: tile-local coordinates
+  // arange(0.5, n) / n * 2 - 1 per axis, suffix tokens at 0; angles
+  // (2*pi*coord) * inv_freq laid out [t*f, h*f, w*f] and repeated twice.
+  {
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
+    auto axis = [&](int64_t n) {
+      return torch::arange(0.5, static_cast<double>(n), f32) / n * 2 - 1;
+    };
+    std::vector<torch::Tensor> grid = torch::meshgrid({axis(t), axis(h), axis(wd)}, "ij");
+    torch::Tensor ids = torch::stack(grid, -1).reshape({N, 3});
+    ids = torch::cat({ids, torch::zeros({S - N, 3}, f32)}, 0);
+    const int64_t nf = c.rope_freqs_per_axis();
+    // inv_freq = 1 / theta^(arange(0, 1, 6/rope_dim)) in fp32 (spec §1.4).
+    const torch::Tensor exponent = torch::arange(0, nf, f32) / nf;
+    const torch::Tensor inv_freq = torch::pow(c.rope_theta, exponent).reciprocal();
+    const torch::Tensor angles =
+        ((ids * (2.0 * M_PI)).unsqueeze(-1) * inv_freq).reshape({S, 3 * nf}).repeat({1, 2});
+    plan->cos = angles.cos().view({1, S, 1, c.rope_dim});
+    plan->sin = angles.sin().view({1, S, 1, c.rope_dim});
+    if (compute_dtype_ == torch::kBFloat16) {
+      plan->cos = plan->cos.to(compute_dtype_);
+      plan->sin = plan->sin.to(compute_dtype_);
+    }
+  }
+
+  // Workspace reused by every block. Buffers above glibc's mmap threshold
+  // (32 MB) would otherwise be fresh, page-faulting memory in every block
+  // (measured: more time than the GEMMs on this VM). Writing into them
+  // (addmm_out, mm_out, softmax_out, silu_out, in-place mul_/add_) runs the
+  // same kernels as the functional ops, so the bits do not change.
+  const auto copts = torch::TensorOptions().dtype(compute_dtype_);
+  const int64_t H = c.heads, dh = c.dim_head, F = c.ffn_inner;
+  plan->qkv_buf = torch::empty({batch, S, 3 * H * dh}, copts);
+  plan->h1_buf = torch::empty({batch, S, 2 * F}, copts);
+  plan->act_buf = torch::empty({batch, S, F}, copts);
+  plan->scores = torch::empty({S, S}, copts);
+  plan->probs = torch::empty({S, S}, copts);
+  plan->heads_out = torch::empty({batch, H, S, dh}, copts);
+  return plan;
+}
+
+torch::Tensor Vit3dDecoder::Forward(const torch::Tensor& z, TilePlan* plan) const {
   const VideoDecoderConfig& c = config_;
   const Weights& w = *weights_;
   TORCH_CHECK(z.defined(), "h3 video decoder: z is undefined");
@@ -608,45 +673,25 @@ torch::Tensor Vit3dDecoder::Forward(const torch::Tensor& z) const {
                  1);
   const int64_t S = x.size(1);
 
-  // 5. RoPE tables (spec §1.4), fp32: tile-local coordinates
-  // arange(0.5, n) / n * 2 - 1 per axis, suffix tokens at 0; angles
-  // (2*pi*coord) * inv_freq laid out [t*f, h*f, w*f] and repeated twice.
-  torch::Tensor cos, sin;
-  {
-    const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
-    auto axis = [&](int64_t n) {
-      return torch::arange(0.5, static_cast<double>(n), f32) / n * 2 - 1;
-    };
-    std::vector<torch::Tensor> grid = torch::meshgrid({axis(t), axis(h), axis(wd)}, "ij");
-    torch::Tensor ids = torch::stack(grid, -1).reshape({N, 3});
-    ids = torch::cat({ids, torch::zeros({S - N, 3}, f32)}, 0);
-    const int64_t nf = c.rope_freqs_per_axis();
-    // inv_freq = 1 / theta^(arange(0, 1, 6/rope_dim)) in fp32 (spec §1.4).
-    const torch::Tensor exponent = torch::arange(0, nf, f32) / nf;
-    const torch::Tensor inv_freq = torch::pow(c.rope_theta, exponent).reciprocal();
-    const torch::Tensor angles =
-        ((ids * (2.0 * M_PI)).unsqueeze(-1) * inv_freq).reshape({S, 3 * nf}).repeat({1, 2});
-    cos = angles.cos().view({1, S, 1, c.rope_dim});
-    sin = angles.sin().view({1, S, 1, c.rope_dim});
-    if (bf16) {
-      cos = cos.to(cdt);
-      sin = sin.to(cdt);
-    }
+  // 5. RoPE tables and 6.-8. workspace: from the plan, or built for this
+  // call (the same code, so both give the same bits).
+  std::shared_ptr<TilePlan> own;
+  if (plan == nullptr) {
+    own = BuildTilePlan(B, t, h, wd);
+    plan = own.get();
   }
+  TORCH_CHECK(plan->batch == B && plan->t == t && plan->h == h && plan->w == wd,
+              "h3 video decoder: plan for [", plan->batch, ", ", plan->t, ", ", plan->h, ", ",
+              plan->w, "] used for a call of [", B, ", ", t, ", ", h, ", ", wd, "]");
+  const torch::Tensor& cos = plan->cos;
+  const torch::Tensor& sin = plan->sin;
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-
-  // Workspace reused by every block. Buffers above glibc's mmap threshold
-  // (32 MB) would otherwise be fresh, page-faulting memory in every block
-  // (measured: more time than the GEMMs on this VM). Writing into them
-  // (addmm_out, mm_out, softmax_out, silu_out, in-place mul_/add_) runs the
-  // same kernels as the functional ops, so the bits do not change.
-  const auto copts = torch::TensorOptions().dtype(cdt);
-  torch::Tensor qkv_buf = torch::empty({B, S, 3 * H * dh}, copts);
-  torch::Tensor h1_buf = torch::empty({B, S, 2 * F}, copts);
-  torch::Tensor act_buf = torch::empty({B, S, F}, copts);
-  torch::Tensor scores = torch::empty({S, S}, copts);
-  torch::Tensor probs = torch::empty({S, S}, copts);
-  torch::Tensor heads_out = torch::empty({B, H, S, dh}, copts);
+  torch::Tensor& qkv_buf = plan->qkv_buf;
+  torch::Tensor& h1_buf = plan->h1_buf;
+  torch::Tensor& act_buf = plan->act_buf;
+  torch::Tensor& scores = plan->scores;
+  torch::Tensor& probs = plan->probs;
+  torch::Tensor& heads_out = plan->heads_out;
 
   // 6.-8. Transformer blocks: x = x + scale1 * Attn(norm1(x));
   // x = x + scale2 * FFN(norm2(x)). Norms in fp32 (x is fp32).

@@ -85,6 +85,14 @@ const char* WeightLayoutName(WeightLayout layout);
 
 class Vit3dDecoder {
  public:
+  // A compiled plan for one call shape (BuildTilePlan()).
+  struct TilePlan {
+    int64_t batch = 0, t = 0, h = 0, w = 0;
+    torch::Tensor cos, sin;
+    torch::Tensor qkv_buf, h1_buf, act_buf, scores, probs, heads_out;
+    uint64_t bytes() const;  // held by the tensors above
+  };
+
   // Loads the decoder weights from safetensors files: one file, the shards of
   // a sharded checkpoint (any order), or exactly one "*.safetensors.index.json"
   // whose shards are resolved next to it. Tensors may be F32, F16 or BF16;
@@ -145,7 +153,22 @@ class Vit3dDecoder {
   // plus 2*S^2*E for the attention of one (item, head) at a time, plus
   // temporaries of about 10 * B*S*dim*4 bytes. One official tile in fp32:
   // about 0.4 GB.
-  torch::Tensor Forward(const torch::Tensor& z) const;
+  // With `plan` (from BuildTilePlan() for exactly z's [B, t, h, w]; a
+  // mismatch throws) the RoPE tables and workspace buffers are the plan's
+  // instead of being built for the call: same ops on the same values, so
+  // the output bytes are identical; the plan's buffers are overwritten, so
+  // one plan serves one call at a time.
+  torch::Tensor Forward(const torch::Tensor& z, TilePlan* plan = nullptr) const;
+
+  // Builds the compiled plan of decoder calls on [batch, latent_channels,
+  // t, h, w] (units: tiles per call, latent frames, latent cells): the RoPE
+  // cos/sin of the tile-local grid ([1, S, 1, rope_dim], compute dtype) and
+  // the workspace buffers (qkv [B, S, 3*dim], FFN [B, S, 3*ffn_inner],
+  // attention scores/probs [S, S], heads [B, heads, S, dim_head]), S = t*h*w
+  // + num_register_tokens + 1 tokens. Memory: TilePlan::bytes(), e.g.
+  // about 0.3 GB for one official fp32 tile. Throws c10::Error
+  // (c10::OutOfMemoryError when it cannot be allocated).
+  std::shared_ptr<TilePlan> BuildTilePlan(int64_t batch, int64_t t, int64_t h, int64_t w) const;
 
   const VideoDecoderConfig& config() const { return config_; }
   // kFloat or kBFloat16, as passed at creation.
