@@ -187,6 +187,10 @@ void BuildDecode(const DecodeRequest& request, bool plan_only, v1::Decode* d) {
   d->mutable_options()->set_profile(request.profile);
   d->mutable_options()->set_compile(static_cast<v1::Compile>(request.compile));
   for (const std::string& f : request.inject_faults) d->mutable_options()->add_inject_faults(f);
+  if (request.tiling) {
+    d->mutable_options()->mutable_tiling()->set_tile_latent(request.tiling->tile_latent);
+    d->mutable_options()->mutable_tiling()->set_overlap_latent(request.tiling->overlap_latent);
+  }
   if (request.fps != 0 || request.independent_lengths) {
     d->mutable_av_sync()->set_fps(request.fps);
     d->mutable_av_sync()->set_independent_lengths(request.independent_lengths);

@@ -67,6 +67,7 @@ void FillDecodeGeometry(const models::VaeModel& model, const std::optional<Video
   out->set_profile(av.profile);
   out->set_compile_decision(av.compile_decision);
   out->set_stack_decision(av.stack_decision);
+  for (const std::string& k : av.output_changing) out->add_output_changing(k);
   out->set_expected_audio_latent_frames(
       static_cast<uint64_t>(std::max<int64_t>(0, av.expected_audio_latent_frames)));
   if (video) {

@@ -27,6 +27,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "daemon/models/model_registry.h"
 #include "daemon/models/vae_model.h"
@@ -69,6 +70,7 @@ struct RequestFacts {
   std::string profile;            // e.g. "safe"
   std::string compile_decision;   // e.g. "off (profile safe)"
   std::string stack_decision;     // ResolvedOptions::stack_decision
+  std::vector<std::string> output_changing;  // ResolvedOptions::output_changing
 };
 
 // One accepted Decode request: a video part, an audio part, or both.

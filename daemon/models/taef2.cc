@@ -333,6 +333,9 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::Create(const Taef2Options& o
   info.resident_bytes = ResidentBytes(params);
   info.latent_channels = kLatentChannels;
   info.latent_dtype = DType::kFloat32;
+  // Untiled by default (its GroupNorm makes independent tiles 29 dB off);
+  // the hybrid tiled decode (63 dB) is an opt-in diagnostic knob.
+  info.caps.tunable_tiling = true;
 
   spdlog::info(
       "model '{}': loaded TAEF2 decoder weights {} ({} tensors, {} bytes as fp32, "
@@ -398,6 +401,9 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::CreateDemo(const std::string
   info.resident_bytes = ResidentBytes(params);
   info.latent_channels = kLatentChannels;
   info.latent_dtype = DType::kFloat32;
+  // Untiled by default (its GroupNorm makes independent tiles 29 dB off);
+  // the hybrid tiled decode (63 dB) is an opt-in diagnostic knob.
+  info.caps.tunable_tiling = true;
 
   spdlog::warn(
       "model '{}': DEMO weights (deterministic, seed {}), not a trained model; its "
@@ -469,8 +475,15 @@ torch::Tensor Taef2Decoder::Tail(const torch::Tensor& features) const {
 }
 
 Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
-                                           const DecodeSettings& /*settings*/,
+                                           const DecodeSettings& settings,
                                            DecodeReport* report) {
+  if (settings.tiling) {
+    // The diagnostic knob (decode_options.h): the hybrid tiled decode.
+    return DecodeTiledHybrid(latent,
+                             Taef2TilingOptions{.tile_latent = settings.tiling->tile_latent,
+                                                .overlap_latent = settings.tiling->overlap_latent},
+                             report);
+  }
   VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanCpuLatent(latent));
   try {
     torch::NoGradGuard no_grad;

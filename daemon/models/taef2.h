@@ -226,7 +226,9 @@ class Taef2Decoder final : public VaeModel {
   // Decodes `latent` (CPU float32 [N, 32, h, w], any strides) into a new
   // float32 tensor [N, 3, 8h, 8w], frame_batch frames per forward pass,
   // without autograd. Adds "taef2.decode_latent" (seconds, wall clock) to the timings of
-  // `report` when it is not null. TAEF2 is never tiled; `settings` has nothing it uses.
+  // `report` when it is not null. Untiled unless settings.tiling is set
+  // (the diagnostic knob, capability "tunable_tiling"): then it runs
+  // DecodeTiledHybrid() with that tile size and overlap.
   // Errors: the Plan() errors for a bad latent; kInvalidArgument for a
   // non-CPU latent; kResourceExhausted when LibTorch fails to allocate;
   // kInternal for any other LibTorch error. Never throws.

@@ -70,10 +70,15 @@ struct Capabilities {
   bool spatial_sharding = false;  // tiles of one window spread over ranks
   bool independent_group = false; // runs on the daemon's own VAE process group
   bool student = false;           // a student decoder artifact is configured
+  // Tiled decode with a tile size and overlap chosen per request (profile
+  // diagnostic; changes the output): TAEF2's hybrid tiling. `tiled` is
+  // for models whose tiling is fixed model semantics (H3).
+  bool tunable_tiling = false;
 
   // The names of the true capabilities, in the order above ("video",
   // "audio", "tiled", "stack_tiling", "compiled_plans", "spatial_sharding",
-  // "independent_group", "student"): Status.models[].capabilities.
+  // "independent_group", "student", "tunable_tiling"):
+  // Status.models[].capabilities.
   std::vector<std::string> Names() const {
     std::vector<std::string> out;
     const std::pair<bool, const char*> all[] = {
@@ -84,7 +89,8 @@ struct Capabilities {
         {compiled_plans, "compiled_plans"},
         {spatial_sharding, "spatial_sharding"},
         {independent_group, "independent_group"},
-        {student, "student"}};
+        {student, "student"},
+        {tunable_tiling, "tunable_tiling"}};
     for (const auto& [on, name] : all) {
       if (on) out.emplace_back(name);
     }
@@ -158,11 +164,19 @@ struct FaultInjection {
   bool any() const { return oom_stacked + oom_sequential + plan_build + tile_exception > 0; }
 };
 
+// A request's tile size and overlap (DecodeOptions.tiling; profile
+// diagnostic, models with caps.tunable_tiling). Latent cells.
+struct TilingOverride {
+  int64_t tile_latent = 0;
+  int64_t overlap_latent = 0;
+};
+
 // Per-request settings, already validated against the model's capabilities.
 struct DecodeSettings {
   StackTiling stack_tiling = StackTiling::kDefault;
   CompileMode compile = CompileMode::kOff;
   FaultInjection faults = {};
+  std::optional<TilingOverride> tiling = {};
 };
 
 // What a tiled decode did (zero/false for untiled models).

@@ -533,6 +533,7 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   av.profile = options.profile;
   av.compile_decision = options.compile_decision;
   av.stack_decision = options.stack_decision;
+  av.output_changing = options.output_changing;
   if (d.plan_only()) {
     v1::DecodeReply* p = reply->mutable_decode();
     engine::FillDecodeGeometry(*model, video, audio, av, p);
@@ -627,6 +628,7 @@ Result<bool> ControlLoop::HandleDecode(ClientState* client, const std::string& r
   job->settings.stack_tiling = options.stack_tiling;
   job->settings.compile = options.compile;
   job->settings.faults = options.faults;
+  job->settings.tiling = options.tiling;
   job->video = std::move(video);
   job->audio = std::move(audio);
   job->av = av;

@@ -143,6 +143,36 @@ Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
                              " is unknown (expected COMPILE_OFF, COMPILE_ON or COMPILE_AUTO)");
   }
 
+  // Output-changing knobs: diagnostic only, and only where the model can.
+  if (requested.has_tiling()) {
+    const v1::DecodeOptions::Tiling& t = requested.tiling();
+    if (!model.caps.tunable_tiling) {
+      return InvalidArgument(
+          "options.tiling is set; " + ModelText(model) +
+          (model.caps.tiled ? " tiles as its model semantics (tile size and overlap are fixed)"
+                            : " has no tiled decode"));
+    }
+    if (out.profile != "diagnostic") {
+      return InvalidArgument("options.tiling changes the output; only profile 'diagnostic' "
+                             "allows it (this request runs under '" +
+                             out.profile + "')");
+    }
+    if (t.tile_latent() < 8 || t.tile_latent() > 4096) {
+      return InvalidArgument("options.tiling.tile_latent is " + std::to_string(t.tile_latent()) +
+                             "; must be in [8, 4096] latent cells");
+    }
+    if (t.overlap_latent() >= t.tile_latent()) {
+      return InvalidArgument("options.tiling.overlap_latent is " +
+                             std::to_string(t.overlap_latent()) + "; must be below tile_latent (" +
+                             std::to_string(t.tile_latent()) + ")");
+    }
+    out.tiling = models::TilingOverride{t.tile_latent(), t.overlap_latent()};
+    out.output_changing.push_back(
+        "tiling: tiled decode, " + std::to_string(t.tile_latent()) + "-cell tiles, " +
+        std::to_string(t.overlap_latent()) + "-cell overlap (output differs from the untiled "
+        "decode)");
+  }
+
   // Fault injection (tests only).
   if (requested.inject_faults_size() > 0) {
     if (!allow_fault_injection) {

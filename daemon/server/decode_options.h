@@ -10,9 +10,10 @@
 //               (auto = the model decides, with its reason in the reply),
 //               compiled plans by shape bucket where the model has them
 //               (compile AUTO; same bytes as eager).
-//   diagnostic  benchmarking: any option the model supports; output-
-//               changing knobs would be allowed here and flagged in the reply
-//               (none exists yet).
+//   diagnostic  benchmarking: any option the model supports, and the
+//               output-changing knobs (options.tiling on models with
+//               "tunable_tiling"), each listed in the reply's
+//               output_changing.
 //   student     research decoders: rejected unless the model has a student
 //               decoder artifact configured (capability "student").
 // The operator limits which profiles requests may use (`profiles.allowed`).
@@ -27,6 +28,7 @@
 #ifndef VAED_DAEMON_SERVER_DECODE_OPTIONS_H_
 #define VAED_DAEMON_SERVER_DECODE_OPTIONS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,8 @@ struct ResolvedOptions {
   models::CompileMode compile = models::CompileMode::kOff;
   std::string compile_decision;  // e.g. "off (profile safe)"
   models::FaultInjection faults;  // options.inject_faults (tests)
+  std::optional<models::TilingOverride> tiling;  // options.tiling (diagnostic)
+  std::vector<std::string> output_changing;      // knobs that change the output
 };
 
 // Resolves `requested` for `model`. `model_stack_default` is the model's

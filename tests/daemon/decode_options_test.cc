@@ -39,6 +39,12 @@ v1::DecodeOptions Options(std::string profile, v1::StackTiling stack = v1::STACK
 
 using models::CompileMode;
 
+v1::DecodeOptions Tiled(v1::DecodeOptions o, uint32_t tile, uint32_t overlap) {
+  o.mutable_tiling()->set_tile_latent(tile);
+  o.mutable_tiling()->set_overlap_latent(overlap);
+  return o;
+}
+
 struct Case {
   std::string what;
   models::ModelInfo model;
@@ -55,6 +61,8 @@ struct Case {
 TEST(ResolveDecodeOptionsTest, EveryCapabilityOptionAndValue) {
   const models::ModelInfo h3 = Model("h3_video", true);
   const models::ModelInfo taef2 = Model("taef2", false);
+  models::ModelInfo taef2_tunable = taef2;
+  taef2_tunable.caps.tunable_tiling = true;
   const std::vector<Case> cases = {
       // Profiles.
       {"default profile", h3, Options(""), "", models::StackTiling::kOff, "safe",
@@ -108,6 +116,19 @@ TEST(ResolveDecodeOptionsTest, EveryCapabilityOptionAndValue) {
        models::StackTiling::kOff, "safe", "off (requested)"},
       {"compile unknown", h3, Options("", v1::STACK_TILING_UNSPECIFIED, static_cast<v1::Compile>(7)),
        "options.compile 7 is unknown"},
+      // Output-changing knob: tiling (diagnostic, tunable_tiling models).
+      {"tiling under optimized", taef2_tunable, Tiled(Options("optimized"), 40, 16),
+       "options.tiling changes the output; only profile 'diagnostic' allows it"},
+      {"tiling on fixed-tiling H3", h3, Tiled(Options("diagnostic"), 40, 16),
+       "options.tiling is set; model 'h3' (kind h3_video) tiles as its model semantics"},
+      {"tiling on a model without tiles", taef2, Tiled(Options("diagnostic"), 40, 16),
+       "options.tiling is set; model 'taef2' (kind taef2) has no tiled decode"},
+      {"tiling overlap too large", taef2_tunable, Tiled(Options("diagnostic"), 40, 40),
+       "options.tiling.overlap_latent is 40; must be below tile_latent (40)"},
+      {"tiling tile too small", taef2_tunable, Tiled(Options("diagnostic"), 4, 0),
+       "options.tiling.tile_latent is 4; must be in [8, 4096] latent cells"},
+      {"tiling in diagnostic", taef2_tunable, Tiled(Options("diagnostic"), 40, 16), "",
+       models::StackTiling::kDefault, "diagnostic"},
       // Fault injection (tests only).
       {"faults refused by default", h3,
        Options("", v1::STACK_TILING_UNSPECIFIED, v1::COMPILE_UNSPECIFIED, {"oom_stacked"}),
@@ -139,6 +160,8 @@ TEST(ResolveDecodeOptionsTest, EveryCapabilityOptionAndValue) {
       EXPECT_EQ(r->compile_decision, c.compile_decision) << c.what;
     }
     EXPECT_EQ(r->faults.any(), c.options.inject_faults_size() > 0) << c.what;
+    EXPECT_EQ(r->tiling.has_value(), c.options.has_tiling()) << c.what;
+    EXPECT_EQ(r->output_changing.size(), c.options.has_tiling() ? 1u : 0u) << c.what;
     EXPECT_EQ(r->stack_decision.empty(),
               c.model.caps.stack_tiling || c.options.stack_tiling() != v1::STACK_TILING_AUTO)
         << c.what;

@@ -8,6 +8,9 @@
 #include <span>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <vector>
+#include <algorithm>
 
 #include "ops/common/psnr.h"
 #include "tests/common/daemon_process.h"
@@ -119,6 +122,77 @@ INSTANTIATE_TEST_SUITE_P(
       name = name.substr(0, name.find('.'));
       return name;
     });
+
+// TAEF2's hybrid tiled decode as the diagnostic output-changing knob
+// (capability "tunable_tiling"), and optimized == safe for a model without
+// stacked tiles or compiled plans.
+TEST_F(RealInputDecodeTest, DiagnosticTilingGivesTheHybridReference) {
+  const std::string rel = "data/taef2/photo_astronaut.safetensors";
+  if (!testing::SharedFileExists(rel) || daemon_ == nullptr) {
+    GTEST_SKIP() << "../shared/" << rel << " or the TAEF2 weights are absent";
+  }
+  ASSERT_TRUE(daemon_->ok()) << daemon_->Log();
+  auto file = SafetensorsFile::Open(testing::SharedPath(rel));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  const TensorEntry* latent = (*file)->Find("latent");
+  const TensorEntry* hybrid = (*file)->Find("decoded_tiled_hybrid_f32");
+  ASSERT_NE(latent, nullptr);
+  ASSERT_NE(hybrid, nullptr);
+  auto client = client::Client::Connect({.socket = daemon_->socket(), .client_name = "tiling"});
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto in = client::SharedRegion::Create(latent->nbytes);
+  auto out = client::SharedRegion::Create(hybrid->nbytes);
+  ASSERT_TRUE(in.ok() && out.ok());
+  std::memcpy((*in)->data(), latent->data, latent->nbytes);
+  auto in_id = (*client)->RegisterRegion(**in);
+  auto out_id = (*client)->RegisterRegion(**out);
+  ASSERT_TRUE(in_id.ok() && out_id.ok());
+  auto request = [&](std::string profile, bool tiled) {
+    client::DecodeRequest r{.model = "taef2",
+                            .latent = {*in_id, 0, latent->dtype, latent->shape},
+                            .output = {*out_id, 0, DType::kFloat32, {1, 3, 512, 512}},
+                            .format = client::OutputFormat::kFloat32NCHW};
+    r.profile = std::move(profile);
+    if (tiled) r.tiling = client::DecodeRequest::Tiling{40, 16};
+    return r;
+  };
+  auto bytes = [&] {
+    return std::vector<uint8_t>((*out)->data(), (*out)->data() + hybrid->nbytes);
+  };
+
+  auto safe = (*client)->Decode(request("safe", false));
+  ASSERT_TRUE(safe.ok()) << safe.status().ToString();
+  const std::vector<uint8_t> safe_bytes = bytes();
+  EXPECT_EQ(safe->output_changing_size(), 0);
+  auto optimized = (*client)->Decode(request("optimized", false));
+  ASSERT_TRUE(optimized.ok()) << optimized.status().ToString();
+  EXPECT_TRUE(bytes() == safe_bytes) << "optimized changed the TAEF2 output";
+
+  auto refused = (*client)->Decode(request("optimized", true));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "options.tiling changes the output; only profile 'diagnostic' allows it"),
+            std::string::npos)
+      << refused.status().message();
+
+  auto tiled = (*client)->Decode(request("diagnostic", true));
+  ASSERT_TRUE(tiled.ok()) << tiled.status().ToString();
+  ASSERT_EQ(tiled->output_changing_size(), 1);
+  EXPECT_NE(tiled->output_changing(0).find("40-cell tiles, 16-cell overlap"), std::string::npos);
+  EXPECT_EQ(tiled->tiling().tile_rows(), 2u);
+  EXPECT_EQ(tiled->tiling().tile_cols(), 2u);
+  std::vector<float> mine(hybrid->nbytes / 4), ref(hybrid->nbytes / 4);
+  std::memcpy(mine.data(), (*out)->data(), hybrid->nbytes);
+  std::memcpy(ref.data(), hybrid->data, hybrid->nbytes);
+  double max_abs = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    max_abs = std::max(max_abs, double(std::fabs(mine[i] - ref[i])));
+  }
+  std::printf("astronaut: diagnostic tiling 40/16 vs decoded_tiled_hybrid_f32: max |diff| %.3g\n",
+              max_abs);
+  EXPECT_LE(max_abs, 1e-5);  // bitwise on the reference build (tests/models/taef2_test.cc)
+  EXPECT_FALSE(bytes() == safe_bytes) << "the tiled decode should differ from the untiled one";
+}
 
 }  // namespace
 }  // namespace vaed

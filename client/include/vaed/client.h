@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,13 @@ struct DecodeRequest {
   // Testing only (DecodeOptions.inject_faults): refused unless the daemon
   // allows fault injection.
   std::vector<std::string> inject_faults = {};
+  // Output-changing knob (DecodeOptions.tiling): profile "diagnostic" and a
+  // model with the "tunable_tiling" capability (TAEF2) only. Latent cells.
+  struct Tiling {
+    uint32_t tile_latent = 40;
+    uint32_t overlap_latent = 16;
+  };
+  std::optional<Tiling> tiling = std::nullopt;
 };
 
 class Client {
