@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -201,6 +202,7 @@ int Run(const BenchOptions& o) {
   if (!o.skip_bf16) dtypes.push_back(torch::kBFloat16);
   nlohmann::json matmul = nlohmann::json::object();
   nlohmann::json batched = nlohmann::json::object();
+  nlohmann::json plan_cost = nlohmann::json::object();
   for (torch::ScalarType dtype : dtypes) {
     auto model = BuildModel(o, dtype);
     if (!model.ok()) {
@@ -216,6 +218,42 @@ int Run(const BenchOptions& o) {
       std::cout << "  " << r->dtype << " " << r->scheduling << ": "
                 << vaed::ops::FormatFixed(r->decode_latent, 2) << " s\n" << std::flush;
       results.push_back(std::move(*r));
+    }
+    {
+      // What a compiled plan saves per decoder call: building it (RoPE
+      // tables + workspace) is the per-call work a plan removes; one tile
+      // decoded eager vs with the plan, best of 3 each.
+      torch::NoGradGuard no_grad;
+      const vaed::models::h3::Vit3dDecoder& vit = (*model)->decoder();
+      const vaed::models::h3::TileRect tile = grid->tile(0);
+      const torch::Tensor z =
+          torch::randn({1, cfg.latent_channels, 7, tile.height_latent, tile.width_latent});
+      double build = 1e300, eager = 1e300, planned = 1e300;
+      std::shared_ptr<vaed::models::h3::Vit3dDecoder::TilePlan> plan;
+      for (int i = 0; i < 3; ++i) {
+        auto t0 = Clock::now();
+        plan = vit.BuildTilePlan(1, 7, tile.height_latent, tile.width_latent);
+        build = std::min(build, Seconds(t0));
+      }
+      for (int i = 0; i < 3; ++i) {
+        auto t0 = Clock::now();
+        (void)vit.Forward(z);
+        eager = std::min(eager, Seconds(t0));
+        t0 = Clock::now();
+        (void)vit.Forward(z, plan.get());
+        planned = std::min(planned, Seconds(t0));
+      }
+      const std::string name = dtype == torch::kFloat ? "float32" : "bfloat16";
+      std::cout << "  " << name << " compiled plan: build " << vaed::ops::FormatFixed(build * 1e3, 2)
+                << " ms (" << vaed::ops::HumanBytes(plan->bytes()) << "); one tile eager "
+                << vaed::ops::FormatFixed(eager, 3) << " s, planned "
+                << vaed::ops::FormatFixed(planned, 3) << " s (eager/planned "
+                << vaed::ops::FormatFixed(eager / planned, 3) << ")\n"
+                << std::flush;
+      plan_cost[name] = {{"build_s", build},
+                         {"plan_bytes", plan->bytes()},
+                         {"tile_eager_s", eager},
+                         {"tile_planned_s", planned}};
     }
     const double mm = MatmulGflops(tokens, cfg.dim, 2 * cfg.ffn_inner, dtype, 3);
     matmul[dtype == torch::kFloat ? "float32" : "bfloat16"] = mm;
@@ -299,6 +337,7 @@ int Run(const BenchOptions& o) {
   if (o.json) {
     std::cout << nlohmann::json{{"modes", modes},
                                 {"matmul_gflops", matmul},
+                                {"compiled_plan_cost", plan_cost},
                                 {"batched_matmul_gflops", batched},
                                 {"summary", summary}}
                      .dump(2)
