@@ -75,6 +75,17 @@ int main(int argc, char** argv) {
     spdlog::critical("loading models: {}", registry.status().ToString());
     return 1;
   }
+  if (options.profiles.default_profile == "student") {
+    bool any_student = false;
+    for (const vaed::models::VaeModel* m : (*registry)->models()) {
+      any_student = any_student || m->info().caps.student;
+    }
+    if (!any_student) {
+      spdlog::critical("profiles.default is 'student' but no configured model has a student "
+                       "decoder artifact; every request would fail");
+      return 1;
+    }
+  }
   // The budget starts after loading: weights and warmed plans are what the
   // operator configured; the budget bounds what requests add on top.
   const uint64_t budget = options.executor.memory_budget_mib << 20;

@@ -1,7 +1,7 @@
 #include "daemon/models/model_registry.h"
 
-#include <cstdio>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "daemon/models/h3/h3_vae.h"
@@ -57,14 +57,29 @@ Result<std::vector<std::pair<int64_t, int64_t>>> ParseWarmShapes(
   for (size_t i = 0; i < shapes.size(); ++i) {
     const std::string& text = shapes[i];
     const std::string field = where + ".warm_shapes[" + std::to_string(i) + "]";
+    // Digits 'x' digits, nothing else (no sign, spaces or leading zeros
+    // games: the same shape is always spelled the same way).
+    const size_t x = text.find('x');
+    auto digits = [](const std::string& d) {
+      return !d.empty() && d.size() <= 3 &&
+             d.find_first_not_of("0123456789") == std::string::npos;
+    };
     long long h = 0, w = 0;
-    char tail = 0;
-    if (std::sscanf(text.c_str(), "%lldx%lld%c", &h, &w, &tail) != 2 || h < 1 || w < 1 ||
-        h > h3::VideoVae::kMaxLatentExtent || w > h3::VideoVae::kMaxLatentExtent) {
+    if (x != std::string::npos && digits(text.substr(0, x)) && digits(text.substr(x + 1))) {
+      h = std::stoll(text.substr(0, x));
+      w = std::stoll(text.substr(x + 1));
+    }
+    if (h < 1 || w < 1 || h > h3::VideoVae::kMaxLatentExtent ||
+        w > h3::VideoVae::kMaxLatentExtent) {
       return InvalidArgument(field + " is '" + text +
                              "'; must be \"HxW\" in latent cells, each in [1, " +
                              std::to_string(h3::VideoVae::kMaxLatentExtent) +
                              "] (e.g. \"32x48\" for 512x768 px)");
+    }
+    for (const auto& seen : out) {
+      if (seen == std::pair<int64_t, int64_t>{h, w}) {
+        return InvalidArgument(field + " repeats '" + text + "'");
+      }
     }
     out.emplace_back(h, w);
   }

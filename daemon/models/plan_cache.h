@@ -13,6 +13,9 @@
 //     and is counted (eager_calls); the model builds its plan only from the
 //     `promote_after`-th sighting on (configured buckets are built before
 //     the daemon reports READY);
+//   - plans count against the daemon's tensor memory budget; a decode
+//     that runs out of memory releases them all (Clear()) and is retried
+//     eager once, so cached plans can never starve later requests;
 //   - a bucket whose build or first run failed is marked eager-only with
 //     the reason; that is sticky (never retried) and listed in status. The
 //     eager-only list is bounded too (oldest entries dropped past
@@ -132,6 +135,19 @@ class PlanCache {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = eager_only_index_.find(bucket);
     return it == eager_only_index_.end() ? std::string() : it->second;
+  }
+
+  // Drops every cached plan (counted as evictions); returns the bytes they
+  // held. Eager-only marks and sightings stay.
+  uint64_t Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t freed = plan_bytes_;
+    stats_.evictions += lru_.size();
+    lru_.clear();
+    index_.clear();
+    bytes_.clear();
+    plan_bytes_ = 0;
+    return freed;
   }
 
   void CountHit() {

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -117,6 +118,17 @@ class TomlReader {
     return Status::Ok();
   }
 
+  // As Integer(), into an optional that stays unset when the key is absent.
+  template <typename T>
+  Status OptionalInteger(const toml::table& t, std::string_view prefix, const char* key,
+                         std::optional<T>* out, int64_t min, int64_t max) const {
+    if (!t.contains(key)) return Status::Ok();
+    T v{};
+    VAED_RETURN_IF_ERROR(Integer(t, prefix, key, &v, min, max));
+    *out = v;
+    return Status::Ok();
+  }
+
   Result<const toml::table*> Table(const toml::table& t, const char* key) const {
     const toml::node* n = t.get(key);
     if (!n) return static_cast<const toml::table*>(nullptr);
@@ -148,26 +160,12 @@ Status ParseModelEntry(const TomlReader& r, const toml::table& t, size_t index,
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "audio_config", &out->audio_config_path));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "compute_dtype", &out->compute_dtype));
   VAED_RETURN_IF_ERROR(r.String(t, prefix, "stack_tiling", &out->stack_tiling));
-  if (t.contains("frame_batch")) {
-    int64_t frame_batch = 0;
-    VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "frame_batch", &frame_batch, 1, 256));
-    out->frame_batch = frame_batch;
-  }
-  if (t.contains("seed")) {
-    uint64_t seed = 0;
-    VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "seed", &seed, 0, INT64_MAX));
-    out->seed = seed;
-  }
-  if (t.contains("plan_cache_capacity")) {
-    int64_t v = 0;
-    VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "plan_cache_capacity", &v, 1, 1024));
-    out->plan_cache_capacity = v;
-  }
-  if (t.contains("plan_after_sightings")) {
-    int64_t v = 0;
-    VAED_RETURN_IF_ERROR(r.Integer(t, prefix, "plan_after_sightings", &v, 1, 1000));
-    out->plan_after_sightings = v;
-  }
+  VAED_RETURN_IF_ERROR(r.OptionalInteger(t, prefix, "frame_batch", &out->frame_batch, 1, 256));
+  VAED_RETURN_IF_ERROR(r.OptionalInteger(t, prefix, "seed", &out->seed, 0, INT64_MAX));
+  VAED_RETURN_IF_ERROR(r.OptionalInteger(t, prefix, "plan_cache_capacity",
+                                         &out->plan_cache_capacity, 1, 1024));
+  VAED_RETURN_IF_ERROR(r.OptionalInteger(t, prefix, "plan_after_sightings",
+                                         &out->plan_after_sightings, 1, 1000));
   VAED_RETURN_IF_ERROR(r.StringList(t, prefix, "warm_shapes", &out->warm_shapes));
   if (out->name.empty()) return r.Error(prefix + ".name", "is required and must not be empty");
   if (out->kind.empty()) {

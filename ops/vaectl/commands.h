@@ -37,6 +37,8 @@ struct DecodeCommandOptions {
   uint64_t seed = 0;
   std::string key = "latent";
   std::string stack_tiling = "default";  // default | off | on | auto
+  std::string profile;                   // "" = the daemon's default
+  std::string compile = "default";       // default | off | on | auto
   std::string model;  // "" = the daemon's default model
   std::string out;    // see PlanOutput() in decode_report.h
   std::string format = "png";  // of the video; "none" also writes no audio

@@ -197,6 +197,10 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
   if (options.stack_tiling == "off") request.stack_tiling = client::StackTiling::kOff;
   if (options.stack_tiling == "on") request.stack_tiling = client::StackTiling::kOn;
   if (options.stack_tiling == "auto") request.stack_tiling = client::StackTiling::kAuto;
+  request.profile = options.profile;
+  if (options.compile == "off") request.compile = client::Compile::kOff;
+  if (options.compile == "on") request.compile = client::Compile::kOn;
+  if (options.compile == "auto") request.compile = client::Compile::kAuto;
   request.fps = options.fps;
   request.independent_lengths = options.independent_lengths;
   if (latent) request.latent = {0, 0, latent->dtype, latent->shape};

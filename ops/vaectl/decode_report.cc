@@ -407,6 +407,11 @@ nlohmann::json DecodeReportToJson(const DecodeReport& report) {
       {"av_lengths_match", nullptr},
       {"audio", nullptr},
   };
+  j["profile"] = r.profile();
+  j["compile_decision"] = r.compile_decision();
+  j["stack_decision"] = r.stack_decision();
+  j["output_changing"] =
+      std::vector<std::string>(r.output_changing().begin(), r.output_changing().end());
   if (r.has_tiling()) {
     const v1::TilingInfo& t = r.tiling();
     j["tiling"] = {{"tile_rows", t.tile_rows()},
@@ -580,6 +585,11 @@ std::string FormatDecodeReport(const DecodeReport& report) {
     }
   }
   out << "\n";
+  out << "profile      " << (r.profile().empty() ? "?" : r.profile()) << "; compile "
+      << (r.compile_decision().empty() ? "-" : r.compile_decision());
+  if (!r.stack_decision().empty()) out << "; tiles " << r.stack_decision();
+  out << "\n";
+  for (const auto& k : r.output_changing()) out << "OUTPUT       changed by " << k << "\n";
   if (r.has_tiling()) {
     const v1::TilingInfo& t = r.tiling();
     out << "tiling       " << t.tile_rows() << "x" << t.tile_cols()

@@ -129,6 +129,15 @@ int main(int argc, char** argv) {
                    "the output is the same, speed and memory differ")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "off", "on", "auto"}));
+  decode_cmd->add_option("--profile", decode.profile,
+                         "decode profile: safe, optimized, diagnostic or student, within what the "
+                         "daemon allows (vaectl status); empty = the daemon's default");
+  decode_cmd
+      ->add_option("--compile", decode.compile,
+                   "compiled plans by shape bucket (models with compiled_plans): default (off "
+                   "under safe, auto otherwise), off, on or auto; same output")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"default", "off", "on", "auto"}));
   decode_cmd->add_option("--model", decode.model,
                          "model to decode with (default: the daemon's default model)");
   decode_cmd

@@ -225,5 +225,69 @@ TEST(ProfileOptionsTest, ConfigTableParsesAndRoundTrips) {
   EXPECT_FALSE(unknown.ok());
 }
 
+TEST(RuntimeConfigTest, ExecutorAndModelKeysParseAndRoundTrip) {
+  auto o = ParseConfigToml(
+      "[executor]\nmemory_budget_mib = 2048\nallow_fault_injection = true\n"
+      "[[models.entry]]\nname = \"h3\"\nkind = \"h3_video\"\nplan_cache_capacity = 3\n"
+      "plan_after_sightings = 1\nwarm_shapes = [\"16x16\", \"32x48\"]\n",
+      "t.toml", DaemonOptions{});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->executor.memory_budget_mib, 2048u);
+  EXPECT_TRUE(o->executor.allow_fault_injection);
+  ASSERT_EQ(o->models.entries.size(), 1u);
+  EXPECT_EQ(o->models.entries[0].plan_cache_capacity, 3);
+  EXPECT_EQ(o->models.entries[0].plan_after_sightings, 1);
+  EXPECT_EQ(o->models.entries[0].warm_shapes, (std::vector<std::string>{"16x16", "32x48"}));
+  const std::string toml = ToToml(*o);
+  EXPECT_THAT(toml, HasSubstr("memory_budget_mib = 2048"));
+  EXPECT_THAT(toml, HasSubstr("allow_fault_injection = true"));
+  EXPECT_THAT(toml, HasSubstr("warm_shapes = [ '16x16', '32x48' ]"));
+
+  auto bad = ParseConfigToml("[executor]\nallow_fault_injection = 1\n", "t.toml",
+                             DaemonOptions{});
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("t.toml: executor.allow_fault_injection must be true or false"));
+  bad = ParseConfigToml("[executor]\nmemory_budget_mib = -1\n", "t.toml", DaemonOptions{});
+  EXPECT_THAT(bad.status().message(), HasSubstr("executor.memory_budget_mib is -1"));
+  bad = ParseConfigToml("[[models.entry]]\nname = \"h3\"\nkind = \"h3_video\"\n"
+                        "warm_shapes = \"16x16\"\n",
+                        "t.toml", DaemonOptions{});
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("models.entry[0].warm_shapes must be an array of strings"));
+}
+
+// argv for ParseCommandLine (it takes char**).
+struct Argv {
+  explicit Argv(std::vector<std::string> args) : strings(std::move(args)) {
+    for (std::string& a : strings) pointers.push_back(a.data());
+  }
+  std::vector<std::string> strings;
+  std::vector<char*> pointers;
+};
+
+TEST(RuntimeConfigTest, StackTilingAndBudgetFlags) {
+  Argv argv({"vaed", "--model", "h3=h3_video", "--model", "t=demo", "--default-model", "h3",
+             "--vae-stack-tiling", "true", "--memory-budget-mib", "512"});
+  CommandLine cli = ParseCommandLine(static_cast<int>(argv.pointers.size()), argv.pointers.data());
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_EQ(cli.options.executor.memory_budget_mib, 512u);
+  for (const auto& m : cli.options.models.entries) {
+    // Tiled models get it; the demo model (untiled) keeps "off".
+    EXPECT_EQ(m.stack_tiling, m.kind == "h3_video" ? "on" : "off") << m.name;
+  }
+  Argv auto_argv({"vaed", "--model", "h3=h3_video", "--vae-stack-tiling", "auto"});
+  cli = ParseCommandLine(static_cast<int>(auto_argv.pointers.size()), auto_argv.pointers.data());
+  ASSERT_FALSE(cli.exit_now);
+  for (const auto& m : cli.options.models.entries) {
+    if (m.kind == "h3_video") {
+      EXPECT_EQ(m.stack_tiling, "auto");
+    }
+  }
+  Argv bad({"vaed", "--vae-stack-tiling", "sometimes"});
+  cli = ParseCommandLine(static_cast<int>(bad.pointers.size()), bad.pointers.data());
+  EXPECT_TRUE(cli.exit_now);
+  EXPECT_NE(cli.exit_code, 0);
+}
+
 }  // namespace
 }  // namespace vaed::server

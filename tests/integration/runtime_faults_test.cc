@@ -5,8 +5,8 @@
 // One daemon runs with fault injection allowed, a 320 MiB tensor memory
 // budget, stack_tiling auto, a plan cache of 2 buckets and the warm shape
 // 16x16. Every fault is followed by a good request on the same daemon whose
-// raw float32 output must equal, byte for byte, what a fresh daemon (default
-// config, profile safe) returned for the same latent before any fault.
+// raw float32 output must equal, byte for byte, what the daemon returned
+// when fresh (its first requests, profile safe, before any fault).
 // Latents are the golden H3 cases grid_2x2 (4 tiles of 16x16 latent cells,
 // one window) and small_canvas (one 14x14 tile), decoded with the golden
 // tiny weights.
@@ -117,20 +117,6 @@ class RuntimeFaultsTest : public ::testing::Test {
     if (!GoldenPresent()) return;
     grid_ = new Latent(GoldenLatent("grid_2x2"));
     small_ = new Latent(GoldenLatent("small_canvas"));
-    const std::string model =
-        "h3=h3_video:" + testing::SharedPath(kWeights) + ":" + testing::SharedPath(kConfig);
-    // References from a fresh daemon with the default config (profile safe).
-    {
-      DaemonProcess fresh({"--model", model, "--default-model", "h3", "--intra-op-threads", "2"});
-      if (!fresh.ok()) return;
-      auto client = client::Client::Connect({.socket = fresh.socket(), .client_name = "ref"});
-      if (!client.ok()) return;
-      auto g = Decode(**client, *grid_);
-      auto s = Decode(**client, *small_);
-      if (!g.ok() || !s.ok()) return;
-      ref_grid_ = new std::vector<uint8_t>(g->bytes);
-      ref_small_ = new std::vector<uint8_t>(s->bytes);
-    }
     // The daemon under test.
     char tmpl[] = "/tmp/vaed-faults-XXXXXX";
     config_dir_ = new std::string(mkdtemp(tmpl));
@@ -154,6 +140,17 @@ class RuntimeFaultsTest : public ::testing::Test {
                              "plan_cache_capacity = 2\n"
                              "warm_shapes = [\"16x16\"]\n";
     daemon_ = new DaemonProcess({"--config", config});
+    if (!daemon_->ok()) return;
+    // References: the daemon's first requests, profile safe, before any
+    // fault (each test runs in its own process under ctest, so this is a
+    // fresh daemon's output).
+    auto client = client::Client::Connect({.socket = daemon_->socket(), .client_name = "ref"});
+    if (!client.ok()) return;
+    auto g = Decode(**client, *grid_);
+    auto s = Decode(**client, *small_);
+    if (!g.ok() || !s.ok()) return;
+    ref_grid_ = new std::vector<uint8_t>(g->bytes);
+    ref_small_ = new std::vector<uint8_t>(s->bytes);
   }
   static void TearDownTestSuite() {
     if (daemon_ != nullptr) {
@@ -173,9 +170,10 @@ class RuntimeFaultsTest : public ::testing::Test {
       GTEST_SKIP() << "../shared/golden/h3 is absent; the runtime fault tests decode the "
                       "golden H3 latents with the golden tiny weights";
     }
-    ASSERT_NE(ref_grid_, nullptr) << "the fresh reference daemon did not decode";
     ASSERT_NE(daemon_, nullptr);
     ASSERT_TRUE(daemon_->ok()) << daemon_->Log();
+    ASSERT_NE(ref_grid_, nullptr) << "the fresh daemon did not decode the references\n"
+                                  << daemon_->Log();
     auto client = client::Client::Connect({.socket = daemon_->socket(), .client_name = "faults"});
     ASSERT_TRUE(client.ok()) << client.status().ToString();
     client_ = std::move(*client);
@@ -243,6 +241,18 @@ TEST_F(RuntimeFaultsTest, OutOfMemoryAtTheStackedRungStepsDownAndKeepsTheBytes) 
 }
 
 TEST_F(RuntimeFaultsTest, OutOfMemoryAtTheSequentialRungIsAClearError) {
+  // With plans cached (the warm shape), the last rung releases them and
+  // retries eager, which succeeds.
+  auto released = Decode(*client_, *grid_, [](client::DecodeRequest& q) {
+    q.stack_tiling = client::StackTiling::kOff;
+    q.inject_faults = {"oom_sequential"};
+  });
+  ASSERT_TRUE(released.ok()) << released.status().ToString();
+  EXPECT_TRUE(released->bytes == *ref_grid_);
+  ASSERT_GE(released->reply.tiling().fallbacks_size(), 1);
+  EXPECT_THAT(released->reply.tiling().fallbacks(0),
+              HasSubstr("released the compiled-plan cache"));
+  // Nothing cached now: nothing lower to try, a clear error.
   auto r = Decode(*client_, *grid_, [](client::DecodeRequest& q) {
     q.stack_tiling = client::StackTiling::kOff;
     q.inject_faults = {"oom_sequential"};
@@ -250,7 +260,7 @@ TEST_F(RuntimeFaultsTest, OutOfMemoryAtTheSequentialRungIsAClearError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
   EXPECT_THAT(r.status().message(), HasSubstr("injected fault oom_sequential"));
-  EXPECT_THAT(r.status().message(), HasSubstr("tiles per call at the failure: 1, nothing lower"));
+  EXPECT_THAT(r.status().message(), HasSubstr("tiles per call at the failure: 1"));
   // Down the whole ladder, then out of rungs.
   auto all = Decode(*client_, *grid_, [](client::DecodeRequest& q) {
     q.stack_tiling = client::StackTiling::kOn;
@@ -359,6 +369,39 @@ TEST_F(RuntimeFaultsTest, StackAutoUsesTheMeasuredEstimate) {
   EXPECT_EQ(r->reply.memory_budget_bytes(), 320ull << 20);
   EXPECT_GT(r->reply.peak_tensor_bytes(), 0u);
   EXPECT_LE(r->reply.peak_tensor_bytes(), 320ull << 20);
+}
+
+TEST_F(RuntimeFaultsTest, CachedPlansNeverStarveLaterRequests) {
+  // Fill the cache with plans, then push a request to the edge of the
+  // budget: an out-of-memory failure releases the plans and retries eager,
+  // and the good requests afterwards are served with unchanged bytes.
+  for (int64_t side : {16, 15, 14}) {
+    const Latent z = RandomLatent({1, 24, 3, 16, side}, static_cast<uint32_t>(side));
+    ASSERT_TRUE(Decode(*client_, z, [](client::DecodeRequest& q) {
+                  q.profile = "optimized";
+                  q.compile = client::Compile::kOn;
+                }).ok());
+  }
+  auto before = PlanCache();
+  ASSERT_TRUE(before.ok());
+  EXPECT_GT(before->plan_bytes(), 0u);
+  auto r = Decode(*client_, *grid_, [](client::DecodeRequest& q) {
+    q.profile = "optimized";
+    q.compile = client::Compile::kOn;
+    q.stack_tiling = client::StackTiling::kOff;
+    q.inject_faults = {"oom_sequential"};
+  });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->bytes == *ref_grid_);
+  ASSERT_GE(r->reply.tiling().fallbacks_size(), 1);
+  EXPECT_THAT(r->reply.tiling().fallbacks(0),
+              HasSubstr("released the compiled-plan cache"));
+  EXPECT_THAT(r->reply.tiling().plan_decision(), HasSubstr("eager (compile off)"));
+  auto after = PlanCache();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->buckets_size(), 0);
+  EXPECT_EQ(after->plan_bytes(), 0u);
+  ExpectGoodRequestsUnchanged();
 }
 
 TEST_F(RuntimeFaultsTest, PlanCacheStaysAtItsBoundWithCorrectOutputs) {

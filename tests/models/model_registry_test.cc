@@ -84,6 +84,39 @@ TEST(ModelRegistryTest, CreateRejectsBadH3VideoOptionsBeforeLoading) {
   EXPECT_THAT(s.message(), HasSubstr("/nonexistent/h3.safetensors"));
 }
 
+TEST(ModelRegistryTest, CompiledPlanKeysAreCheckedAndOnlyForH3Video) {
+  ModelConfig c;
+  c.name = "h3";
+  c.kind = "h3_video";
+  c.warm_shapes = {"32x48", "16 x 16"};
+  EXPECT_THAT(CreateStatus({c}, "h3").message(),
+              HasSubstr("models.entry[0].warm_shapes[1] is '16 x 16'; must be \"HxW\" in latent "
+                        "cells, each in [1, 160]"));
+  c.warm_shapes = {"0x16"};
+  EXPECT_THAT(CreateStatus({c}, "h3").message(), HasSubstr("warm_shapes[0] is '0x16'"));
+  c.warm_shapes = {"16x161"};
+  EXPECT_THAT(CreateStatus({c}, "h3").message(), HasSubstr("warm_shapes[0] is '16x161'"));
+  c.warm_shapes = {"16x16x"};
+  EXPECT_THAT(CreateStatus({c}, "h3").message(), HasSubstr("warm_shapes[0] is '16x16x'"));
+  c.warm_shapes = {};
+  c.plan_cache_capacity = 0;
+  EXPECT_THAT(CreateStatus({c}, "h3").message(),
+              HasSubstr("models.entry[0].plan_cache_capacity is 0; must be in [1, 1024]"));
+  c.plan_cache_capacity.reset();
+  c.plan_after_sightings = 5000;
+  EXPECT_THAT(CreateStatus({c}, "h3").message(),
+              HasSubstr("models.entry[0].plan_after_sightings is 5000; must be in [1, 1000]"));
+  ModelConfig d = Demo("d");
+  d.warm_shapes = {"16x16"};
+  EXPECT_THAT(CreateStatus({d}, "d").message(),
+              HasSubstr("models.entry[0].warm_shapes is set for model 'd'"));
+  EXPECT_THAT(CreateStatus({d}, "d").message(),
+              HasSubstr("has no compiled plans (only h3_video and h3 do)"));
+  d = Demo("d");
+  d.plan_cache_capacity = 4;
+  EXPECT_THAT(CreateStatus({d}, "d").message(), HasSubstr("plan_cache_capacity"));
+}
+
 TEST(ModelRegistryTest, CreateRejectsTaef2WithoutWeightsPath) {
   ModelConfig c;
   c.name = "taef2";

@@ -111,7 +111,8 @@ enum class OutputFormat {
 };
 
 // Tile scheduling of tiled models (= vaed.v1.StackTiling). Output bytes do
-// not depend on it; a model without stacked tiles rejects kOn and kAuto.
+// not depend on it; a model without stacked tiles rejects kOn, and kAuto
+// resolves to off there (the reply says why).
 enum class StackTiling {
   kDefault = 0,  // the model's configured default
   kOff = 1,

@@ -108,6 +108,11 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
   info.caps.compiled_plans = true;
   std::unique_ptr<VideoVae> model(
       new VideoVae(std::move(info), std::move(config), std::move(decoder), options));
+  if (options.warm_shapes.size() > options.plan_cache_capacity) {
+    spdlog::warn("{}: {} warm shapes but plan_cache_capacity {}: the first ones are evicted "
+                 "before READY",
+                 what, options.warm_shapes.size(), options.plan_cache_capacity);
+  }
   for (const auto& [h, w] : options.warm_shapes) {
     spdlog::info("{}: warm shape {}x{}: {}", what, h, w, model->WarmShape(h, w));
   }
@@ -428,12 +433,39 @@ std::string VideoVae::WarmShape(int64_t height_latent, int64_t width_latent) {
   }
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   std::string out = ctx.plan_decision + " in " + std::to_string(seconds) + " s";
+  if (plans_.size() == 0) out += " (evicted again: the cache holds fewer buckets than warm_shapes)";
   for (const std::string& e : ctx.plan_events) out += "; " + e;
   return out;
 }
 
 Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const DecodeSettings& settings,
                                        DecodeReport* report) {
+  Result<torch::Tensor> out = DecodeOnce(latent, settings, report);
+  if (out.ok() || out.status().code() != StatusCode::kResourceExhausted) return out;
+  // Out of memory with plans cached: their buffers are memory this request
+  // could not use. Release them all and retry once, eager (the last rung).
+  const uint64_t freed = plans_.Clear();
+  if (freed == 0) return out;
+  const std::string step = "released the compiled-plan cache (" + Mib(freed) +
+                           ") after out of memory; retrying eager: " +
+                           std::string(out.status().message());
+  spdlog::warn("model '{}': {}", info_.name, step);
+  DecodeSettings eager = settings;
+  eager.compile = CompileMode::kOff;
+  eager.faults = {};  // injected faults fire on the first attempt only
+  DecodeReport retry;
+  Result<torch::Tensor> again = DecodeOnce(latent, eager, report != nullptr ? &retry : nullptr);
+  if (report != nullptr) {
+    retry.tiling.fallbacks.insert(retry.tiling.fallbacks.begin(), step);
+    for (const auto& [name, seconds] : retry.timings.entries()) report->timings.Add(name, seconds);
+    report->tiling = retry.tiling;
+  }
+  return again;
+}
+
+Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
+                                           const DecodeSettings& settings,
+                                           DecodeReport* report) {
   VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanCpuLatent(latent));
   VAED_ASSIGN_OR_RETURN(TemporalPlan temporal, PlanTemporal(latent.size(2)));
   VAED_ASSIGN_OR_RETURN(TileGrid grid, PlanTileGrid(latent.size(3), latent.size(4)));
@@ -494,7 +526,7 @@ Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const Decode
       return Status(StatusCode::kResourceExhausted,
                     std::string(s.message()) + " (tiles per call at the failure: " +
                         std::to_string(std::max<int64_t>(1, stats.final_tiles_per_call)) +
-                        ", nothing lower to retry" + ladder + "; tensor memory " +
+                        ladder + "; tensor memory " +
                         Mib(LiveTensorBytes()) + " live, budget " +
                         (TensorMemoryBudget() > 0 ? Mib(TensorMemoryBudget()) : "none") + ")");
     }

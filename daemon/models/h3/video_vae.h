@@ -127,7 +127,9 @@ class VideoVae final : public VaeModel {
   Result<DecodePlan> Plan(DType latent_dtype,
                           const std::vector<int64_t>& latent_shape) const override;
 
-  // Decodes (contract above). Timings: "video_vae.decode_latent" (whole
+  // Decodes (contract above). An out-of-memory failure while compiled plans
+  // are cached releases them all and retries once eager (the step is the
+  // first line of report->tiling.fallbacks). Timings: "video_vae.decode_latent" (whole
   // call), "video_vae.tile_decode" (decoder calls), "video_vae.tile_merge"
   // (slicing, blending, temporal assembly); tiling facts in
   // report->tiling. Errors: Plan()'s; kResourceExhausted / kInternal from
@@ -172,6 +174,9 @@ class VideoVae final : public VaeModel {
   VideoVae(ModelInfo info, VideoDecoderConfig config, std::unique_ptr<Vit3dDecoder> decoder,
            const VideoVaeOptions& options);
 
+  // One decode attempt; Decode() adds the plan-release retry around it.
+  Result<torch::Tensor> DecodeOnce(const torch::Tensor& latent, const DecodeSettings& settings,
+                                   DecodeReport* report);
   // Per-request state of the decoder calls (plans, faults, counts).
   struct CallContext;
   // One decoder call on `tiles` [k, 24, t, h, w]: compiled plan or eager
