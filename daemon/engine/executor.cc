@@ -394,9 +394,11 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
     // Each decision once per shape bucket: the model's own (tiled models)
     // or the one made without it (auto on an untiled model).
     const std::string& decision = tiling.tiled ? tiling.stack_decision : job.av.stack_decision;
-    // Keyed by what was decided (stacked or not, tiles per call, plans or
-    // not), not by the reason's figures (the headroom changes every time).
-    const std::string key = buckets.front() + (tiling.stacked ? " stacked " : " sequential ") +
+    // Keyed by the mode asked (off/on/auto) and what was decided (stacked
+    // or not, tiles per call, plans or not), not by the reason's figures
+    // (the headroom changes every time).
+    const std::string key = buckets.front() + " " + decision.substr(0, decision.find(':')) +
+                            (tiling.stacked ? " stacked " : " sequential ") +
                             std::to_string(tiling.max_tiles_per_call) +
                             (tiling.planned_calls > 0 ? " planned" : " eager") +
                             (tiling.tiled ? "" : " " + decision);

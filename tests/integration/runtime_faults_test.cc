@@ -371,6 +371,24 @@ TEST_F(RuntimeFaultsTest, StackAutoUsesTheMeasuredEstimate) {
   EXPECT_LE(r->reply.peak_tensor_bytes(), 320ull << 20);
 }
 
+TEST_F(RuntimeFaultsTest, AutoDecisionIsLoggedOncePerShapeBucket) {
+  for (int i = 0; i < 3; ++i) {
+    auto r = Decode(*client_, *small_, [](client::DecodeRequest& q) {
+      q.stack_tiling = client::StackTiling::kAuto;
+    });
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->reply.tiling().stack_decision(), "auto: 1 tile per window, nothing to stack");
+  }
+  const std::string log = daemon_->Log();
+  size_t count = 0;
+  for (size_t at = log.find("tiles sequential (auto: 1 tile per window, nothing to stack)");
+       at != std::string::npos;
+       at = log.find("tiles sequential (auto: 1 tile per window, nothing to stack)", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 1u) << log;
+}
+
 TEST_F(RuntimeFaultsTest, CachedPlansNeverStarveLaterRequests) {
   // Fill the cache with plans, then push a request to the edge of the
   // budget: an out-of-memory failure releases the plans and retries eager,
