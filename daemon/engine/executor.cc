@@ -116,16 +116,38 @@ Executor::~Executor() { Stop(); }
 Status Executor::Submit(std::unique_ptr<DecodeJob> job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!fatal_error_.empty()) {
+      return Unavailable("the daemon hit a sticky device error and is restarting (" +
+                         fatal_error_ + "); retry once it is back");
+    }
     if (stopping_) return Cancelled("the daemon is shutting down");
     if (queue_.size() >= options_.queue_capacity) {
-      return ResourceExhausted("decode queue is full (" + std::to_string(queue_.size()) +
-                               " waiting, executor.queue_capacity = " +
-                               std::to_string(options_.queue_capacity) + "); retry later");
+      const uint32_t wait = EstimatedWaitMsLocked();
+      return Busy("decode queue is full (" + std::to_string(queue_.size()) +
+                      " waiting, executor.queue_capacity = " +
+                      std::to_string(options_.queue_capacity) + "); retry after " +
+                      std::to_string(wait) + " ms",
+                  wait);
     }
     queue_.push_back(std::move(job));
   }
   cv_.notify_one();
   return Status::Ok();
+}
+
+uint32_t Executor::EstimatedWaitMs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return EstimatedWaitMsLocked();
+}
+
+uint32_t Executor::EstimatedWaitMsLocked() const {
+  const double ms = 1000.0 * mean_decode_seconds_ * static_cast<double>(queue_.size() + 1);
+  return static_cast<uint32_t>(std::clamp(ms, 50.0, 3600.0 * 1000.0));
+}
+
+std::string Executor::fatal_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fatal_error_;
 }
 
 void Executor::Stop() {
@@ -137,11 +159,22 @@ void Executor::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-size_t Executor::CancelClient(uint64_t client_id) {
+size_t Executor::CancelClient(uint64_t client_id, const Status& why) {
   std::lock_guard<std::mutex> lock(mu_);
-  const size_t before = queue_.size();
-  std::erase_if(queue_, [&](const std::unique_ptr<DecodeJob>& j) { return j->client_id == client_id; });
-  return before - queue_.size();
+  size_t n = 0;
+  // Queued jobs stay queued: the executor thread answers them with `why`
+  // without decoding, so every request still gets exactly one reply.
+  for (const std::unique_ptr<DecodeJob>& j : queue_) {
+    if (j->client_id == client_id) {
+      j->cancel->Cancel(why);
+      ++n;
+    }
+  }
+  if (running_cancel_ != nullptr && running_client_ == client_id) {
+    running_cancel_->Cancel(why);
+    ++n;
+  }
+  return n;
 }
 
 size_t Executor::queue_depth() const {
@@ -178,24 +211,57 @@ void Executor::Run() {
       if (stopping_) {
         // Queued work is answered, not dropped: nothing a client sent is
         // lost silently.
+        const Status why =
+            fatal_error_.empty()
+                ? Cancelled("the daemon is shutting down")
+                : Unavailable("the daemon hit a sticky device error and is restarting (" +
+                              fatal_error_ + "); retry once it is back");
         while (!queue_.empty()) {
           std::unique_ptr<DecodeJob> cancelled = std::move(queue_.front());
           queue_.pop_front();
           v1::Reply reply;
           reply.set_request_id(cancelled->request_id);
-          *reply.mutable_error() = ToProtoError(Cancelled("the daemon is shutting down"));
+          *reply.mutable_error() = ToProtoError(why);
           SendReply(replies, *cancelled, reply);
         }
         break;
       }
       job = std::move(queue_.front());
       queue_.pop_front();
+      running_client_ = job->client_id;
+      running_cancel_ = job->cancel;
     }
     v1::Reply reply;
     reply.set_request_id(job->request_id);
-    Execute(*job, &reply);
+    const auto t0 = SteadyClock::now();
+    const bool decoded = Execute(*job, &reply);
+    const double seconds = SecondsSince(t0);
+    bool fatal = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_client_ = 0;
+      running_cancel_.reset();
+      // Moving average over decodes that ran (not instant rejections).
+      if (decoded) {
+        mean_decode_seconds_ = mean_decode_seconds_ == 0.0
+                                   ? seconds
+                                   : 0.8 * mean_decode_seconds_ + 0.2 * seconds;
+      }
+      if (reply.has_error() && models::IsStickyDeviceError(reply.error().message())) {
+        fatal_error_ = reply.error().message();
+        stopping_ = true;  // answer the queue below and take nothing more
+        fatal = true;
+      }
+    }
+    // After the health flag: whoever sees this reply sees the daemon
+    // unhealthy too.
     SendReply(replies, *job, reply);
     job.reset();
+    if (fatal) {
+      spdlog::critical("executor: sticky device error; the daemon must restart: {}",
+                       fatal_error());
+      continue;  // the stopping branch answers the queue
+    }
     // Bound what the memory policy retains between requests
     // (memory_policy.h).
     if (ReleaseFreedMemoryAbove(options_.retained_heap_mib << 20)) {
@@ -224,16 +290,24 @@ void Executor::SendReply(zmq::socket_t& socket, const DecodeJob& job, const v1::
   }
 }
 
-void Executor::Execute(const DecodeJob& job, v1::Reply* reply) {
+bool Executor::Execute(const DecodeJob& job, v1::Reply* reply) {
+  // A job cancelled or past its deadline while queued never starts.
+  if (Status s = job.cancel->Check("while queued (the decode never started)"); !s.ok()) {
+    spdlog::info("decode request {} of client {} not started: {}", job.request_id,
+                 job.client_id, s.ToString());
+    *reply->mutable_error() = ToProtoError(s);
+    return false;
+  }
   v1::DecodeReply decoded;
   Status s = DecodeInto(job, &decoded);
   if (s.ok()) {
     *reply->mutable_decode() = std::move(decoded);
-    return;
+    return true;
   }
   spdlog::warn("decode request {} of client {} failed: {}", job.request_id, job.client_id,
                s.ToString());
   *reply->mutable_error() = ToProtoError(s);
+  return true;
 }
 
 namespace {
@@ -314,13 +388,22 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   bool warm = true;
   for (const std::string& b : buckets) warm = warm && warm_buckets_.count(b) > 0;
 
+  if (job.settings.faults.device_fatal > 0) {
+    // What CUDA reports for a kernel that corrupted its context (tests).
+    return Internal("model '" + info.name + "': decode: CUDA error: an illegal memory access "
+                    "was encountered (injected fault device_fatal)");
+  }
+
   // Decode: video first, then audio (the official pipeline's order).
+  models::DecodeSettings settings = job.settings;
+  settings.cancel = job.cancel.get();
   torch::Tensor raw, wave;
   if (job.video) {
-    VAED_ASSIGN_OR_RETURN(raw, job.model->Decode(latent, job.settings, &report));
+    VAED_ASSIGN_OR_RETURN(raw, job.model->Decode(latent, settings, &report));
     latent = torch::Tensor();
   }
   if (job.audio) {
+    VAED_RETURN_IF_ERROR(job.cancel->Check("before the audio decode (video done)"));
     VAED_ASSIGN_OR_RETURN(wave, job.model->DecodeAudio(audio_latent, &report));
     audio_latent = torch::Tensor();
   }
@@ -343,6 +426,7 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   }
   timings.Add("postprocess", SecondsSince(t0));
 
+  VAED_RETURN_IF_ERROR(job.cancel->Check("before writing the output (decode done)"));
   t0 = SteadyClock::now();
   if (job.video) {
     VAED_RETURN_IF_ERROR(

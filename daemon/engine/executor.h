@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/models/cancel.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/models/vae_model.h"
 #include "daemon/server/config.h"
@@ -84,6 +85,9 @@ struct DecodeJob {
   std::optional<AudioPart> audio;
   RequestFacts av;
   std::chrono::steady_clock::time_point received;
+  // Deadline (DecodeOptions.deadline_ms, from `received`) and cancellation
+  // (client gone or quarantined, shutdown); never null for queued jobs.
+  std::shared_ptr<models::CancelToken> cancel = std::make_shared<models::CancelToken>();
 };
 
 // Fills the part of a DecodeReply that the plans decide: model, latent and
@@ -108,14 +112,15 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Queues a job. kResourceExhausted when the queue holds queue_capacity
-  // jobs; kCancelled after Stop().
+  // Queues a job. kBusy with a retry-after (the queue's expected drain
+  // time) when the queue holds queue_capacity jobs; kCancelled after Stop();
+  // kUnavailable after a sticky device error.
   Status Submit(std::unique_ptr<DecodeJob> job);
 
-  // Drops the queued (not yet running) jobs of a client that has gone away
-  // (its replies would have nowhere to go); returns how many. The running
-  // job, if it is that client's, finishes: decodes are not interruptible.
-  size_t CancelClient(uint64_t client_id);
+  // Cancels every job of `client_id` with `why`: queued ones are answered
+  // with it without decoding, the running one stops before its next tile
+  // call or frame batch (cancel.h). Returns how many jobs were cancelled.
+  size_t CancelClient(uint64_t client_id, const Status& why);
 
   // Answers every queued job with kCancelled, lets the running one finish,
   // joins the thread. Idempotent.
@@ -123,11 +128,22 @@ class Executor {
 
   size_t queue_depth() const;
 
+  // Milliseconds until a job submitted now would likely start: (queued + 1)
+  // x the moving average of recent decode times; at least 50 ms.
+  uint32_t EstimatedWaitMs() const;
+
+  // Set once a decode failed with a sticky device error
+  // (models::IsStickyDeviceError): the executor then refuses all work and
+  // the daemon must exit so systemd restarts it. Empty while healthy.
+  std::string fatal_error() const;
+
  private:
   Executor(const ExecutorOptions& options, zmq::context_t* context, std::string reply_endpoint);
   void Run();
-  // Runs one job and fills `reply`.
-  void Execute(const DecodeJob& job, v1::Reply* reply);
+  // Runs one job and fills `reply`; false when it was answered without
+  // decoding (cancelled or past its deadline while queued).
+  bool Execute(const DecodeJob& job, v1::Reply* reply);
+  uint32_t EstimatedWaitMsLocked() const;  // mu_ held
   Status DecodeInto(const DecodeJob& job, v1::DecodeReply* out);
   void SendReply(zmq::socket_t& socket, const DecodeJob& job, const v1::Reply& reply);
 
@@ -139,6 +155,11 @@ class Executor {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<DecodeJob>> queue_;  // guarded by mu_
   bool stopping_ = false;                          // guarded by mu_
+  // The running job's client and token, so CancelClient() reaches it.
+  uint64_t running_client_ = 0;                            // guarded by mu_
+  std::shared_ptr<models::CancelToken> running_cancel_;    // guarded by mu_
+  std::string fatal_error_;                                // guarded by mu_
+  double mean_decode_seconds_ = 0.0;                       // guarded by mu_; moving average
 
   // Shape buckets decoded at least once (model name + bucket); executor
   // thread only.

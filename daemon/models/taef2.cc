@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "daemon/models/torch_dtype.h"
@@ -231,6 +232,16 @@ Taef2AxisTiles PlanAxis(int64_t extent_latent, int64_t tile_latent, int64_t over
     axis.blend_end_px.push_back(axis.end_px(i));
   }
   return axis;
+}
+
+// Deadline / cancellation (and the slow_tiles test fault) before a frame
+// batch; throws DecodeCancelled, caught with the LibTorch errors.
+void BeforeFrameBatch(const DecodeSettings& settings, int64_t begin, int64_t frames) {
+  ThrowIfCancelled(settings.cancel, "before frame " + std::to_string(begin) + " of " +
+                                        std::to_string(frames));
+  if (settings.faults.slow_unit_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(settings.faults.slow_unit_ms));
+  }
 }
 
 }  // namespace
@@ -482,7 +493,7 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
     return DecodeTiledHybrid(latent,
                              Taef2TilingOptions{.tile_latent = settings.tiling->tile_latent,
                                                 .overlap_latent = settings.tiling->overlap_latent},
-                             report);
+                             report, settings);
   }
   VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanCpuLatent(latent));
   try {
@@ -495,12 +506,14 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
         std::clamp<int64_t>(kMaxCellsPerForward / std::max<int64_t>(cells, 1), 1, frame_batch_);
     torch::Tensor out;
     if (plan.frames <= batch) {
+      BeforeFrameBatch(settings, 0, plan.frames);
       out = Forward(latent);
     } else {
       out = torch::empty({plan.frames, plan.channels, plan.height_px, plan.width_px},
                          torch::TensorOptions().dtype(torch::kFloat));
       for (int64_t begin = 0; begin < plan.frames; begin += batch) {
         const int64_t n = std::min(batch, plan.frames - begin);
+        BeforeFrameBatch(settings, begin, plan.frames);
         out.narrow(0, begin, n).copy_(Forward(latent.narrow(0, begin, n)));
       }
     }
@@ -515,7 +528,8 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
 
 Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& latent,
                                                       const Taef2TilingOptions& options,
-                                                      DecodeReport* report) {
+                                                      DecodeReport* report,
+                                                      const DecodeSettings& settings) {
   VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanCpuLatent(latent));
   VAED_ASSIGN_OR_RETURN(
       Taef2TilePlan tiles,
@@ -547,6 +561,7 @@ Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& laten
     int64_t calls = 0;
     for (int64_t begin = 0; begin < plan.frames; begin += batch) {
       const int64_t n = std::min(batch, plan.frames - begin);
+      BeforeFrameBatch(settings, begin, plan.frames);
       auto t0 = Clock::now();
       const torch::Tensor feat = Stem(latent.narrow(0, begin, n));
       auto t1 = Clock::now();

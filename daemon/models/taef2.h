@@ -258,9 +258,11 @@ class Taef2Decoder final : public VaeModel {
   // Errors: the Plan() errors for a bad latent (including its extent bounds);
   // the PlanTaef2Tiles() errors for bad options; kInvalidArgument for a
   // non-CPU latent; kResourceExhausted when LibTorch fails to allocate;
-  // kInternal for any other LibTorch error. Never throws.
+  // kInternal for any other LibTorch error; settings.cancel's status when it
+  // says stop (checked before each frame batch). Never throws.
   Result<torch::Tensor> DecodeTiledHybrid(const torch::Tensor& latent,
-                                          const Taef2TilingOptions& options, DecodeReport* report);
+                                          const Taef2TilingOptions& options, DecodeReport* report,
+                                          const DecodeSettings& settings = {});
 
  private:
   struct Weights;

@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "daemon/models/cancel.h"
+
 #include <new>
 #include <string>
 
@@ -11,6 +13,21 @@ bool MentionsAllocationFailure(std::string_view message) {
   return message.find("can't allocate memory") != std::string_view::npos ||
          message.find("out of memory") != std::string_view::npos ||
          message.find("Out of memory") != std::string_view::npos;
+}
+
+bool IsStickyDeviceError(std::string_view message) {
+  // CUDA reports these once and then fails every later call in the process
+  // (the context is corrupted); NCCL wraps them as "unhandled cuda error".
+  static constexpr std::string_view kSticky[] = {
+      "illegal memory access",      "an illegal instruction was encountered",
+      "misaligned address",         "unspecified launch failure",
+      "device-side assert triggered", "unhandled cuda error",
+      "CUDA error: uncorrectable ECC error", "context is destroyed",
+  };
+  for (std::string_view s : kSticky) {
+    if (message.find(s) != std::string_view::npos) return true;
+  }
+  return false;
 }
 
 namespace {
@@ -28,6 +45,8 @@ Status CurrentTorchErrorStatus(std::string_view context) noexcept {
   try {
     try {
       throw;
+    } catch (const DecodeCancelled& e) {
+      return e.status().WithContext(context);
     } catch (const c10::Error& e) {
       const std::string_view message = e.what_without_backtrace();
       return Make(MentionsAllocationFailure(message) ? StatusCode::kResourceExhausted

@@ -18,6 +18,7 @@ namespace vaed::models {
 //   try { ... } catch (...) { return CurrentTorchErrorStatus("taef2 decode"); }
 //
 // Result: "<context>: <message without the C++ backtrace>" with code
+//   the DecodeCancelled's own (kCancelled, kDeadlineExceeded; cancel.h);
 //   kResourceExhausted  std::bad_alloc, or a c10::Error whose message reports
 //                       a failed memory allocation ("can't allocate memory",
 //                       "out of memory");
@@ -31,6 +32,13 @@ Status CurrentTorchErrorStatus(std::string_view context) noexcept;
 // allocate ...", "CUDA out of memory. Tried to allocate ...", vaed's own
 // "out of memory: vaed tensor memory budget ...").
 bool MentionsAllocationFailure(std::string_view message);
+
+// True for the device errors after which no later kernel in this process
+// can be trusted (CUDA "an illegal memory access was encountered",
+// "unspecified launch failure", "device-side assert triggered", ECC, NCCL's
+// "unhandled cuda error"): the daemon must restart (DESIGN.md §2 item 7).
+// Matched on the message, as MentionsAllocationFailure().
+bool IsStickyDeviceError(std::string_view message);
 
 }  // namespace vaed::models
 

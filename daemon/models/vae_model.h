@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/models/cancel.h"
 #include "daemon/models/plan_cache.h"
 #include "daemon/models/torch_dtype.h"
 #include "vaed/status.h"
@@ -161,7 +162,16 @@ struct FaultInjection {
   int oom_sequential = 0;  // a decoder call with 1 tile: out of memory
   int plan_build = 0;      // a compiled-plan build fails
   int tile_exception = 0;  // a tile decode throws a non-memory error
-  bool any() const { return oom_stacked + oom_sequential + plan_build + tile_exception > 0; }
+  // The decode fails with a sticky device error (as CUDA's "illegal memory
+  // access"): the daemon reports unhealthy and exits for systemd to restart.
+  int device_fatal = 0;
+  // Every unit of work (H3 tile call, TAEF2 frame batch) sleeps this long
+  // first, so deadlines and cancellation can be tested on small models.
+  int slow_unit_ms = 0;
+  bool any() const {
+    return oom_stacked + oom_sequential + plan_build + tile_exception + device_fatal +
+               slow_unit_ms > 0;
+  }
 };
 
 // A request's tile size and overlap (DecodeOptions.tiling; profile
@@ -177,6 +187,9 @@ struct DecodeSettings {
   CompileMode compile = CompileMode::kOff;
   FaultInjection faults = {};
   std::optional<TilingOverride> tiling = {};
+  // Deadline / cancellation of the request (cancel.h); null = never. Models
+  // check it between units of work.
+  const CancelToken* cancel = nullptr;
 };
 
 // What a tiled decode did (zero/false for untiled models).

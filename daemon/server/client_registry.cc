@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace vaed::server {
@@ -12,14 +13,18 @@ bool ProcessExists(int32_t pid) {
   return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-ClientState* ClientRegistry::Add(std::string routing_id, std::string name, int32_t pid,
+ClientState* ClientRegistry::Add(std::string routing_id, std::string name,
+                                 const PeerCredentials& peer, int32_t hello_pid,
                                  Clock::time_point now) {
   const uint64_t id = next_client_id_++;
   ClientState& c = clients_[id];
   c.id = id;
   c.routing_id = std::move(routing_id);
   c.name = std::move(name);
-  c.pid = pid;
+  c.identity = {peer.uid, peer.pid};
+  c.gid = peer.gid;
+  c.hello_pid = hello_pid;
+  c.pid = peer.pid;
   c.last_seen = now;
   return &c;
 }
@@ -28,9 +33,10 @@ Result<ClientState*> ClientRegistry::Authenticate(uint64_t client_id,
                                                   const std::string& routing_id) {
   auto it = clients_.find(client_id);
   if (it == clients_.end()) {
-    return FailedPrecondition("client id " + std::to_string(client_id) +
-                              " is not known (never said Hello, or was dropped after "
-                              "client_timeout_ms without heartbeats); send Hello first");
+    return UnknownClient("client id " + std::to_string(client_id) +
+                         " is not known (never said Hello, was dropped after "
+                         "client_timeout_ms without heartbeats, or the daemon restarted); "
+                         "send Hello first");
   }
   if (it->second.routing_id != routing_id) {
     return ProtocolError("client id " + std::to_string(client_id) +
@@ -41,16 +47,43 @@ Result<ClientState*> ClientRegistry::Authenticate(uint64_t client_id,
 
 uint64_t ClientRegistry::AddRegion(ClientState* client, std::shared_ptr<HostRegion> region) {
   const uint64_t id = next_region_id_++;
+  client->region_bytes += region->size();
   client->regions.emplace(id, std::move(region));
   return id;
 }
 
 Status ClientRegistry::RemoveRegion(ClientState* client, uint64_t region_id) {
-  if (client->regions.erase(region_id) == 0) {
+  auto it = client->regions.find(region_id);
+  if (it == client->regions.end()) {
     return NotFound("region_id " + std::to_string(region_id) +
                     " is not a region registered by this client");
   }
+  client->region_bytes -= std::min(client->region_bytes, it->second->size());
+  client->regions.erase(it);
   return Status::Ok();
+}
+
+const ClientState* ClientRegistry::RegionNameHolder(const std::string& name,
+                                                    const PeerIdentity& identity) const {
+  for (const auto& [id, c] : clients_) {
+    if (c.identity == identity) continue;
+    for (const auto& [rid, region] : c.regions) {
+      if (region->name() == name) return &c;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<ClientState*> ClientRegistry::All() {
+  std::vector<ClientState*> out;
+  for (auto& [id, c] : clients_) out.push_back(&c);
+  return out;
+}
+
+std::vector<const ClientState*> ClientRegistry::All() const {
+  std::vector<const ClientState*> out;
+  for (const auto& [id, c] : clients_) out.push_back(&c);
+  return out;
 }
 
 Result<std::shared_ptr<HostRegion>> ClientRegistry::FindRegion(const ClientState& client,

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/server/peer.h"
+#include "daemon/server/quarantine.h"
 #include "vaed/host_region.h"
 #include "vaed/status.h"
 
@@ -35,10 +37,17 @@ struct ClientState {
   uint64_t id = 0;
   std::string routing_id;  // ZeroMQ ROUTER identity of the connection
   std::string name;        // from Hello, for logs
-  int32_t pid = 0;         // from Hello
+  // The process behind the connection (SO_PEERCRED via ZeroMQ; peer.h):
+  // quarantine identity and liveness check. `hello_pid` is what the client
+  // claimed, for logs only.
+  PeerIdentity identity;
+  uint32_t gid = 0;
+  int32_t hello_pid = 0;
+  int32_t pid = 0;  // = identity.pid
   Clock::time_point last_seen;
   uint32_t in_flight = 0;  // decodes queued or running
   std::map<uint64_t, std::shared_ptr<HostRegion>> regions;
+  uint64_t region_bytes = 0;  // sum of the mapped sizes of `regions`
 };
 
 // Tells whether a process exists; injectable so tests can simulate a dead
@@ -52,17 +61,26 @@ class ClientRegistry {
       : pid_alive_(std::move(pid_alive)) {}
 
   // Adds a client for a Hello and returns it (never null).
-  ClientState* Add(std::string routing_id, std::string name, int32_t pid, Clock::time_point now);
+  ClientState* Add(std::string routing_id, std::string name, const PeerCredentials& peer,
+                   int32_t hello_pid, Clock::time_point now);
 
   // The client `client_id` if it exists and was created on `routing_id`.
-  // Errors: kFailedPrecondition "client id N is not known; send Hello
-  // first", kProtocolError when the id belongs to another connection.
+  // Errors: kUnknownClient "client id N is not known; send Hello first"
+  // (also what a restarted daemon answers), kProtocolError when the id
+  // belongs to another connection.
   Result<ClientState*> Authenticate(uint64_t client_id, const std::string& routing_id);
 
   // Adds a region to `client` and returns its new region id.
   uint64_t AddRegion(ClientState* client, std::shared_ptr<HostRegion> region);
   // kNotFound when `client` has no region `region_id`.
   Status RemoveRegion(ClientState* client, uint64_t region_id);
+  // A client of another process than `identity` that has segment `name`
+  // registered, or null: a segment is never shared between processes.
+  const ClientState* RegionNameHolder(const std::string& name,
+                                      const PeerIdentity& identity) const;
+  // Every client, in id order (status listing, quarantine actions).
+  std::vector<ClientState*> All();
+  std::vector<const ClientState*> All() const;
   // kNotFound naming `what` ("latent.region_id") when the client has no
   // such region.
   Result<std::shared_ptr<HostRegion>> FindRegion(const ClientState& client, uint64_t region_id,

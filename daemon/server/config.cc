@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "daemon/models/model_registry.h"
+#include "vaed/host_region.h"
 
 namespace vaed::server {
 
@@ -103,6 +104,27 @@ class TomlReader {
     return Status::Ok();
   }
 
+  // An array of integers in [min, max]; `out` is replaced when present.
+  template <typename T>
+  Status IntegerList(const toml::table& t, std::string_view prefix, const char* key,
+                     std::vector<T>* out, int64_t min, int64_t max) const {
+    const toml::node* n = t.get(key);
+    if (!n) return Status::Ok();
+    const toml::array* arr = n->as_array();
+    if (!arr) return Error(Join(prefix, key), "must be an array of integers");
+    out->clear();
+    for (const toml::node& item : *arr) {
+      if (!item.is_integer()) return Error(Join(prefix, key), "must be an array of integers");
+      const int64_t v = item.as_integer()->get();
+      if (v < min || v > max) {
+        return Error(Join(prefix, key), "holds " + std::to_string(v) + "; values must be " +
+                                            std::to_string(min) + ".." + std::to_string(max));
+      }
+      out->push_back(static_cast<T>(v));
+    }
+    return Status::Ok();
+  }
+
   template <typename T>
   Status Integer(const toml::table& t, std::string_view prefix, const char* key, T* out,
                  int64_t min, int64_t max) const {
@@ -176,20 +198,58 @@ Status ParseModelEntry(const TomlReader& r, const toml::table& t, size_t index,
 
 Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o) {
   VAED_RETURN_IF_ERROR(
-      r.CheckKeys(root, "", {"server", "executor", "log", "models", "profiles"}));
+      r.CheckKeys(root, "", {"server", "executor", "log", "models", "profiles", "quarantine"}));
 
   VAED_ASSIGN_OR_RETURN(const toml::table* server, r.Table(root, "server"));
   if (server) {
-    VAED_RETURN_IF_ERROR(r.CheckKeys(*server, "server",
-                                     {"socket", "heartbeat_interval_ms", "client_timeout_ms",
-                                      "max_message_bytes"}));
+    VAED_RETURN_IF_ERROR(r.CheckKeys(
+        *server, "server",
+        {"socket", "heartbeat_interval_ms", "client_timeout_ms", "max_message_bytes",
+         "heartbeat_liveness", "send_hwm", "recv_hwm", "socket_group", "allowed_uids",
+         "allowed_groups", "admin_uids", "region_prefix", "max_in_flight_per_client",
+         "max_regions_per_client", "max_region_bytes_per_client"}));
     VAED_RETURN_IF_ERROR(r.String(*server, "server", "socket", &o->server.socket));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "heartbeat_interval_ms",
                                    &o->server.heartbeat_interval_ms, 100, 3600000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "client_timeout_ms",
                                    &o->server.client_timeout_ms, 500, 86400000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_message_bytes",
-                                   &o->server.max_message_bytes, 4096, 1 << 30));
+                                   &o->server.max_message_bytes, 4096, 1 << 28));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "heartbeat_liveness",
+                                   &o->server.heartbeat_liveness, 1, 100));
+    VAED_RETURN_IF_ERROR(
+        r.Integer(*server, "server", "send_hwm", &o->server.send_hwm, 1, 1000000));
+    VAED_RETURN_IF_ERROR(
+        r.Integer(*server, "server", "recv_hwm", &o->server.recv_hwm, 1, 1000000));
+    VAED_RETURN_IF_ERROR(r.String(*server, "server", "socket_group", &o->server.socket_group));
+    VAED_RETURN_IF_ERROR(r.IntegerList(*server, "server", "allowed_uids",
+                                       &o->server.allowed_uids, 0, UINT32_MAX - 1));
+    VAED_RETURN_IF_ERROR(
+        r.StringList(*server, "server", "allowed_groups", &o->server.allowed_groups));
+    VAED_RETURN_IF_ERROR(r.IntegerList(*server, "server", "admin_uids", &o->server.admin_uids,
+                                       0, UINT32_MAX - 1));
+    VAED_RETURN_IF_ERROR(r.String(*server, "server", "region_prefix", &o->server.region_prefix));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_in_flight_per_client",
+                                   &o->server.max_in_flight_per_client, 1, 100000));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_regions_per_client",
+                                   &o->server.max_regions_per_client, 1, 100000));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_region_bytes_per_client",
+                                   &o->server.max_region_bytes_per_client, 1, INT64_MAX));
+  }
+
+  VAED_ASSIGN_OR_RETURN(const toml::table* quarantine, r.Table(root, "quarantine"));
+  if (quarantine) {
+    VAED_RETURN_IF_ERROR(r.CheckKeys(*quarantine, "quarantine",
+                                     {"fault_threshold", "window_ms", "duration_ms",
+                                      "max_duration_ms"}));
+    VAED_RETURN_IF_ERROR(r.Integer(*quarantine, "quarantine", "fault_threshold",
+                                   &o->quarantine.fault_threshold, 0, 1000000));
+    VAED_RETURN_IF_ERROR(r.Integer(*quarantine, "quarantine", "window_ms",
+                                   &o->quarantine.window_ms, 100, 86400000));
+    VAED_RETURN_IF_ERROR(r.Integer(*quarantine, "quarantine", "duration_ms",
+                                   &o->quarantine.duration_ms, 1, 86400000));
+    VAED_RETURN_IF_ERROR(r.Integer(*quarantine, "quarantine", "max_duration_ms",
+                                   &o->quarantine.max_duration_ms, 1, 604800000));
   }
 
   VAED_ASSIGN_OR_RETURN(const toml::table* executor, r.Table(root, "executor"));
@@ -342,6 +402,18 @@ Status ValidateOptions(const DaemonOptions& o) {
                            ") must be greater than server.heartbeat_interval_ms (" +
                            std::to_string(o.server.heartbeat_interval_ms) + ")");
   }
+  if (!o.server.region_prefix.empty()) {
+    if (Status s = ValidateRegionName(o.server.region_prefix); !s.ok()) {
+      return InvalidArgument("server.region_prefix '" + o.server.region_prefix +
+                             "' cannot start a region name: " + s.message());
+    }
+  }
+  if (o.quarantine.max_duration_ms < o.quarantine.duration_ms) {
+    return InvalidArgument("quarantine.max_duration_ms (" +
+                           std::to_string(o.quarantine.max_duration_ms) +
+                           ") must be >= quarantine.duration_ms (" +
+                           std::to_string(o.quarantine.duration_ms) + ")");
+  }
   if (!LogLevels().count(o.log.level)) {
     return InvalidArgument("log.level '" + o.log.level +
                            "' is not one of trace, debug, info, warn, error, critical, off");
@@ -474,6 +546,22 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   return out;
 }
 
+namespace {
+
+toml::array IntArray(const std::vector<uint32_t>& values) {
+  toml::array a;
+  for (uint32_t v : values) a.push_back(int64_t{v});
+  return a;
+}
+
+toml::array StringArray(const std::vector<std::string>& values) {
+  toml::array a;
+  for (const std::string& v : values) a.push_back(v);
+  return a;
+}
+
+}  // namespace
+
 std::string ToToml(const DaemonOptions& o) {
   toml::table root;
   root.insert("server", toml::table{
@@ -481,7 +569,27 @@ std::string ToToml(const DaemonOptions& o) {
                             {"heartbeat_interval_ms", int64_t{o.server.heartbeat_interval_ms}},
                             {"client_timeout_ms", int64_t{o.server.client_timeout_ms}},
                             {"max_message_bytes", static_cast<int64_t>(o.server.max_message_bytes)},
+                            {"heartbeat_liveness", int64_t{o.server.heartbeat_liveness}},
+                            {"send_hwm", int64_t{o.server.send_hwm}},
+                            {"recv_hwm", int64_t{o.server.recv_hwm}},
+                            {"socket_group", o.server.socket_group},
+                            {"allowed_uids", IntArray(o.server.allowed_uids)},
+                            {"allowed_groups", StringArray(o.server.allowed_groups)},
+                            {"admin_uids", IntArray(o.server.admin_uids)},
+                            {"region_prefix", o.server.region_prefix},
+                            {"max_in_flight_per_client",
+                             int64_t{o.server.max_in_flight_per_client}},
+                            {"max_regions_per_client", int64_t{o.server.max_regions_per_client}},
+                            {"max_region_bytes_per_client",
+                             static_cast<int64_t>(o.server.max_region_bytes_per_client)},
                         });
+  root.insert("quarantine",
+              toml::table{
+                  {"fault_threshold", int64_t{o.quarantine.fault_threshold}},
+                  {"window_ms", int64_t{o.quarantine.window_ms}},
+                  {"duration_ms", int64_t{o.quarantine.duration_ms}},
+                  {"max_duration_ms", int64_t{o.quarantine.max_duration_ms}},
+              });
   root.insert("executor", toml::table{
                               {"intra_op_threads", int64_t{o.executor.intra_op_threads}},
                               {"queue_capacity", int64_t{o.executor.queue_capacity}},

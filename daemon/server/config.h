@@ -33,9 +33,52 @@ struct ServerOptions {
   // dropped at once. Larger: idle clients survive longer pauses; smaller:
   // dead clients' mappings are released sooner.
   uint32_t client_timeout_ms = 30000;
-  // Largest control message accepted (ZMQ_MAXMSGSIZE); a peer sending more
-  // is disconnected by ZeroMQ. Messages are small: tensors travel by region.
+  // Largest control message accepted. A larger one is answered with a
+  // protocol error and counted as a client fault; one larger than 4x this
+  // is cut by ZeroMQ before it is read (ZMQ_MAXMSGSIZE: the peer is
+  // disconnected). Messages are small: tensors travel by region.
   uint64_t max_message_bytes = 1 << 20;
+  // Heartbeats a client may miss before its library treats the daemon as
+  // gone and reconnects (sent to clients in HelloReply).
+  uint32_t heartbeat_liveness = 3;
+  // ZeroMQ high-water marks of the control socket, in messages per peer
+  // (ZMQ_SNDHWM / ZMQ_RCVHWM): past them ZeroMQ stops reading from a peer
+  // (receive) or drops replies to a peer that does not read (send).
+  uint32_t send_hwm = 1000;
+  uint32_t recv_hwm = 1000;
+
+  // Access control (access_control.h). Group of the socket directory (when
+  // vaed creates it) and of the socket file: a name or gid; "" = the
+  // daemon's primary group.
+  std::string socket_group;
+  // Peers admitted at connection time by SO_PEERCRED uid, or by primary or
+  // supplementary group (names or gids). Both empty: every peer that can
+  // reach the socket. uid 0 and the daemon's own uid are always admitted.
+  std::vector<uint32_t> allowed_uids;
+  std::vector<std::string> allowed_groups;
+  // May run admin requests (vaectl quarantine release), besides uid 0 and
+  // the daemon's own uid.
+  std::vector<uint32_t> admin_uids;
+  // Every registered shm segment name must start with this (the client
+  // library names its segments "vaed-<pid>-..."). "" = any valid name.
+  std::string region_prefix = "vaed-";
+
+  // Per-client limits. Decodes queued or running per client (past it:
+  // BUSY, counted as a fault); registered regions and their mapped bytes
+  // per client (past them: resource_exhausted, counted as a fault).
+  uint32_t max_in_flight_per_client = 4;
+  uint32_t max_regions_per_client = 64;
+  uint64_t max_region_bytes_per_client = uint64_t{64} << 30;
+};
+
+// Quarantine of faulting client processes (quarantine.h).
+struct QuarantineOptions {
+  // Faults within window_ms that quarantine a process; 0 = never.
+  uint32_t fault_threshold = 10;
+  uint32_t window_ms = 10000;
+  // First quarantine; each repeat doubles it, up to max_duration_ms.
+  uint32_t duration_ms = 30000;
+  uint32_t max_duration_ms = 3600000;
 };
 
 struct ExecutorOptions {
@@ -44,7 +87,7 @@ struct ExecutorOptions {
   // leaves cores to the DiT workers on the same node.
   int intra_op_threads = 2;
   // Decode requests waiting beyond the one running; past it requests are
-  // answered with resource_exhausted at once (back-pressure).
+  // answered at once with BUSY and a retry-after (back-pressure).
   uint32_t queue_capacity = 64;
   // Heap the daemon keeps between requests for reuse (MiB). Freed decode
   // activations are kept as a pool because re-faulting pages is expensive;
@@ -81,6 +124,7 @@ struct DaemonOptions {
   LogOptions log;
   ModelsOptions models;
   ProfileOptions profiles;
+  QuarantineOptions quarantine;
   // Where the options came from, for the start-up log line.
   std::string source = "embedded defaults";
 };

@@ -1,6 +1,7 @@
-// The control loop: the daemon's one ZeroMQ ROUTER socket on
-// ipc://<server.socket>, the client and region registry, request
-// validation, and the hand-off of accepted decodes to the executor.
+// The control loop: the daemon's sockets and its one serving thread. It owns
+// the ZeroMQ ROUTER socket on ipc://<server.socket>, the ZAP handler that
+// admits peers (access_control.h), and the executor; the protocol itself
+// (registry, validation, limits, quarantine) is the RequestHandler's.
 //
 // Every request gets exactly one reply: a validation error is answered at
 // once (naming the field and the rule), an accepted decode is answered by
@@ -22,12 +23,15 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "daemon/engine/executor.h"
 #include "daemon/models/model_registry.h"
+#include "daemon/server/access_control.h"
 #include "daemon/server/client_registry.h"
 #include "daemon/server/config.h"
+#include "daemon/server/request_handler.h"
 #include "daemon/server/systemd_notify.h"
 #include "vaed/status.h"
 #include "vaed/v1/vaed.pb.h"
@@ -36,11 +40,14 @@ namespace vaed::server {
 
 class ControlLoop {
  public:
-  // Binds the control socket (creating its directory with mode 0750 if
-  // missing; the socket file gets mode 0660) and starts the executor.
-  // Errors: kFailedPrecondition when another live daemon already serves the
-  // socket, kIoError when the path cannot be bound.
-  // `registry` must outlive the loop.
+  // Prepares the socket directory (access_control.h: created 0750 with
+  // server.socket_group if missing; an existing one must grant nothing to
+  // other users), binds the control socket (mode 0660, same group), starts
+  // the ZAP handler that admits peers by SO_PEERCRED, and starts the
+  // executor. Errors: kFailedPrecondition when another live daemon already
+  // serves the socket or the directory is open to everyone,
+  // kInvalidArgument for an unknown group in the config, kIoError when the
+  // path cannot be bound. `registry` must outlive the loop.
   static Result<std::unique_ptr<ControlLoop>> Create(const DaemonOptions& options,
                                                      models::ModelRegistry* registry,
                                                      int stop_fd,
@@ -49,44 +56,46 @@ class ControlLoop {
   ControlLoop(const ControlLoop&) = delete;
   ControlLoop& operator=(const ControlLoop&) = delete;
 
-  // Serves until stop_fd is readable. Notifies systemd READY=1 on entry and
-  // STOPPING=1 on exit; pings the watchdog while serving.
+  // Serves until stop_fd is readable (returns OK), or until a sticky device
+  // error made the daemon unhealthy: it then stops pinging the systemd
+  // watchdog, answers for kUnhealthyGrace (status says why, decodes get
+  // UNAVAILABLE) and returns kInternal so that main exits non-zero and
+  // systemd restarts it. Notifies systemd READY=1 on entry and STOPPING=1
+  // on exit; pings the watchdog while healthy.
   Status Run();
 
+  static constexpr std::chrono::milliseconds kUnhealthyGrace{1000};
+
  private:
-  ControlLoop(const DaemonOptions& options, models::ModelRegistry* registry, int stop_fd,
-              PidAlive pid_alive);
-  Status Bind();
+  class ExecutorSink;
 
-  void HandleMessage(const std::string& routing_id, const std::string& payload);
-  void HandleHello(const std::string& routing_id, const v1::Request& req, v1::Reply* reply);
-  Status HandleRegister(ClientState* client, const v1::RegisterRegion& req, v1::Reply* reply);
-  // Returns true when the reply is sent later by the executor.
-  Result<bool> HandleDecode(ClientState* client, const std::string& routing_id,
-                            const v1::Request& req, v1::Reply* reply);
-  void FillStatus(v1::StatusReply* status) const;
+  ControlLoop(const DaemonOptions& options, models::ModelRegistry* registry, int stop_fd);
+  Status Bind(std::optional<gid_t> group);
 
+  void ReceiveRequests();
+  void ServeZap();
   void ForwardExecutorReplies();
-  void DropExpiredClients();
   void SendReply(const std::string& routing_id, const v1::Reply& reply);
+  // Marks the daemon unhealthy once the executor reports a sticky error.
+  void CheckHealth();
 
   const DaemonOptions options_;
   models::ModelRegistry* const registry_;
   const int stop_fd_;
-  const std::chrono::steady_clock::time_point started_;
 
   zmq::context_t context_;
+  zmq::socket_t zap_;  // ZAP handler (inproc REP), bound before the router
   zmq::socket_t router_;
   zmq::socket_t replies_;
   std::unique_ptr<engine::Executor> executor_;
-  ClientRegistry clients_;
+  std::unique_ptr<ExecutorSink> sink_;
+  AccessPolicy access_;
+  std::unique_ptr<RequestHandler> handler_;
   SystemdNotifier notifier_;
 
   bool bound_ = false;  // we own the socket path and unlink it at exit
-  uint64_t requests_served_ = 0;
-  uint64_t requests_failed_ = 0;
-  uint64_t protocol_errors_ = 0;
-  std::chrono::steady_clock::time_point last_reap_{};
+  std::chrono::steady_clock::time_point last_tick_{};
+  std::optional<std::chrono::steady_clock::time_point> unhealthy_since_;
 };
 
 }  // namespace vaed::server

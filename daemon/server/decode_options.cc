@@ -7,6 +7,9 @@ namespace vaed::server {
 
 namespace {
 
+// inject_faults "slow_tiles": the wait before every unit of work.
+constexpr int kSlowUnitMs = 50;
+
 std::string Join(const std::vector<std::string>& names) {
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
@@ -188,10 +191,14 @@ Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
         out.faults.plan_build += 1;
       } else if (f == "tile_exception") {
         out.faults.tile_exception += 1;
+      } else if (f == "device_fatal") {
+        out.faults.device_fatal += 1;
+      } else if (f == "slow_tiles") {
+        out.faults.slow_unit_ms = kSlowUnitMs;
       } else {
         return InvalidArgument("options.inject_faults lists '" + f.substr(0, 64) +
                                "'; known faults are oom_stacked, oom_sequential, plan_build, "
-                               "tile_exception");
+                               "tile_exception, device_fatal, slow_tiles");
       }
     }
   }

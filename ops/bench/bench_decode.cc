@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "vaed_bench_decode: warm TAEF2 decode time in-process vs through a running vaed daemon.\n"
       "The daemon is not started here: run one first, e.g.\n"
-      "  vaed --socket /tmp/vaed-bench.sock --taef2-weights " VAED_BENCH_DEFAULT_WEIGHTS
+      "  vaed --socket /tmp/vaed-bench/vaed.sock --taef2-weights " VAED_BENCH_DEFAULT_WEIGHTS
       "\n"
       "and give the same thread count (--threads here, executor.intra_op_threads there).\n"
       "Timed decodes alternate between the two paths. Exit status: 0 ok, 1 failure,\n"

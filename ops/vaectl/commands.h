@@ -60,6 +60,12 @@ struct DecodeCommandOptions {
 };
 
 int RunStatus(const GlobalOptions& global);
+// `vaectl quarantine list`: quarantined client processes and clients.
+int RunQuarantineList(const GlobalOptions& global);
+// `vaectl quarantine release TARGET` (a client id, pid:N, uid:N, a client
+// name, or "all"); needs an admin peer (root, the daemon's user,
+// server.admin_uids). kExitFailure when nothing matched or not allowed.
+int RunQuarantineRelease(const GlobalOptions& global, const std::string& target);
 int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options);
 
 }  // namespace vaed::vaectl

@@ -13,7 +13,9 @@ constexpr const char* kDescription =
 constexpr const char* kFooter =
     "Examples:\n"
     "  vaectl status\n"
-    "  vaectl --socket /tmp/vaed.sock status --json\n"
+    "  vaectl --socket /tmp/vaed/vaed.sock status --json\n"
+    "  vaectl quarantine list\n"
+    "  vaectl quarantine release pid:4242\n"
     "  vaectl decode ../shared/data/taef2/video_bikes.safetensors --model taef2 --format mp4\n"
     "  vaectl decode --random-latent 1,32,64,64 --model demo --out demo.png\n"
     "  vaectl decode --audio-latent ../shared/golden/h3/audio_case_stereo.safetensors --model h3\n"
@@ -93,6 +95,24 @@ int main(int argc, char** argv) {
       "weights path and sha256, resident memory); connected clients, registered regions,\n"
       "requests served/failed, protocol errors, queue depth and intra-op threads.\n"
       "Exit status: 0 healthy, 2 not running, 3 unhealthy.");
+
+  CLI::App* quarantine = app.add_subcommand(
+      "quarantine", "List quarantined client processes, or release one (list | release TARGET)");
+  quarantine->require_subcommand(1);
+  quarantine->footer(
+      "A client process (peer uid + pid) that faults quarantine.fault_threshold times within\n"
+      "quarantine.window_ms (protocol violations, bad regions, invalid requests, memory\n"
+      "faults, quota overruns) is refused for quarantine.duration_ms, doubling on repeat.\n"
+      "Release needs root, the daemon's user or server.admin_uids.");
+  CLI::App* quarantine_list =
+      quarantine->add_subcommand("list", "Show quarantined processes and the connected clients");
+  std::string release_target;
+  CLI::App* quarantine_release =
+      quarantine->add_subcommand("release", "Lift a quarantine now (and reset its back-off)");
+  quarantine_release
+      ->add_option("TARGET", release_target,
+                   "a client id, pid:N, uid:N, a client name, or 'all'")
+      ->required();
 
   CLI::App* decode_cmd = app.add_subcommand("decode", kDecodeDescription);
   decode_cmd->footer(kDecodeFooter);
@@ -195,5 +215,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (status->parsed()) return vaed::vaectl::RunStatus(global);
+  if (quarantine_list->parsed()) return vaed::vaectl::RunQuarantineList(global);
+  if (quarantine_release->parsed()) {
+    return vaed::vaectl::RunQuarantineRelease(global, release_target);
+  }
   return vaed::vaectl::RunDecode(global, decode);
 }

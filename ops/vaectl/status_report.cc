@@ -6,6 +6,52 @@
 
 namespace vaed::vaectl {
 
+nlohmann::json QuarantineToJson(const v1::QuarantineEntry& q) {
+  return {{"uid", q.uid()},
+          {"pid", q.pid()},
+          {"client_name", q.client_name()},
+          {"offences", q.offences()},
+          {"remaining_seconds", static_cast<double>(q.remaining_ms()) / 1000.0},
+          {"duration_seconds", static_cast<double>(q.duration_ms()) / 1000.0},
+          {"last_fault", q.last_fault()},
+          {"faults_in_window", q.faults_in_window()}};
+}
+
+std::string FormatQuarantine(const v1::StatusReply& s) {
+  std::ostringstream out;
+  if (s.quarantined_size() == 0) {
+    out << "no client is quarantined (" << s.quarantines() << " quarantines since start, "
+        << s.client_faults() << " client faults)\n";
+  } else {
+    ops::TextTable t({"pid", "uid", "client", "offence", "remaining", "of", "last fault"},
+                     {true, true, false, true, true, true, false});
+    for (const auto& q : s.quarantined()) {
+      t.AddRow({std::to_string(q.pid()), std::to_string(q.uid()), q.client_name(),
+                std::to_string(q.offences()),
+                ops::HumanDuration(static_cast<double>(q.remaining_ms()) / 1000.0),
+                ops::HumanDuration(static_cast<double>(q.duration_ms()) / 1000.0),
+                q.last_fault()});
+    }
+    out << t.Render();
+    out << "release with: vaectl quarantine release pid:<pid>  (or a client id, uid:<uid>, a "
+           "client name, all)\n";
+  }
+  if (s.client_list_size() > 0) {
+    out << "\nclients\n";
+    ops::TextTable c({"id", "name", "pid", "uid", "regions", "mapped", "in flight",
+                      "recent faults", "idle"},
+                     {true, false, true, true, true, true, true, true, true});
+    for (const auto& e : s.client_list()) {
+      c.AddRow({std::to_string(e.client_id()), e.name(), std::to_string(e.pid()),
+                std::to_string(e.uid()), std::to_string(e.regions()),
+                ops::HumanBytes(e.region_bytes()), std::to_string(e.in_flight()),
+                std::to_string(e.faults_in_window()), ops::HumanDuration(e.idle_seconds())});
+    }
+    out << c.Render();
+  }
+  return out.str();
+}
+
 nlohmann::json StatusToJson(const v1::StatusReply& s) {
   nlohmann::json models = nlohmann::json::array();
   for (const auto& m : s.models()) {
@@ -45,6 +91,20 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
         {"native_fps", m.native_fps()},
     });
   }
+  nlohmann::json quarantined = nlohmann::json::array();
+  for (const auto& q : s.quarantined()) quarantined.push_back(QuarantineToJson(q));
+  nlohmann::json client_list = nlohmann::json::array();
+  for (const auto& c : s.client_list()) {
+    client_list.push_back({{"client_id", c.client_id()},
+                           {"name", c.name()},
+                           {"uid", c.uid()},
+                           {"pid", c.pid()},
+                           {"regions", c.regions()},
+                           {"region_bytes", c.region_bytes()},
+                           {"in_flight", c.in_flight()},
+                           {"faults_in_window", c.faults_in_window()},
+                           {"idle_seconds", c.idle_seconds()}});
+  }
   return {
       {"healthy", s.healthy()},
       {"daemon_version", s.daemon_version()},
@@ -63,6 +123,15 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
       {"protocol_errors", s.protocol_errors()},
       {"queue_depth", s.queue_depth()},
       {"intra_op_threads", s.intra_op_threads()},
+      {"health", s.health()},
+      {"client_faults", s.client_faults()},
+      {"quarantines", s.quarantines()},
+      {"quarantine_rejections", s.quarantine_rejections()},
+      {"busy_rejections", s.busy_rejections()},
+      {"deadline_exceeded", s.deadline_exceeded()},
+      {"rejected_connections", s.rejected_connections()},
+      {"quarantined", quarantined},
+      {"client_list", client_list},
   };
 }
 
@@ -70,6 +139,7 @@ std::string FormatStatus(const v1::StatusReply& s) {
   std::ostringstream out;
   out << "vaed " << s.daemon_version() << " is " << (s.healthy() ? "healthy" : "UNHEALTHY")
       << ", up " << ops::HumanDuration(s.uptime_seconds()) << " (pid " << s.pid() << ")\n";
+  if (!s.healthy() && !s.health().empty()) out << "  " << s.health() << "\n";
   ops::TextTable summary(std::vector<std::string>{});
   summary.AddRow({"socket", s.socket()});
   summary.AddRow({"clients", std::to_string(s.clients()) + " connected, " +
@@ -79,6 +149,14 @@ std::string FormatStatus(const v1::StatusReply& s) {
                                   std::to_string(s.protocol_errors()) + " protocol errors"});
   summary.AddRow({"executor", "queue depth " + std::to_string(s.queue_depth()) + ", " +
                                   std::to_string(s.intra_op_threads()) + " intra-op threads"});
+  summary.AddRow({"reliability",
+                  std::to_string(s.client_faults()) + " client faults, " +
+                      std::to_string(s.quarantined_size()) + " quarantined now (" +
+                      std::to_string(s.quarantines()) + " since start, " +
+                      std::to_string(s.quarantine_rejections()) + " requests refused), " +
+                      std::to_string(s.busy_rejections()) + " busy, " +
+                      std::to_string(s.deadline_exceeded()) + " past deadline, " +
+                      std::to_string(s.rejected_connections()) + " connections refused"});
   summary.AddRow({"default model", s.default_model()});
   std::string allowed;
   for (const auto& p : s.allowed_profiles()) allowed += (allowed.empty() ? "" : ", ") + p;

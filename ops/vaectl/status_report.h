@@ -15,9 +15,22 @@ namespace vaed::vaectl {
 // Keys: healthy, daemon_version, uptime_seconds, pid, socket, default_model,
 // models [{name, kind, demo_weights, weights_path, weights_sha256,
 // resident_bytes, description}], clients, regions, requests_served,
-// requests_failed, protocol_errors, queue_depth, intra_op_threads. Sizes in
-// bytes, durations in seconds.
+// requests_failed, protocol_errors, queue_depth, intra_op_threads, health,
+// client_faults, quarantines, quarantine_rejections, busy_rejections,
+// deadline_exceeded, rejected_connections, quarantined [QuarantineToJson],
+// client_list [{client_id, name, uid, pid, regions, region_bytes,
+// in_flight, faults_in_window, idle_seconds}]. Sizes in bytes, durations
+// in seconds.
 nlohmann::json StatusToJson(const v1::StatusReply& status);
+
+// {uid, pid, client_name, offences, remaining_seconds, duration_seconds,
+// last_fault, faults_in_window}.
+nlohmann::json QuarantineToJson(const v1::QuarantineEntry& entry);
+
+// `vaectl quarantine list`: the quarantined processes (pid, uid, client
+// name, offence number, time remaining of the total, last fault) and the
+// connected clients with their recent fault counts.
+std::string FormatQuarantine(const v1::StatusReply& status);
 
 // A few lines of summary plus a table of models, with human-readable
 // durations and sizes; demo models are flagged.

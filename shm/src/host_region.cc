@@ -125,7 +125,10 @@ HostRegion::HostRegion(HostRegion&& other) noexcept
     : name_(std::move(other.name_)),
       mapping_(std::move(other.mapping_)),
       data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)) {}
+      size_(std::exchange(other.size_, 0)),
+      owner_uid_(other.owner_uid_),
+      dev_(other.dev_),
+      ino_(other.ino_) {}
 
 HostRegion& HostRegion::operator=(HostRegion&& other) noexcept {
   if (this != &other) {
@@ -133,6 +136,9 @@ HostRegion& HostRegion::operator=(HostRegion&& other) noexcept {
     mapping_ = std::move(other.mapping_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    owner_uid_ = other.owner_uid_;
+    dev_ = other.dev_;
+    ino_ = other.ino_;
   }
   return *this;
 }
@@ -160,6 +166,12 @@ Result<std::unique_ptr<HostRegion>> HostRegion::Open(std::string_view name,
   if (::fstat(mapping->segment.get_mapping_handle().handle, &st) != 0) {
     return ErrnoStatus(errno, label + ": fstat shm segment");
   }
+  // shm_open (glibc) opens with O_NOFOLLOW, so a symbolic link planted in
+  // /dev/shm fails above (ELOOP); anything but a regular file is refused.
+  if (!S_ISREG(st.st_mode)) {
+    return FailedPrecondition(label + ": not a regular shm file (mode " +
+                              std::to_string(st.st_mode & S_IFMT) + ")");
+  }
   const uint64_t real_bytes = static_cast<uint64_t>(st.st_size);
   if (claimed_bytes > real_bytes) {
     return OutOfRange(label + ": client claims " + std::to_string(claimed_bytes) +
@@ -172,7 +184,11 @@ Result<std::unique_ptr<HostRegion>> HostRegion::Open(std::string_view name,
         mapping->region = bip::mapped_region(mapping->segment, bip::read_write, 0,
                                              static_cast<std::size_t>(claimed_bytes));
       }));
-  return std::unique_ptr<HostRegion>(new HostRegion(name_str, std::move(mapping)));
+  auto region = std::unique_ptr<HostRegion>(new HostRegion(name_str, std::move(mapping)));
+  region->owner_uid_ = static_cast<uint32_t>(st.st_uid);
+  region->dev_ = static_cast<uint64_t>(st.st_dev);
+  region->ino_ = static_cast<uint64_t>(st.st_ino);
+  return region;
 }
 
 Status HostRegion::CheckRange(uint64_t offset, uint64_t size, std::string_view what) const {

@@ -22,6 +22,10 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kCancelled: return "cancelled";
     case StatusCode::kDeadlineExceeded: return "deadline_exceeded";
     case StatusCode::kIoError: return "io_error";
+    case StatusCode::kQuarantined: return "quarantined";
+    case StatusCode::kBusy: return "busy";
+    case StatusCode::kPermissionDenied: return "permission_denied";
+    case StatusCode::kUnknownClient: return "unknown_client";
   }
   return "unknown";
 }
@@ -39,7 +43,7 @@ Status Status::WithContext(std::string_view context) const {
   std::string m(context);
   m += ": ";
   m += message_;
-  return Status(code_, std::move(m));
+  return Status(code_, std::move(m)).WithRetryAfter(retry_after_ms_);
 }
 
 Status ErrnoStatus(int err, std::string_view context) {

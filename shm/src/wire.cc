@@ -29,16 +29,18 @@ v1::Error ToProtoError(const Status& status) {
   v1::Error e;
   e.set_code(static_cast<v1::ErrorCode>(status.code()));
   e.set_message(status.message());
+  e.set_retry_after_ms(status.retry_after_ms());
   return e;
 }
 
 Status FromProtoError(const v1::Error& error) {
   const int code = error.code();
-  if (code <= 0 || code > static_cast<int>(StatusCode::kIoError)) {
+  if (code <= 0 || code > static_cast<int>(StatusCode::kUnknownClient)) {
     return Internal("daemon replied with error code " + std::to_string(code) + ": " +
                     error.message());
   }
-  return Status(static_cast<StatusCode>(code), error.message());
+  return Status(static_cast<StatusCode>(code), error.message())
+      .WithRetryAfter(error.retry_after_ms());
 }
 
 void ToProto(const TensorRef& ref, v1::TensorRef* out) {

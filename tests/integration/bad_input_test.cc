@@ -347,7 +347,7 @@ TEST_F(BadInputTest, RejectsRequestWithoutHello) {
   req.mutable_status();
   auto reply = client_->SendRaw(req.SerializeAsString());
   ASSERT_TRUE(reply.ok() && reply->has_error());
-  ExpectError(FromProtoError(reply->error()), StatusCode::kFailedPrecondition, "send Hello");
+  ExpectError(FromProtoError(reply->error()), StatusCode::kUnknownClient, "send Hello");
   ExpectStillServing();
 }
 
@@ -379,7 +379,9 @@ TEST(DaemonStartTest, RefusesSocketAlreadyServedByAnotherDaemon) {
 // Regression: the daemon replaced a regular file at --socket (and removed
 // it at exit); it must refuse anything that is not a socket.
 TEST(DaemonStartTest, RefusesToReplaceARegularFileAtTheSocketPath) {
-  const std::string path = "/tmp/vaed-precious-file.txt";
+  char tmpl[] = "/tmp/vaed-precious-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string path = dir + "/vaed-precious-file.txt";
   {
     std::ofstream f(path);
     f << "precious";
@@ -392,6 +394,7 @@ TEST(DaemonStartTest, RefusesToReplaceARegularFileAtTheSocketPath) {
   in >> content;
   EXPECT_EQ(content, "precious");
   std::remove(path.c_str());
+  rmdir(dir.c_str());
 }
 
 TEST_F(BadInputTest, RejectsControlCharactersInNames) {

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "tests/common/daemon_process.h"
@@ -114,8 +115,11 @@ TEST(LifecycleTest, DropsSilentClientAfterClientTimeout) {
   }
   DaemonProcess daemon({"--config", cfg});
   ASSERT_TRUE(daemon.ok()) << daemon.Log();
-  auto silent = client::Client::Connect(
-      {.socket = daemon.socket(), .client_name = "silent", .heartbeats = false});
+  // No heartbeats, and no reconnect: the drop is visible to the caller.
+  auto silent = client::Client::Connect({.socket = daemon.socket(),
+                                         .client_name = "silent",
+                                         .heartbeats = false,
+                                         .reconnect_timeout_ms = 0});
   auto chatty = client::Client::Connect({.socket = daemon.socket(), .client_name = "chatty"});
   ASSERT_TRUE(silent.ok() && chatty.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
@@ -124,7 +128,7 @@ TEST(LifecycleTest, DropsSilentClientAfterClientTimeout) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->clients(), 1u);
   auto dropped = (*silent)->GetStatus();
-  EXPECT_EQ(dropped.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(dropped.status().code(), StatusCode::kUnknownClient) << dropped.status().ToString();
   std::remove(cfg.c_str());
 }
 
@@ -208,6 +212,65 @@ TEST(LifecycleTest, NotifiesSystemdReadyWatchdogAndStopping) {
   EXPECT_THAT(ReadNotifications(fd, std::chrono::milliseconds(200)), HasSubstr("STOPPING=1"));
   close(fd);
   std::remove(path.c_str());
+}
+
+// A sticky device error (CUDA "illegal memory access"; injected here, the
+// CPU build has no device) is not recoverable in-process: the daemon says
+// so in the reply and in status, stops feeding the watchdog, and exits
+// non-zero so that systemd (Restart=on-failure) restarts it.
+TEST(LifecycleTest, StickyDeviceErrorMakesTheDaemonUnhealthyAndExitNonZero) {
+  const std::string path = "/tmp/vaed-notify-fatal-" + std::to_string(getpid()) + ".sock";
+  std::remove(path.c_str());
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string cfg = "/tmp/vaed-fatal-" + std::to_string(getpid()) + ".toml";
+  std::ofstream(cfg) << "[executor]\nallow_fault_injection = true\n";
+  setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  setenv("WATCHDOG_USEC", "200000", 1);  // pings every <= 0.1 s while healthy
+  DaemonProcess daemon({"--config", cfg});
+  unsetenv("NOTIFY_SOCKET");
+  unsetenv("WATCHDOG_USEC");
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  EXPECT_THAT(ReadNotifications(fd, std::chrono::milliseconds(300)), HasSubstr("WATCHDOG=1"));
+
+  auto c = client::Client::Connect({.socket = daemon.socket(), .client_name = "fatal"});
+  ASSERT_TRUE(c.ok());
+  auto in = client::SharedRegion::Create(32 * 2 * 2 * 4);
+  auto out = client::SharedRegion::Create(16 * 16 * 3);
+  ASSERT_TRUE(in.ok() && out.ok());
+  auto in_id = (*c)->RegisterRegion(**in);
+  auto out_id = (*c)->RegisterRegion(**out);
+  ASSERT_TRUE(in_id.ok() && out_id.ok());
+  client::DecodeRequest req{.model = "",
+                            .latent = {*in_id, 0, DType::kFloat32, {1, 32, 2, 2}},
+                            .output = {*out_id, 0, DType::kUInt8, {1, 16, 16, 3}}};
+  req.inject_faults = {"device_fatal"};
+  auto r = (*c)->Decode(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("illegal memory access"));
+  // Unhealthy at once, and decodes are refused.
+  auto status = (*c)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_FALSE(status->healthy());
+  EXPECT_THAT(status->health(), HasSubstr("sticky device error"));
+  req.inject_faults.clear();
+  auto refused = (*c)->Decode(req);
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status().ToString();
+  // No watchdog ping after the error; the daemon exits with status 1.
+  const std::string after = ReadNotifications(fd, std::chrono::milliseconds(1500));
+  EXPECT_THAT(after, HasSubstr("STATUS=unhealthy"));
+  const size_t unhealthy_at = after.find("STATUS=unhealthy");
+  EXPECT_EQ(after.find("WATCHDOG=1", unhealthy_at), std::string::npos) << after;
+  const int wstatus = daemon.Terminate(std::chrono::seconds(5));
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 1) << wstatus << daemon.Log();
+  EXPECT_THAT(daemon.Log(), HasSubstr("exiting so that systemd restarts vaed"));
+  close(fd);
+  std::remove(path.c_str());
+  std::remove(cfg.c_str());
 }
 
 TEST(CApiTest, DecodesThroughTheCAbi) {

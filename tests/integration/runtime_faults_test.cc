@@ -13,12 +13,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -446,6 +448,37 @@ TEST_F(RuntimeFaultsTest, PlanCacheStaysAtItsBoundWithCorrectOutputs) {
   EXPECT_EQ(cache->buckets_size(), 2);
   EXPECT_EQ(cache->buckets(0), "float32 b1 t7 h12 w12");  // most recent first
   EXPECT_GE(cache->evictions(), 3u);
+}
+
+// Issue 6: a deadline cancels the decode between tile calls, not after it.
+// Each tile call is slowed by 50 ms (slow_tiles) so the decode outlasts a
+// 120 ms deadline by several calls.
+TEST_F(RuntimeFaultsTest, DeadlineCancelsBetweenTileCalls) {
+  auto slow = [](client::DecodeRequest& q) { q.inject_faults = {"slow_tiles"}; };
+  auto t0 = std::chrono::steady_clock::now();
+  auto full = Decode(*client_, *grid_, slow);
+  const double full_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  const uint32_t calls = full->reply.tiling().decoder_calls();
+  ASSERT_GE(calls, 4u);
+
+  t0 = std::chrono::steady_clock::now();
+  auto r = Decode(*client_, *grid_, [&](client::DecodeRequest& q) {
+    slow(q);
+    q.deadline_ms = 120;
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_THAT(r.status().message(), HasSubstr("options.deadline_ms 120 passed"));
+  std::smatch m;
+  const std::string message = r.status().message();
+  ASSERT_TRUE(std::regex_search(message, m, std::regex("before tile call (\\d+)"))) << message;
+  EXPECT_LT(std::stoul(m[1].str()), calls) << "cancelled only at the end: " << message;
+  EXPECT_LT(seconds, 0.75 * full_seconds) << message;
+  ExpectGoodRequestsUnchanged();
 }
 
 }  // namespace

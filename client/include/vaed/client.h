@@ -15,14 +15,32 @@
 //                                   .output = {*out_id, 0, DType::kUInt8, {16, 272, 640, 3}}});
 //
 // Errors: every call returns Status/Result. kUnavailable means the daemon is
-// not running or did not answer in time (the message names the socket);
-// kVersionMismatch means client and daemon speak different protocol
-// versions; any other code is the daemon's rejection of the request, with
-// its message (which names the field and the rule that was broken).
+// not running, did not answer in time, or could not be reached again within
+// reconnect_timeout_ms (the message names the socket); kVersionMismatch
+// means client and daemon speak different protocol versions; any other code
+// is the daemon's rejection of the request, with its message (which names
+// the field and the rule that was broken).
+//
+// Liveness and reconnect (the zguide's heartbeat pattern): while a call
+// waits for its reply, the library sends a Heartbeat after every
+// wait_heartbeat_interval_ms of silence; the daemon answers them even while
+// it decodes. When HelloReply.heartbeat_liveness of them go unanswered in a
+// row (the daemon crashed or was killed), or the daemon answers
+// kUnknownClient (it restarted, or dropped this client after
+// client_timeout_ms without heartbeats), the library closes its connection,
+// opens a fresh one and says Hello again with back-off (100 ms, doubling to
+// 2 s) for up to reconnect_timeout_ms, re-registers every region this Client
+// registered, and retries the call once. Decode, PlanDecode, GetStatus,
+// RegisterRegion, UnregisterRegion and ReleaseQuarantine are retried;
+// SendRaw never is. A Decode that was running when the daemon died runs
+// again from the start on the new daemon and rewrites its output. Region
+// ids keep the values RegisterRegion returned; client_id() changes.
+// Connect() itself does not retry.
 //
 // Thread-safety: a Client may be used from several threads; calls are
-// serialized on its one socket. A SharedRegion is not synchronized: do not
-// write a region while a Decode that reads it is in flight.
+// serialized on its one socket (a call that reconnects holds the others
+// back until it is done). A SharedRegion is not synchronized: do not write a
+// region while a Decode that reads it is in flight.
 #ifndef VAED_CLIENT_H_
 #define VAED_CLIENT_H_
 
@@ -46,14 +64,34 @@ struct ClientOptions {
   std::string socket = kDefaultSocket;
   // Shown in the daemon's logs and status.
   std::string client_name = "vaed-client";
-  // How long Connect() waits for the Hello reply before kUnavailable.
+  // How long Connect() waits for the connection, and then for the Hello
+  // reply, before kUnavailable; 0 = forever. Also how long a reconnect
+  // waits for the Hello reply once a daemon took the connection.
   int connect_timeout_ms = 3000;
   // How long any request waits for its reply before kUnavailable. Decode of
   // long videos on CPU can take minutes; 0 = wait forever.
   int request_timeout_ms = 600000;
   // Send heartbeats from a background thread so the daemon keeps this
-  // client's regions while it is idle.
+  // client's regions while it is idle. The thread never reconnects by
+  // itself: when its heartbeats go unanswered or the daemon no longer knows
+  // this client, the next call reconnects.
   bool heartbeats = true;
+  // How long a call may spend getting back to a daemon that went away
+  // (fresh connection, Hello with back-off, re-registering regions) before
+  // it fails with kUnavailable. 0 = never reconnect: calls fail as they
+  // come, with kUnavailable or kUnknownClient. Must be >= 0.
+  int reconnect_timeout_ms = 30000;
+  // While a call waits for its reply: send a Heartbeat after this many
+  // milliseconds without any message from the daemon, or after
+  // HelloReply.heartbeat_interval_ms if that is shorter. When
+  // HelloReply.heartbeat_liveness (default 3) heartbeats in a row get no
+  // answer within this interval each, the daemon is taken as gone, so a
+  // dead daemon is noticed within about (liveness + 1) x this. Smaller
+  // finds a dead daemon sooner and sends more heartbeats during long
+  // decodes; a daemon whose control thread stalls for longer is taken as
+  // gone too, and a retried Decode then runs twice (the first may still
+  // finish, writing the same output). Must be > 0.
+  int wait_heartbeat_interval_ms = 1000;
 };
 
 // A POSIX shared-memory segment created and owned by this process (host
@@ -167,25 +205,59 @@ struct DecodeRequest {
     uint32_t overlap_latent = 16;
   };
   std::optional<Tiling> tiling = std::nullopt;
+  // Milliseconds from when the daemon receives the request, queue time
+  // included (DecodeOptions.deadline_ms); 0 = no deadline. Past it the
+  // daemon answers kDeadlineExceeded: a queued request is not decoded, a
+  // running one is cancelled between tiles and its output region holds an
+  // unspecified prefix. A retry after a reconnect gets the full deadline
+  // again.
+  uint32_t deadline_ms = 0;
 };
 
 class Client {
  public:
-  // Connects to the daemon and performs the Hello handshake.
-  // Errors: kUnavailable (no socket file, or no reply within
-  // connect_timeout_ms), kVersionMismatch.
+  // Connects to the daemon and performs the Hello handshake (once; no
+  // reconnect here). Errors: kInvalidArgument (reconnect_timeout_ms < 0 or
+  // wait_heartbeat_interval_ms <= 0), kUnavailable (no socket file; no
+  // connection within connect_timeout_ms, as when the daemon's access
+  // control refuses this process; or no reply within connect_timeout_ms),
+  // kVersionMismatch, and the daemon's refusals (kQuarantined, ...).
   static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
 
-  ~Client();  // sends Goodbye (best effort), stops the heartbeat thread
+  // Stops the heartbeat thread, then sends Goodbye (best effort, at most
+  // 0.5 s; skipped when the daemon was found gone).
+  ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
+  // The id the daemon gave this client in the latest Hello; it changes
+  // when the library reconnects. Thread-safe.
   uint64_t client_id() const;
+  // The reply to the latest Hello; replaced when the library reconnects.
+  // The reference stays valid for the Client's lifetime (earlier replies
+  // are kept, one per reconnect), but it is the latest one only until the
+  // next reconnect. Thread-safe.
   const v1::HelloReply& hello() const;
+  // How many times this Client reconnected successfully (a fresh Hello
+  // after the daemon went away or forgot it), for tests and logs.
+  // Thread-safe.
+  uint64_t reconnects() const;
 
   // Registers a region once; reuse the id for every request. The daemon
-  // opens the segment, checks its real size and maps it.
+  // opens the segment, checks its real size and maps it. The Client
+  // remembers the region's name and size and re-registers it after every
+  // reconnect; the returned id stays valid across reconnects (the library
+  // translates it to the daemon's current id), so `region` must outlive
+  // its registration. If a re-registration fails (e.g. the segment was
+  // unlinked), requests naming the region fail with that error.
+  // Errors: the daemon's (kNotFound: no such segment; kOutOfRange: larger
+  // than the segment; kResourceExhausted), kUnavailable.
   Result<uint64_t> RegisterRegion(const SharedRegion& region);
+  // Unregisters a region this Client registered; the daemon unmaps it and
+  // the Client stops re-registering it. OK also when the daemon no longer
+  // has the region (it restarted, dropped or quarantined this client).
+  // Errors: kNotFound for an id this Client never registered (the daemon's
+  // message), kUnavailable (the region is forgotten all the same).
   Status UnregisterRegion(uint64_t region_id);
 
   // Asks the daemon what decoding `latent` would produce (no decode, no
@@ -207,8 +279,20 @@ class Client {
 
   Result<v1::StatusReply> GetStatus();
 
+  // Admin: lifts the daemon's quarantine of every entry matching `client`
+  // (a client id, "pid:N", "uid:N", a client name, or "all"); the reply
+  // lists the entries released. Errors: kPermissionDenied unless this
+  // process runs as uid 0, the daemon's uid or one of server.admin_uids;
+  // kNotFound when nothing matches; kUnavailable.
+  Result<v1::ReleaseQuarantineReply> ReleaseQuarantine(const std::string& client);
+
   // Sends one raw, already-serialized message and waits for the reply;
-  // for tests of the daemon's handling of malformed input.
+  // for tests of the daemon's handling of malformed input. Never retried
+  // and never a reason to reconnect: replies (kUnknownClient included) come
+  // back as they are; a daemon found gone is kUnavailable, and the next
+  // call (SendRaw too) reconnects before it sends. When `bytes` parse as a
+  // vaed.v1.Request, only the reply with its request_id (or 0) is taken;
+  // otherwise any reply that is not to a heartbeat sent while waiting.
   Result<v1::Reply> SendRaw(const std::string& bytes);
 
  private:

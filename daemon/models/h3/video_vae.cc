@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "daemon/models/h3/vit3d_decoder.h"
@@ -507,7 +508,19 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
     const torch::Tensor z = Denormalize(latent.contiguous());
     torch::Tensor video = DecodeVideo(
         z, temporal, grid,
-        [this, &ctx](const torch::Tensor& tiles) { return DecodeTiles(tiles, &ctx); }, per_call,
+        [&](const torch::Tensor& tiles) {
+          // Deadline / cancellation between tile calls, never inside one.
+          ThrowIfCancelled(settings.cancel,
+                           "before tile call " + std::to_string(stats.decoder_calls + 1) + " (" +
+                               std::to_string(stats.decoder_calls) + " done, window " +
+                               std::to_string(stats.windows + 1) + " of " +
+                               std::to_string(temporal.num_windows()) + ")");
+          if (settings.faults.slow_unit_ms > 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(settings.faults.slow_unit_ms));
+          }
+          return DecodeTiles(tiles, &ctx);
+        },
+        per_call,
         &stats, {}, settings.compile == CompileMode::kOff ? nullptr : &ramps_);
     fill_report(std::chrono::duration<double>(SteadyClock::now() - start).count());
     if (video.size(2) != plan.frames) {

@@ -74,7 +74,9 @@ class HostRegion {
   //   kOutOfRange       claimed_bytes is larger than the segment: "region
   //                     'x': client claims N bytes but the segment holds M
   //                     bytes (fstat)".
-  //   kFailedPrecondition  the daemon may not open it read-write (EACCES).
+  //   kFailedPrecondition  the daemon may not open it read-write (EACCES), or
+  //                     it is not a regular file.
+  //   kIoError          a symbolic link (shm_open uses O_NOFOLLOW: ELOOP).
   //   kResourceExhausted / kIoError  shm_open, fstat or mmap failed.
   static Result<std::unique_ptr<HostRegion>> Open(std::string_view name, uint64_t claimed_bytes);
 
@@ -91,6 +93,14 @@ class HostRegion {
   uint64_t size() const { return size_; }
   // The segment name, as given to Open() (no leading '/').
   const std::string& name() const { return name_; }
+  // The uid that owns the segment (fstat at Open()); the daemon maps only
+  // segments owned by the registering client's uid.
+  uint32_t owner_uid() const { return owner_uid_; }
+  // True when both map the same segment (device and inode at Open()), e.g.
+  // two registrations of one name.
+  bool SameSegment(const HostRegion& other) const {
+    return dev_ == other.dev_ && ino_ == other.ino_;
+  }
 
   // Checks that bytes [offset, offset + size) lie inside the mapping,
   // overflow-safe (CheckByteRange against size()). Returns kOutOfRange
@@ -111,6 +121,8 @@ class HostRegion {
   std::unique_ptr<Mapping> mapping_;
   uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
+  uint32_t owner_uid_ = 0;
+  uint64_t dev_ = 0, ino_ = 0;
 };
 
 }  // namespace vaed

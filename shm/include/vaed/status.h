@@ -42,6 +42,10 @@ enum class StatusCode : int32_t {
   kCancelled = 12,          // shutdown or client gone
   kDeadlineExceeded = 13,
   kIoError = 14,            // file system / OS failure
+  kQuarantined = 15,        // the client faulted too often; see retry_after_ms()
+  kBusy = 16,               // at capacity (queue, in-flight limit); see retry_after_ms()
+  kPermissionDenied = 17,   // peer credentials not admitted
+  kUnknownClient = 18,      // client id unknown to this daemon: Hello again
 };
 
 // Returns a stable lower_snake name for `code`, e.g. "invalid_argument".
@@ -66,9 +70,19 @@ class [[nodiscard]] Status {
   // Returns a copy whose message is "<context>: <message>". OK stays OK.
   Status WithContext(std::string_view context) const;
 
+  // kQuarantined / kBusy: milliseconds after which a retry may succeed
+  // (vaed.v1.Error.retry_after_ms); 0 = not said. Kept by WithContext().
+  uint32_t retry_after_ms() const { return retry_after_ms_; }
+  Status WithRetryAfter(uint32_t ms) const {
+    Status s = *this;
+    s.retry_after_ms_ = ms;
+    return s;
+  }
+
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  uint32_t retry_after_ms_ = 0;
 };
 
 inline Status InvalidArgument(std::string m) {
@@ -99,6 +113,16 @@ inline Status DeadlineExceeded(std::string m) {
   return {StatusCode::kDeadlineExceeded, std::move(m)};
 }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
+inline Status Quarantined(std::string m, uint32_t retry_after_ms) {
+  return Status(StatusCode::kQuarantined, std::move(m)).WithRetryAfter(retry_after_ms);
+}
+inline Status Busy(std::string m, uint32_t retry_after_ms) {
+  return Status(StatusCode::kBusy, std::move(m)).WithRetryAfter(retry_after_ms);
+}
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
+inline Status UnknownClient(std::string m) { return {StatusCode::kUnknownClient, std::move(m)}; }
 
 // The errno adapter: "<context>: <strerror(err)> (errno <err>)", code
 // kNotFound for ENOENT, kResourceExhausted for ENOMEM/ENOSPC, kIoError

@@ -1,0 +1,146 @@
+// The control channel's protocol state machine, without sockets: message
+// decoding, client and region registry, request validation, limits, fault
+// accounting and quarantine. The control loop (control_loop.h) feeds it
+// messages and sends what it returns; the fuzz target (fuzz/) feeds it
+// arbitrary bytes the same way.
+//
+// Contract: every call of Handle() either returns the reply to send now or
+// hands exactly one job to the JobSink, whose completion is reported back
+// through OnJobReply(); so every request gets exactly one reply.
+//
+// Faults (quarantine.h) counted against the sending process: protocol
+// violations (unparsable, oversized or multi-frame messages, a client id
+// of another connection), validation failures (invalid arguments, unknown
+// models or regions, out-of-range byte ranges, region names that break the
+// rules, segments of another process or owner), memory faults reported by
+// the executor (client_fault), and quota overruns (in-flight, region count
+// and bytes). Not counted: BUSY from a full queue, deadlines, daemon-side
+// failures, and unknown_client (what every client sees after a daemon
+// restart). When a process is quarantined its clients are dropped (regions
+// unmapped, queued and running decodes cancelled); its requests are refused
+// with QUARANTINED (Heartbeat, Goodbye and Status of a dropped client get
+// unknown_client) until the quarantine ends.
+//
+// Thread-safety: none; one thread (the control loop's) uses it.
+#ifndef VAED_DAEMON_SERVER_REQUEST_HANDLER_H_
+#define VAED_DAEMON_SERVER_REQUEST_HANDLER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "daemon/engine/executor.h"
+#include "daemon/models/model_registry.h"
+#include "daemon/server/access_control.h"
+#include "daemon/server/client_registry.h"
+#include "daemon/server/config.h"
+#include "daemon/server/peer.h"
+#include "daemon/server/quarantine.h"
+#include "vaed/status.h"
+#include "vaed/v1/vaed.pb.h"
+
+namespace vaed::server {
+
+// Where accepted decodes go (the executor, or a stand-in in tests and the
+// fuzz target).
+class JobSink {
+ public:
+  virtual ~JobSink() = default;
+  // Takes the job, or returns why not (BUSY, shutting down, unhealthy).
+  virtual Status Submit(std::unique_ptr<engine::DecodeJob> job) = 0;
+  // Cancels the client's queued and running jobs with `why`; each is still
+  // answered. Returns how many.
+  virtual size_t CancelClient(uint64_t client_id, const Status& why) = 0;
+  virtual size_t queue_depth() const = 0;
+};
+
+// One message as the control socket received it.
+struct Incoming {
+  std::string routing_id;               // ZeroMQ ROUTER identity of the connection
+  std::optional<PeerCredentials> peer;  // SO_PEERCRED; nullopt if the transport has none
+  std::string_view payload;             // the first frame after the routing id
+  size_t frames = 1;                    // frames after the routing id (must be 1)
+};
+
+class RequestHandler {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `registry`, `sink` and `access` must outlive the handler.
+  RequestHandler(const DaemonOptions& options, models::ModelRegistry* registry, JobSink* sink,
+                 const AccessPolicy* access, PidAlive pid_alive = ProcessExists);
+
+  // Handles one message. Returns the reply to send to in.routing_id now, or
+  // nullopt when the request became a job (the sink replies).
+  std::optional<v1::Reply> Handle(const Incoming& in, Clock::time_point now);
+
+  // The sink's reply to a job of `client_id`: updates the client's in-flight
+  // count and the counters, and counts a client_fault / invalid_argument
+  // result as the client's fault.
+  void OnJobReply(uint64_t client_id, const v1::Reply& reply, Clock::time_point now);
+
+  // Drops clients whose process exited or that were silent for longer than
+  // server.client_timeout_ms with nothing in flight; their work is
+  // cancelled and their regions unmapped. Call a few times a second.
+  void Tick(Clock::time_point now);
+
+  void FillStatus(v1::StatusReply* status, Clock::time_point now) const;
+
+  // "" = healthy; otherwise why not (status shows it; decodes are refused).
+  void set_health(std::string why) { health_ = std::move(why); }
+  const std::string& health() const { return health_; }
+
+  const ClientRegistry& clients() const { return clients_; }
+  const QuarantineBook& quarantine() const { return quarantine_; }
+  uint64_t requests_served() const { return requests_served_; }
+  uint64_t requests_failed() const { return requests_failed_; }
+  uint64_t protocol_errors() const { return protocol_errors_; }
+  // Counted by the control loop (ZAP refusals happen before any message).
+  void CountRejectedConnection() { ++rejected_connections_; }
+
+ private:
+  // Identity of a message's sender: its peer credentials' uid and pid, or
+  // without them the one shared identity {uid -1, pid 0}.
+  PeerIdentity IdentityOf(const Incoming& in) const;
+  // Counts `status` as a fault of `who` when its code is a client's fault
+  // (see the header comment); quarantines and acts when it trips.
+  void CountFault(const PeerIdentity& who, const std::string& client_name, const Status& status,
+                  std::optional<FaultKind> kind, Clock::time_point now);
+  void ApplyQuarantine(const PeerIdentity& who, Clock::time_point now);
+
+  void HandleHello(const Incoming& in, const v1::Request& req, Clock::time_point now,
+                   v1::Reply* reply);
+  Status HandleRegister(ClientState* client, const v1::RegisterRegion& req, v1::Reply* reply,
+                        std::optional<FaultKind>* kind);
+  // Returns true when the request became a job.
+  Result<bool> HandleDecode(ClientState* client, const std::string& routing_id,
+                            const v1::Request& req, Clock::time_point now, v1::Reply* reply,
+                            std::optional<FaultKind>* kind);
+  Status HandleReleaseQuarantine(const Incoming& in, const v1::ReleaseQuarantine& req,
+                                 Clock::time_point now, v1::Reply* reply);
+
+  const DaemonOptions options_;
+  models::ModelRegistry* const registry_;
+  JobSink* const sink_;
+  const AccessPolicy* const access_;
+  const Clock::time_point started_;
+
+  ClientRegistry clients_;
+  QuarantineBook quarantine_;
+  std::string health_;
+
+  uint64_t requests_served_ = 0;
+  uint64_t requests_failed_ = 0;
+  uint64_t protocol_errors_ = 0;
+  uint64_t quarantine_rejections_ = 0;
+  uint64_t busy_rejections_ = 0;
+  uint64_t deadline_exceeded_ = 0;
+  uint64_t rejected_connections_ = 0;
+};
+
+}  // namespace vaed::server
+
+#endif  // VAED_DAEMON_SERVER_REQUEST_HANDLER_H_

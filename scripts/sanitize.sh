@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The sanitizer pass (issue 6): builds vaed's daemon, client library and the
+# reliability tests with AddressSanitizer + UndefinedBehaviorSanitizer in
+# build-asan/, reusing the decoders from the main build (build/, run
+# scripts/test.sh or `cmake --build --preset default` first), then runs:
+#   - the protocol state machine's tests (request_handler_test),
+#   - the load test (VAED_LOAD_CLIENTS x VAED_LOAD_DECODES decodes through an
+#     instrumented daemon; default here 8 x 50, the full acceptance run is
+#     `VAED_LOAD_DECODES=200 scripts/sanitize.sh`),
+#   - the hostile-input tests (truncated segments, floods, deadlines, ...).
+# Any sanitizer report aborts the process and fails the pass.
+#
+# Usage: scripts/sanitize.sh [extra ctest args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+models=build/daemon/models/libvaed_models.a
+if [ ! -f "$models" ]; then
+  echo "sanitize.sh: $models is missing; build the main tree first (cmake --build --preset default)" >&2
+  exit 2
+fi
+export VAED_LOAD_CLIENTS="${VAED_LOAD_CLIENTS:-8}"
+export VAED_LOAD_DECODES="${VAED_LOAD_DECODES:-50}"
+# Leak checking stays on; LibTorch's and protobuf's process-lifetime
+# singletons are reachable at exit, so they are not reported.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:handle_segv=0:handle_sigbus=0:allow_user_segv_handler=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DVAED_SANITIZE=address,undefined -DVAED_PREBUILT_MODELS="$PWD/$models" > /dev/null
+cmake --build build-asan -j "$(nproc)" --target vaed vaectl victim_client hostile_client \
+  load_test request_handler_test hostile_input_test
+cd build-asan
+ctest --output-on-failure --timeout 900 -R "^(LoadTest|RequestHandlerTest|HostileInputTest)\." "$@"

@@ -1,0 +1,623 @@
+// The protocol state machine without sockets (request_handler.h): fault
+// accounting and quarantine, access decisions, limits and region rules,
+// driven message by message with chosen peer credentials. Also the pieces
+// it rests on: QuarantineBook, ParsePeerAddress, AccessPolicy and the
+// socket directory check.
+#include "daemon/server/request_handler.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "daemon/models/model_registry.h"
+#include "daemon/server/access_control.h"
+#include "daemon/server/peer.h"
+#include "daemon/server/quarantine.h"
+#include "vaed/client.h"
+#include "vaed/wire.h"
+
+namespace vaed::server {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// ------------------------------------------------------------ QuarantineBook
+
+QuarantinePolicy SmallPolicy() {
+  return {.fault_threshold = 3,
+          .window = milliseconds(1000),
+          .base_duration = milliseconds(100),
+          .max_duration = milliseconds(350)};
+}
+
+TEST(QuarantineBookTest, TripsAtThresholdWithinTheWindowOnly) {
+  QuarantineBook book(SmallPolicy());
+  const PeerIdentity who{1000, 42};
+  const auto t0 = Clock::now();
+  // Two faults, then one after the window: the first two have expired.
+  EXPECT_FALSE(book.RecordFault(who, FaultKind::kProtocol, "w", "x", t0));
+  EXPECT_FALSE(book.RecordFault(who, FaultKind::kProtocol, "w", "x", t0 + milliseconds(10)));
+  EXPECT_FALSE(book.RecordFault(who, FaultKind::kProtocol, "w", "x", t0 + milliseconds(1500)));
+  EXPECT_TRUE(book.Check(who, t0 + milliseconds(1500)).ok());
+  EXPECT_FALSE(book.RecordFault(who, FaultKind::kRegion, "w", "x", t0 + milliseconds(1600)));
+  EXPECT_TRUE(
+      book.RecordFault(who, FaultKind::kValidation, "w", "bad shape", t0 + milliseconds(1700)));
+  const Status s = book.Check(who, t0 + milliseconds(1750));
+  EXPECT_EQ(s.code(), StatusCode::kQuarantined);
+  EXPECT_EQ(s.retry_after_ms(), 51u);  // 50 ms remaining, rounded up
+  EXPECT_THAT(s.message(), HasSubstr("validation: bad shape"));
+  EXPECT_THAT(s.message(), HasSubstr("vaectl quarantine release pid:42"));
+  // Another process is not affected.
+  EXPECT_TRUE(book.Check({1000, 43}, t0 + milliseconds(1750)).ok());
+  // Over when the duration has passed.
+  EXPECT_TRUE(book.Check(who, t0 + milliseconds(1800)).ok());
+  EXPECT_EQ(book.quarantines(), 1u);
+  EXPECT_EQ(book.total_faults(), 5u);
+  EXPECT_EQ(book.faults(FaultKind::kProtocol), 3u);
+}
+
+TEST(QuarantineBookTest, BackOffDoublesOnRepeatUpToTheCapAndReleaseResetsIt) {
+  QuarantineBook book(SmallPolicy());
+  const PeerIdentity who{7, 7};
+  auto t = Clock::now();
+  std::vector<int64_t> durations;
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 3; ++i) book.RecordFault(who, FaultKind::kProtocol, "", "x", t);
+    const auto active = book.Active(t);
+    ASSERT_EQ(active.size(), 1u);
+    durations.push_back(active[0].duration.count());
+    EXPECT_EQ(active[0].offences, static_cast<uint32_t>(round + 1));
+    t += active[0].duration + milliseconds(1);
+  }
+  EXPECT_EQ(durations, (std::vector<int64_t>{100, 200, 350, 350}));
+  // Release lifts it and resets the back-off.
+  for (int i = 0; i < 3; ++i) book.RecordFault(who, FaultKind::kProtocol, "", "x", t);
+  EXPECT_FALSE(book.Check(who, t).ok());
+  const auto released = book.Release([](const QuarantineSnapshot&) { return true; }, t);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_TRUE(book.Check(who, t).ok());
+  for (int i = 0; i < 3; ++i) book.RecordFault(who, FaultKind::kProtocol, "", "x", t);
+  EXPECT_EQ(book.Active(t).at(0).duration.count(), 100);
+}
+
+TEST(QuarantineBookTest, ThresholdZeroCountsButNeverQuarantines) {
+  QuarantinePolicy p = SmallPolicy();
+  p.fault_threshold = 0;
+  QuarantineBook book(p);
+  const auto t = Clock::now();
+  for (int i = 0; i < 100; ++i)
+    EXPECT_FALSE(book.RecordFault({1, 1}, FaultKind::kQuota, "", "x", t));
+  EXPECT_TRUE(book.Check({1, 1}, t).ok());
+  EXPECT_EQ(book.total_faults(), 100u);
+}
+
+TEST(QuarantineBookTest, TrackedIdentitiesAreBoundedAndQuarantinedOnesKept) {
+  QuarantineBook book(SmallPolicy());
+  const auto t = Clock::now();
+  const PeerIdentity bad{1, 1};
+  for (int i = 0; i < 3; ++i) book.RecordFault(bad, FaultKind::kProtocol, "", "x", t);
+  for (int pid = 2; pid < static_cast<int>(QuarantineBook::kMaxIdentities) + 500; ++pid) {
+    book.RecordFault({1, pid}, FaultKind::kProtocol, "", "x", t);
+  }
+  EXPECT_LE(book.tracked(), QuarantineBook::kMaxIdentities);
+  EXPECT_FALSE(book.Check(bad, t).ok());
+}
+
+// ------------------------------------------------------- peer and access
+
+TEST(PeerAddressTest, ParsesTheCredentialsZeroMqAppends) {
+  auto p = ParsePeerAddress("localhost:1000:100:4242");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->uid, 1000u);
+  EXPECT_EQ(p->gid, 100u);
+  EXPECT_EQ(p->pid, 4242);
+  EXPECT_TRUE(ParsePeerAddress(":0:0:1").has_value());
+  for (const char* bad :
+       {"", "localhost", "1:2", "x:1:2:", "x:a:2:3", "x:1:2:-3", "x:1:2:2147483648",
+        "x:4294967296:0:1", "x:1:2:3 ", "x:1:2:99999999999999999999999"}) {
+    EXPECT_FALSE(ParsePeerAddress(bad).has_value()) << bad;
+  }
+}
+
+TEST(AccessPolicyTest, UnrestrictedAdmitsEveryPeer) {
+  auto p = AccessPolicy::Create({}, {}, {});
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->restricted());
+  EXPECT_TRUE(p->Admit({12345, 12345, 1}).ok());
+  EXPECT_FALSE(p->IsAdmin({12345, 12345, 1}));
+  EXPECT_TRUE(p->IsAdmin({0, 0, 1}));
+  EXPECT_TRUE(p->IsAdmin({static_cast<uint32_t>(geteuid()), 0, 1}));
+}
+
+TEST(AccessPolicyTest, RestrictedAdmitsListedUidsAndGroupsOnly) {
+  auto p = AccessPolicy::Create({2000}, {"4000"}, {2000});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->restricted());
+  EXPECT_TRUE(p->Admit({2000, 1, 1}).ok());
+  EXPECT_TRUE(p->Admit({2001, 4000, 1}).ok());  // primary gid listed
+  EXPECT_TRUE(p->Admit({0, 0, 1}).ok());        // root always
+  const Status denied = p->Admit({2002, 2002, 77});
+  EXPECT_EQ(denied.code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(denied.message(), HasSubstr("peer uid 2002 gid 2002 pid 77 is not admitted"));
+  EXPECT_THAT(denied.message(), HasSubstr("server.allowed_uids [2000]"));
+  EXPECT_THAT(denied.message(), HasSubstr("server.allowed_groups [4000]"));
+  EXPECT_TRUE(p->IsAdmin({2000, 1, 1}));
+}
+
+TEST(AccessPolicyTest, UnknownGroupNameIsAConfigErrorNamingTheEntry) {
+  auto p = AccessPolicy::Create({}, {"root", "no-such-group-vaed"}, {});
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().message(), HasSubstr("server.allowed_groups[1]"));
+  EXPECT_THAT(p.status().message(), HasSubstr("no-such-group-vaed"));
+}
+
+TEST(AccessPolicyTest, SupplementaryGroupsOfTheUidAdmit) {
+  // uid 0's groups include gid 0 ("root"); list it by name and ask for a
+  // peer whose primary gid is something else.
+  auto p = AccessPolicy::Create({}, {"root"}, {});
+  ASSERT_TRUE(p.ok());
+  if (geteuid() == 0) GTEST_SKIP() << "uid 0 is admitted anyway; needs a non-root daemon uid";
+  EXPECT_TRUE(p->Admit({0, 999, 1}).ok());
+}
+
+class SocketDirectoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vaed-dir-XXXXXX";
+    root_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  std::string root_;
+};
+
+TEST_F(SocketDirectoryTest, CreatesAMissingDirectoryWithMode0750) {
+  const std::string dir = root_ + "/run/vaed";
+  ASSERT_TRUE(PrepareSocketDirectory(dir + "/vaed.sock", std::nullopt).ok());
+  struct stat st {};
+  ASSERT_EQ(stat(dir.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+}
+
+TEST_F(SocketDirectoryTest, RefusesADirectoryOpenToOtherUsers) {
+  ASSERT_EQ(chmod(root_.c_str(), 0755), 0);
+  const Status s = PrepareSocketDirectory(root_ + "/vaed.sock", std::nullopt);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("mode 0755"));
+  EXPECT_THAT(s.message(), HasSubstr("chmod o-rwx"));
+  ASSERT_EQ(chmod(root_.c_str(), 0750), 0);
+  EXPECT_TRUE(PrepareSocketDirectory(root_ + "/vaed.sock", std::nullopt).ok());
+}
+
+TEST_F(SocketDirectoryTest, RefusesASymlinkedDirectory) {
+  const std::string real = root_ + "/real", link = root_ + "/link";
+  ASSERT_EQ(mkdir(real.c_str(), 0750), 0);
+  ASSERT_EQ(symlink(real.c_str(), link.c_str()), 0);
+  const Status s = PrepareSocketDirectory(link + "/vaed.sock", std::nullopt);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("symbolic link"));
+}
+
+// --------------------------------------------------------- RequestHandler
+
+// Accepts jobs and keeps them; the test completes them.
+class HoldingSink : public JobSink {
+ public:
+  Status Submit(std::unique_ptr<engine::DecodeJob> job) override {
+    jobs.push_back(std::move(job));
+    return Status::Ok();
+  }
+  size_t CancelClient(uint64_t client_id, const Status& why) override {
+    size_t n = 0;
+    for (auto& j : jobs) {
+      if (j->client_id == client_id) {
+        j->cancel->Cancel(why);
+        ++n;
+      }
+    }
+    cancelled_clients.push_back(client_id);
+    return n;
+  }
+  size_t queue_depth() const override { return jobs.size(); }
+
+  std::vector<std::unique_ptr<engine::DecodeJob>> jobs;
+  std::vector<uint64_t> cancelled_clients;
+};
+
+models::ModelRegistry* DemoRegistry() {
+  static models::ModelRegistry* registry = [] {
+    models::ModelConfig demo;
+    demo.name = "demo";
+    demo.kind = "demo";
+    auto r = models::ModelRegistry::Create({demo}, "demo");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::move(r).value().release() : nullptr;
+  }();
+  return registry;
+}
+
+const std::vector<int64_t> kLatentShape = {1, 32, 4, 4};
+const std::vector<int64_t> kOutputShape = {1, 32, 32, 3};
+constexpr uint64_t kLatentBytes = 32 * 4 * 4 * 4;
+constexpr uint64_t kOutputBytes = 32 * 32 * 3;
+
+class RequestHandlerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(DemoRegistry(), nullptr);
+    options_.quarantine.fault_threshold = 5;
+    options_.quarantine.window_ms = 60000;
+    options_.quarantine.duration_ms = 30000;
+    Rebuild();
+  }
+
+  void Rebuild() {
+    auto access = AccessPolicy::Create({}, {}, {});
+    ASSERT_TRUE(access.ok());
+    access_ = std::move(access).value();
+    handler_ = std::make_unique<RequestHandler>(options_, DemoRegistry(), &sink_, &access_,
+                                                [](int32_t) { return true; });
+  }
+
+  // A peer of this test's uid with a made-up pid (distinct processes).
+  static PeerCredentials Peer(int32_t pid, uint32_t uid = static_cast<uint32_t>(geteuid())) {
+    return {uid, static_cast<uint32_t>(getegid()), pid};
+  }
+
+  std::optional<v1::Reply> Send(const std::string& routing, const PeerCredentials& peer,
+                                const std::string& bytes, size_t frames = 1) {
+    Incoming in;
+    in.routing_id = routing;
+    in.peer = peer;
+    in.payload = bytes;
+    in.frames = frames;
+    return handler_->Handle(in, Clock::now());
+  }
+
+  std::optional<v1::Reply> Send(const std::string& routing, const PeerCredentials& peer,
+                                v1::Request req) {
+    if (req.request_id() == 0) req.set_request_id(++next_request_id_);
+    return Send(routing, peer, req.SerializeAsString());
+  }
+
+  // Hello from `routing`; returns the client id (0 on error).
+  uint64_t Hello(const std::string& routing, const PeerCredentials& peer) {
+    v1::Request req;
+    req.mutable_hello()->set_protocol_version(kProtocolVersion);
+    req.mutable_hello()->set_client_name("worker-" + routing);
+    req.mutable_hello()->set_pid(peer.pid);
+    auto reply = Send(routing, peer, req);
+    if (!reply || !reply->has_hello()) return 0;
+    return reply->hello().client_id();
+  }
+
+  Result<uint64_t> Register(const std::string& routing, const PeerCredentials& peer,
+                            uint64_t client, const std::string& name, uint64_t bytes) {
+    v1::Request req;
+    req.set_client_id(client);
+    req.mutable_register_region()->mutable_host()->set_name(name);
+    req.mutable_register_region()->mutable_host()->set_size_bytes(bytes);
+    auto reply = Send(routing, peer, req);
+    if (reply->has_error()) return FromProtoError(reply->error());
+    return reply->register_region().region_id();
+  }
+
+  v1::Request Decode(uint64_t client, uint64_t in_id, uint64_t out_id) {
+    v1::Request req;
+    req.set_client_id(client);
+    v1::Decode* d = req.mutable_decode();
+    ToProto(TensorRef{in_id, 0, kLatentBytes, DType::kFloat32, kLatentShape}, d->mutable_latent());
+    ToProto(TensorRef{out_id, 0, kOutputBytes, DType::kUInt8, kOutputShape}, d->mutable_output());
+    return req;
+  }
+
+  static Status ErrorOf(const std::optional<v1::Reply>& r) {
+    if (!r) return Internal("no reply (became a job)");
+    if (!r->has_error()) return Status::Ok();
+    return FromProtoError(r->error());
+  }
+
+  v1::StatusReply StatusNow() {
+    v1::StatusReply s;
+    handler_->FillStatus(&s, Clock::now());
+    return s;
+  }
+
+  // Two shm segments this process owns, named with the required prefix.
+  struct Regions {
+    std::unique_ptr<client::SharedRegion> in, out;
+  };
+  Regions MakeRegions() {
+    auto in = client::SharedRegion::Create(kLatentBytes);
+    auto out = client::SharedRegion::Create(kOutputBytes);
+    EXPECT_TRUE(in.ok() && out.ok());
+    return {std::move(in).value(), std::move(out).value()};
+  }
+
+  DaemonOptions options_;
+  AccessPolicy access_;
+  HoldingSink sink_;
+  std::unique_ptr<RequestHandler> handler_;
+  uint64_t next_request_id_ = 0;
+};
+
+TEST_F(RequestHandlerTest, RequestBeforeHelloIsUnknownClientAndNotAFault) {
+  v1::Request req;
+  req.set_client_id(99);
+  req.mutable_status();
+  const Status s = ErrorOf(Send("a", Peer(100), req));
+  EXPECT_EQ(s.code(), StatusCode::kUnknownClient);
+  EXPECT_THAT(s.message(), HasSubstr("send Hello first"));
+  EXPECT_EQ(StatusNow().client_faults(), 0u);
+}
+
+TEST_F(RequestHandlerTest, FloodOfInvalidRequestsQuarantinesThatProcessOnly) {
+  const PeerCredentials bad = Peer(100), good = Peer(200);
+  const uint64_t bad_client = Hello("bad", bad);
+  ASSERT_NE(bad_client, 0u);
+  Regions r = MakeRegions();
+  ASSERT_TRUE(Register("bad", bad, bad_client, r.in->name(), kLatentBytes).ok());
+  // Five garbage messages: the fifth trips the threshold.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(ErrorOf(Send("bad", bad, std::string(11, '\xff'))).code(),
+              StatusCode::kProtocolError);
+  }
+  v1::StatusReply status = StatusNow();
+  EXPECT_EQ(status.client_faults(), 5u);
+  ASSERT_EQ(status.quarantined_size(), 1);
+  EXPECT_EQ(status.quarantined(0).pid(), 100);
+  EXPECT_THAT(status.quarantined(0).last_fault(), HasSubstr("protocol:"));
+  // Its client is dropped: regions unmapped, work cancelled.
+  EXPECT_EQ(status.regions(), 0u);
+  EXPECT_EQ(sink_.cancelled_clients, std::vector<uint64_t>{bad_client});
+  // Every request of it is refused, with a retry-after, even a new Hello.
+  v1::Request hello;
+  hello.mutable_hello()->set_protocol_version(kProtocolVersion);
+  const Status q = ErrorOf(Send("bad2", bad, hello));
+  EXPECT_EQ(q.code(), StatusCode::kQuarantined);
+  EXPECT_GT(q.retry_after_ms(), 29000u);
+  EXPECT_LE(q.retry_after_ms(), 30001u);
+  // Its client was dropped: a heartbeat is answered unknown_client (the
+  // client library's cue to say Hello again, which stays refused until the
+  // quarantine ends).
+  v1::Request heartbeat;
+  heartbeat.set_client_id(bad_client);
+  heartbeat.mutable_heartbeat();
+  EXPECT_EQ(ErrorOf(Send("bad", bad, heartbeat)).code(), StatusCode::kUnknownClient);
+  EXPECT_EQ(StatusNow().clients(), 0u);
+  // Another process is served as before.
+  const uint64_t good_client = Hello("good", good);
+  ASSERT_NE(good_client, 0u);
+  Regions g = MakeRegions();
+  auto in = Register("good", good, good_client, g.in->name(), kLatentBytes);
+  auto out = Register("good", good, good_client, g.out->name(), kOutputBytes);
+  ASSERT_TRUE(in.ok() && out.ok()) << in.status().ToString();
+  EXPECT_FALSE(Send("good", good, Decode(good_client, *in, *out)).has_value());  // a job
+  EXPECT_EQ(sink_.jobs.size(), 1u);
+  EXPECT_EQ(StatusNow().quarantine_rejections(), 1u);
+}
+
+TEST_F(RequestHandlerTest, ReleaseNeedsAnAdminAndLiftsTheQuarantine) {
+  const PeerCredentials bad = Peer(100);
+  for (int i = 0; i < 5; ++i) Send("bad", bad, std::string("junk"));
+  ASSERT_EQ(StatusNow().quarantined_size(), 1);
+  v1::Request release;
+  release.mutable_release_quarantine()->set_client("pid:100");
+  // A peer that is neither root, the daemon's uid nor an admin uid.
+  const Status denied = ErrorOf(Send("x", Peer(300, 54321), release));
+  EXPECT_EQ(denied.code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(denied.message(), HasSubstr("uid 54321"));
+  auto ok = Send("op", Peer(301), release);
+  ASSERT_TRUE(ok && ok->has_release_quarantine()) << ErrorOf(ok).ToString();
+  ASSERT_EQ(ok->release_quarantine().released_size(), 1);
+  EXPECT_EQ(ok->release_quarantine().released(0).pid(), 100);
+  EXPECT_EQ(StatusNow().quarantined_size(), 0);
+  EXPECT_NE(Hello("bad", bad), 0u);
+  // Nothing left to release: a clear not_found.
+  EXPECT_EQ(ErrorOf(Send("op", Peer(301), release)).code(), StatusCode::kNotFound);
+}
+
+TEST_F(RequestHandlerTest, InFlightLimitAnswersBusyAndCountsAFault) {
+  options_.server.max_in_flight_per_client = 2;
+  Rebuild();
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  Regions r = MakeRegions();
+  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
+  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
+  ASSERT_TRUE(in.ok() && out.ok());
+  EXPECT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
+  EXPECT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
+  const Status busy = ErrorOf(Send("a", p, Decode(c, *in, *out)));
+  EXPECT_EQ(busy.code(), StatusCode::kBusy);
+  EXPECT_GT(busy.retry_after_ms(), 0u);
+  EXPECT_THAT(busy.message(), HasSubstr("server.max_in_flight_per_client = 2"));
+  EXPECT_EQ(StatusNow().client_faults(), 1u);
+  EXPECT_EQ(StatusNow().busy_rejections(), 1u);
+  // A reply frees a slot.
+  v1::Reply done;
+  done.mutable_decode();
+  handler_->OnJobReply(c, done, Clock::now());
+  EXPECT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
+}
+
+TEST_F(RequestHandlerTest, RegionNamesNeedThePrefixAndNoPathParts) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  auto other = Register("a", p, c, "other-name", 16);
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(other.status().message(), HasSubstr("server.region_prefix"));
+  auto traversal = Register("a", p, c, "vaed-../../etc/passwd", 16);
+  EXPECT_EQ(traversal.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(traversal.status().message(), HasSubstr("register_region.host.name"));
+  EXPECT_THAT(traversal.status().message(), HasSubstr("'/'"));
+  EXPECT_EQ(StatusNow().client_faults(), 2u);
+}
+
+TEST_F(RequestHandlerTest, ASegmentIsNeverSharedBetweenProcesses) {
+  const PeerCredentials a = Peer(100), b = Peer(200);
+  const uint64_t ca = Hello("a", a), cb = Hello("b", b);
+  Regions r = MakeRegions();
+  auto ra = Register("a", a, ca, r.in->name(), kLatentBytes);
+  ASSERT_TRUE(ra.ok());
+  auto rb = Register("b", b, cb, r.in->name(), kLatentBytes);
+  EXPECT_EQ(rb.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(rb.status().message(), HasSubstr("registered by another process"));
+  // Nor can B name A's region id.
+  auto out = Register("b", b, cb, r.out->name(), kOutputBytes);
+  ASSERT_TRUE(out.ok());
+  const Status s = ErrorOf(Send("b", b, Decode(cb, *ra, *out)));
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("latent.region_id"));
+  // A second client of the same process may register it (a reconnect).
+  const uint64_t ca2 = Hello("a2", a);
+  EXPECT_TRUE(Register("a2", a, ca2, r.in->name(), kLatentBytes).ok());
+}
+
+// Found by the fuzzer: two registrations of one segment gave two region
+// ids, and the overlap check compared ids.
+TEST_F(RequestHandlerTest, OutputMayNotOverlapTheLatentThroughASecondRegistration) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  auto segment = client::SharedRegion::Create(kOutputBytes);
+  ASSERT_TRUE(segment.ok());
+  auto first = Register("a", p, c, (*segment)->name(), kOutputBytes);
+  auto second = Register("a", p, c, (*segment)->name(), kOutputBytes);
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_NE(*first, *second);
+  const Status s = ErrorOf(Send("a", p, Decode(c, *first, *second)));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_THAT(s.message(), HasSubstr("output bytes [0, 3072) overlap latent bytes [0, 2048)"));
+  EXPECT_THAT(s.message(), HasSubstr("map the same segment"));
+  EXPECT_TRUE(sink_.jobs.empty());
+}
+
+TEST_F(RequestHandlerTest, ASegmentOfAnotherUserIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to chown a segment to another uid";
+  Regions r = MakeRegions();
+  const std::string path = "/dev/shm/" + r.in->name();
+  ASSERT_EQ(chown(path.c_str(), 4321, 4321), 0);
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  auto reg = Register("a", p, c, r.in->name(), kLatentBytes);
+  EXPECT_EQ(reg.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(reg.status().message(), HasSubstr("owned by uid 4321"));
+}
+
+TEST_F(RequestHandlerTest, RegionCountAndByteQuotas) {
+  options_.server.max_regions_per_client = 2;
+  options_.server.max_region_bytes_per_client = kLatentBytes + kOutputBytes;
+  Rebuild();
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  Regions r = MakeRegions();
+  ASSERT_TRUE(Register("a", p, c, r.in->name(), kLatentBytes).ok());
+  // Bytes: one more byte than the quota allows.
+  auto over = Register("a", p, c, r.out->name(), kOutputBytes + 1);
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(over.status().message(), HasSubstr("server.max_region_bytes_per_client"));
+  ASSERT_TRUE(Register("a", p, c, r.out->name(), kOutputBytes).ok());
+  auto third = Register("a", p, c, r.in->name(), 1);
+  EXPECT_EQ(third.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(third.status().message(), HasSubstr("server.max_regions_per_client = 2"));
+  EXPECT_EQ(StatusNow().client_faults(), 2u);
+}
+
+TEST_F(RequestHandlerTest, OversizedMultiFrameAndBodylessMessagesAreProtocolFaults) {
+  const PeerCredentials p = Peer(100);
+  const Status big = ErrorOf(Send("a", p, std::string(options_.server.max_message_bytes + 1, 'x')));
+  EXPECT_EQ(big.code(), StatusCode::kProtocolError);
+  EXPECT_THAT(big.message(), HasSubstr("server.max_message_bytes"));
+  const Status frames = ErrorOf(Send("a", p, std::string("x"), 3));
+  EXPECT_THAT(frames.message(), HasSubstr("exactly one frame; got 3"));
+  // A well-formed Request whose body is a field this daemon does not know.
+  v1::Request unknown;
+  unknown.set_request_id(5);
+  std::string bytes = unknown.SerializeAsString();
+  bytes += std::string("\xfa\x06\x00", 3);  // field 111, length-delimited, empty
+  auto reply = Send("a", p, bytes);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->request_id(), 5u);
+  EXPECT_THAT(ErrorOf(reply).message(), HasSubstr("has no body"));
+  EXPECT_EQ(StatusNow().protocol_errors(), 3u);
+  EXPECT_EQ(StatusNow().client_faults(), 3u);
+}
+
+TEST_F(RequestHandlerTest, AClientIdOfAnotherConnectionIsAProtocolFault) {
+  const PeerCredentials a = Peer(100), b = Peer(200);
+  const uint64_t ca = Hello("a", a);
+  v1::Request req;
+  req.set_client_id(ca);
+  req.mutable_status();
+  const Status s = ErrorOf(Send("b", b, req));
+  EXPECT_EQ(s.code(), StatusCode::kProtocolError);
+  EXPECT_THAT(s.message(), HasSubstr("belongs to another connection"));
+  EXPECT_EQ(handler_->quarantine().FaultsInWindow({b.uid, b.pid}, Clock::now()), 1u);
+  EXPECT_EQ(handler_->quarantine().FaultsInWindow({a.uid, a.pid}, Clock::now()), 0u);
+}
+
+TEST_F(RequestHandlerTest, DeadlineTravelsWithTheJob) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  Regions r = MakeRegions();
+  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
+  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
+  v1::Request req = Decode(c, *in, *out);
+  req.mutable_decode()->mutable_options()->set_deadline_ms(50);
+  EXPECT_FALSE(Send("a", p, req).has_value());
+  ASSERT_EQ(sink_.jobs.size(), 1u);
+  const models::CancelToken& token = *sink_.jobs[0]->cancel;
+  EXPECT_TRUE(token.Check("now").ok());
+  std::this_thread::sleep_for(milliseconds(80));
+  const Status late = token.Check("before tile call 3 (2 done)");
+  EXPECT_EQ(late.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(late.message(), HasSubstr("options.deadline_ms 50 passed"));
+  EXPECT_THAT(late.message(), HasSubstr("before tile call 3 (2 done)"));
+}
+
+TEST_F(RequestHandlerTest, ExecutorReportedMemoryFaultsCountAgainstTheClient) {
+  options_.quarantine.fault_threshold = 2;
+  Rebuild();
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  v1::Reply fault;
+  *fault.mutable_error() = ToProtoError(ClientFault("reading latent: memory fault (SIGBUS)"));
+  handler_->OnJobReply(c, fault, Clock::now());
+  EXPECT_EQ(StatusNow().quarantined_size(), 0);
+  handler_->OnJobReply(c, fault, Clock::now());
+  ASSERT_EQ(StatusNow().quarantined_size(), 1);
+  EXPECT_THAT(StatusNow().quarantined(0).last_fault(), HasSubstr("memory: reading latent"));
+  // A daemon-side failure is not the client's fault.
+  const uint64_t other = Hello("b", Peer(200));
+  v1::Reply internal;
+  *internal.mutable_error() = ToProtoError(Internal("LibTorch failed"));
+  handler_->OnJobReply(other, internal, Clock::now());
+  handler_->OnJobReply(other, internal, Clock::now());
+  EXPECT_EQ(StatusNow().quarantined_size(), 1);
+}
+
+TEST_F(RequestHandlerTest, UnhealthyDaemonRefusesDecodesAndSaysWhy) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  Regions r = MakeRegions();
+  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
+  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
+  handler_->set_health("sticky device error: illegal memory access");
+  const Status s = ErrorOf(Send("a", p, Decode(c, *in, *out)));
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("unhealthy"));
+  EXPECT_FALSE(StatusNow().healthy());
+  EXPECT_THAT(StatusNow().health(), HasSubstr("illegal memory access"));
+  EXPECT_EQ(StatusNow().client_faults(), 0u);
+}
+
+}  // namespace
+}  // namespace vaed::server

@@ -1,0 +1,458 @@
+// Acceptance (issue 6): hostile input, dying clients, deadlines, access
+// control and sticky device errors against real `vaed` processes. Every case
+// ends with a good decode on the same daemon.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "tests/common/daemon_process.h"
+#include "vaed/client.h"
+#include "vaed/wire.h"
+
+namespace vaed {
+namespace {
+
+using testing::DaemonProcess;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+// A small demo-model decode: float32 [F, 32, h, w] -> uint8 [F, 8h, 8w, 3].
+struct Buffers {
+  std::unique_ptr<client::SharedRegion> in, out;
+  uint64_t in_id = 0, out_id = 0;
+  std::vector<int64_t> latent_shape, output_shape;
+};
+
+Buffers MakeBuffers(client::Client& c, int64_t frames, int64_t h, int64_t w) {
+  Buffers b;
+  b.latent_shape = {frames, 32, h, w};
+  b.output_shape = {frames, 8 * h, 8 * w, 3};
+  const uint64_t in_bytes = uint64_t(frames * 32 * h * w) * 4;
+  auto in = client::SharedRegion::Create(in_bytes);
+  auto out = client::SharedRegion::Create(uint64_t(frames * 64 * h * w * 3));
+  EXPECT_TRUE(in.ok() && out.ok());
+  b.in = std::move(in).value();
+  b.out = std::move(out).value();
+  float* f = reinterpret_cast<float*>(b.in->data());
+  for (uint64_t i = 0; i < in_bytes / 4; ++i) f[i] = std::sin(0.01f * float(i));
+  auto in_id = c.RegisterRegion(*b.in);
+  auto out_id = c.RegisterRegion(*b.out);
+  EXPECT_TRUE(in_id.ok() && out_id.ok()) << in_id.status().ToString();
+  b.in_id = in_id.ok() ? *in_id : 0;
+  b.out_id = out_id.ok() ? *out_id : 0;
+  return b;
+}
+
+client::DecodeRequest Request(const Buffers& b) {
+  return {.model = "demo",
+          .latent = {b.in_id, 0, DType::kFloat32, b.latent_shape},
+          .output = {b.out_id, 0, DType::kUInt8, b.output_shape}};
+}
+
+std::unique_ptr<client::Client> Connect(const DaemonProcess& d, const std::string& name) {
+  auto c = client::Client::Connect({.socket = d.socket(), .client_name = name});
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return c.ok() ? std::move(c).value() : nullptr;
+}
+
+// The good decode every case ends with, from a fresh client.
+void ExpectStillServing(const DaemonProcess& d) {
+  auto c = Connect(d, "after");
+  ASSERT_NE(c, nullptr);
+  Buffers b = MakeBuffers(*c, 1, 4, 4);
+  auto r = c->Decode(Request(b));
+  ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << d.Log();
+  EXPECT_EQ(r->frames(), 1u);
+}
+
+std::string WriteConfig(const std::string& name, const std::string& toml) {
+  const std::string path = "/tmp/vaed-hostile-" + std::to_string(getpid()) + "-" + name + ".toml";
+  std::ofstream(path) << toml;
+  return path;
+}
+
+std::string Binary(const std::string& rel) { return std::string(VAED_BINARY_DIR) + "/" + rel; }
+
+// Runs `argv` to completion and returns its stdout.
+std::string RunAndCapture(const std::vector<std::string>& argv, int* exit_code = nullptr) {
+  int fds[2];
+  if (pipe(fds) != 0) return "";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, size_t(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (exit_code) *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+// --------------------------------------------------------------- memory
+
+// A segment truncated after its request was validated and queued: the
+// executor's guarded copy takes the SIGBUS, the request fails as a client
+// fault, and the daemon keeps serving.
+TEST(HostileInputTest, SegmentTruncatedBeforeTheReadIsAClientFault) {
+  const std::string cfg = WriteConfig("slow", "[executor]\nallow_fault_injection = true\n");
+  DaemonProcess daemon({"--config", cfg, "--intra-op-threads", "1"});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  auto busy = Connect(daemon, "busy");
+  auto victim = Connect(daemon, "victim");
+  ASSERT_TRUE(busy && victim);
+  // Keep the executor busy: 40 frames in 10 batches, 50 ms each (slow_tiles).
+  Buffers slow = MakeBuffers(*busy, 40, 4, 4);
+  client::DecodeRequest slow_req = Request(slow);
+  slow_req.inject_faults = {"slow_tiles"};
+  auto running = std::async(std::launch::async, [&] { return busy->Decode(slow_req); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The victim's request is validated (its segment is whole) and queued.
+  Buffers b = MakeBuffers(*victim, 1, 16, 16);
+  auto queued = std::async(std::launch::async, [&] { return victim->Decode(Request(b)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Now the client shrinks its own segment under the daemon's mapping.
+  const int fd = shm_open(("/" + b.in->name()).c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 0), 0);
+  close(fd);
+  auto fault = queued.get();
+  ASSERT_FALSE(fault.ok());
+  EXPECT_EQ(fault.status().code(), StatusCode::kClientFault) << fault.status().ToString();
+  EXPECT_THAT(fault.status().message(), HasSubstr("SIGBUS"));
+  EXPECT_TRUE(running.get().ok());
+  auto status = victim->GetStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_GE(status->client_faults(), 1u);
+  ExpectStillServing(daemon);
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+  std::filesystem::remove(cfg);
+}
+
+// ------------------------------------------------------------ protocol
+
+TEST(HostileInputTest, OversizedOutOfOrderAndUnknownMessages) {
+  DaemonProcess daemon({"--intra-op-threads", "1"});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  auto c = Connect(daemon, "rude");
+  ASSERT_NE(c, nullptr);
+  // Over server.max_message_bytes (1 MiB): answered, not read as a request.
+  auto big = c->SendRaw(std::string((1 << 20) + 1, '\0'));
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  ASSERT_TRUE(big->has_error());
+  EXPECT_THAT(big->error().message(), HasSubstr("exceeds server.max_message_bytes"));
+  // A message type this daemon does not know: a Request whose only body
+  // is field 200 (a newer protocol's message, say).
+  v1::Request newer;
+  newer.set_request_id(3);
+  newer.set_client_id(c->client_id());
+  std::string bytes = newer.SerializeAsString();
+  bytes += std::string("\xc2\x0c\x02\x08\x01", 5);  // field 200, 2 bytes: {1: 1}
+  auto unknown = c->SendRaw(bytes);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->request_id(), 3u);
+  EXPECT_EQ(unknown->error().code(), v1::ERROR_CODE_PROTOCOL_ERROR) << unknown->DebugString();
+  EXPECT_THAT(unknown->error().message(), HasSubstr("no body"));
+  // Out of order: a request after Goodbye, and one naming a client id
+  // that was never handed out.
+  v1::Request bye;
+  bye.set_request_id(4);
+  bye.set_client_id(c->client_id());
+  bye.mutable_goodbye();
+  ASSERT_TRUE(c->SendRaw(bye.SerializeAsString()).ok());
+  v1::Request after;
+  after.set_request_id(5);
+  after.set_client_id(c->client_id());
+  after.mutable_status();
+  auto late = c->SendRaw(after.SerializeAsString());
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(late->error().code(), v1::ERROR_CODE_UNKNOWN_CLIENT);
+  after.set_client_id(987654321);
+  auto forged = c->SendRaw(after.SerializeAsString());
+  ASSERT_TRUE(forged.ok());
+  EXPECT_EQ(forged->error().code(), v1::ERROR_CODE_UNKNOWN_CLIENT);
+  ExpectStillServing(daemon);
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+}
+
+// A process flooding garbage is quarantined; another client's decodes keep
+// their latency (median within 2x of before the flood); an operator lists
+// and releases the quarantine with vaectl.
+TEST(HostileInputTest, FloodIsQuarantinedAndOthersKeepTheirLatency) {
+  const std::string cfg = WriteConfig(
+      "flood", "[quarantine]\nfault_threshold = 10\nwindow_ms = 10000\nduration_ms = 60000\n");
+  DaemonProcess daemon({"--config", cfg, "--intra-op-threads", "1"});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  auto good = Connect(daemon, "good");
+  ASSERT_NE(good, nullptr);
+  Buffers b = MakeBuffers(*good, 1, 16, 16);
+  auto median_ms = [&](int n) {
+    std::vector<double> ms;
+    for (int i = 0; i < n; ++i) {
+      const auto t0 = Clock::now();
+      auto r = good->Decode(Request(b));
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  (void)median_ms(5);  // warm
+  const double before = median_ms(30);
+
+  std::promise<std::string> flood_out;
+  std::thread flood([&] {
+    flood_out.set_value(RunAndCapture(
+        {Binary("tests/integration/hostile_client"), "flood", daemon.socket(), "3000"}));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const double during = median_ms(30);
+  flood.join();
+  const std::string out = flood_out.get_future().get();
+  std::printf("median decode latency: %.2f ms before, %.2f ms during the flood (ratio %.2f)\n",
+              before, during, during / before);
+  EXPECT_LE(during, 2.0 * before) << out;
+  EXPECT_THAT(out, HasSubstr("protocol_error=10"));
+  EXPECT_THAT(out, HasSubstr("quarantined=2990"));
+  EXPECT_THAT(out, HasSubstr("retry_after_ms"));
+
+  auto status = good->GetStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->quarantines(), 1u);
+  EXPECT_EQ(status->quarantine_rejections(), 2990u);
+  const std::string vaectl = Binary("ops/vaectl/vaectl");
+  const std::string listed =
+      RunAndCapture({vaectl, "--socket", daemon.socket(), "quarantine", "list"});
+  EXPECT_THAT(listed, HasSubstr("hostile-flood"));
+  EXPECT_THAT(listed, HasSubstr("protocol:"));
+  int code = -1;
+  const std::string released =
+      RunAndCapture({vaectl, "--socket", daemon.socket(), "quarantine", "release", "all"}, &code);
+  EXPECT_EQ(code, 0) << released;
+  EXPECT_THAT(released, HasSubstr("released pid"));
+  status = good->GetStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->quarantined_size(), 0);
+  ExpectStillServing(daemon);
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+  std::filesystem::remove(cfg);
+}
+
+// ------------------------------------------------------------ deadlines
+
+// A request past its deadline stops between units of work (here TAEF2
+// frame batches slowed to 50 ms each), long before the decode would end.
+TEST(HostileInputTest, DeadlineCancelsBetweenFrameBatchesNotAfter) {
+  const std::string cfg = WriteConfig("deadline", "[executor]\nallow_fault_injection = true\n");
+  DaemonProcess daemon({"--config", cfg, "--intra-op-threads", "1"});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  auto c = Connect(daemon, "deadline");
+  ASSERT_NE(c, nullptr);
+  Buffers b = MakeBuffers(*c, 40, 4, 4);  // 10 frame batches
+  client::DecodeRequest req = Request(b);
+  req.inject_faults = {"slow_tiles"};
+  req.deadline_ms = 150;
+  const auto t0 = Clock::now();
+  auto r = c->Decode(req);
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_THAT(r.status().message(), HasSubstr("options.deadline_ms 150 passed"));
+  EXPECT_THAT(r.status().message(), HasSubstr("before frame"));
+  EXPECT_LT(seconds, 0.4) << "10 batches x 50 ms would take 0.5 s";
+  // Without a deadline the same request completes.
+  req.deadline_ms = 0;
+  EXPECT_TRUE(c->Decode(req).ok());
+  auto status = c->GetStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->deadline_exceeded(), 1u);
+  ExpectStillServing(daemon);
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+  std::filesystem::remove(cfg);
+}
+
+// ------------------------------------------------------------ crashes
+
+size_t CountDevShm(const std::string& prefix) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
+  }
+  return n;
+}
+
+// Open file descriptors of `pid` on shm segments (/dev/shm/...).
+size_t CountShmFds(pid_t pid) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    const auto target = std::filesystem::read_symlink(e.path(), ec);
+    if (!ec && target.string().rfind("/dev/shm/", 0) == 0) ++n;
+  }
+  return n;
+}
+
+// Lines of /proc/<pid>/maps that map a vaed shm segment.
+size_t CountShmMappings(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  size_t n = 0;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("/dev/shm/vaed-") != std::string::npos) ++n;
+  }
+  return n;
+}
+
+TEST(HostileInputTest, ClientKilledMidDecodeLeavesNoMappingOrSegmentInTheDaemon) {
+  DaemonProcess daemon({"--intra-op-threads", "1"});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  auto observer = Connect(daemon, "observer");
+  ASSERT_NE(observer, nullptr);
+  // Other tests may create segments meanwhile: count by owner pid.
+  EXPECT_EQ(CountShmMappings(daemon.pid()), 0u);
+  EXPECT_EQ(CountShmFds(daemon.pid()), 0u);
+
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], 1);
+    close(pipe_fds[0]);
+    const std::string victim = Binary("tests/integration/victim_client");
+    execl(victim.c_str(), victim.c_str(), daemon.socket().c_str(), "16", nullptr);
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  FILE* p = fdopen(pipe_fds[0], "r");
+  char line[256] = {};
+  ASSERT_NE(fgets(line, sizeof(line), p), nullptr) << daemon.Log();
+  ASSERT_STREQ(line, "sending\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(CountShmMappings(daemon.pid()), 2u);  // the victim's latent and output
+  EXPECT_EQ(CountShmFds(daemon.pid()), 2u);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  fclose(p);
+
+  // The daemon notices the dead pid, cancels its decode and unmaps.
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < deadline) {
+    auto s = observer->GetStatus();
+    if (s.ok() && s->clients() == 1 && s->regions() == 0 && s->queue_depth() == 0 &&
+        CountShmMappings(daemon.pid()) == 0 && CountShmFds(daemon.pid()) == 0) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(CountShmMappings(daemon.pid()), 0u) << daemon.Log();
+  EXPECT_EQ(CountShmFds(daemon.pid()), 0u) << daemon.Log();
+  EXPECT_THAT(daemon.Log(), HasSubstr("has exited"));
+  // The daemon creates no segment of its own; the killed client's own two
+  // (named vaed-<its pid>-...) are what any dead POSIX shm user leaves
+  // behind, for its supervisor to remove.
+  EXPECT_EQ(CountDevShm("vaed-" + std::to_string(daemon.pid()) + "-"), 0u);
+  EXPECT_EQ(CountDevShm("vaed-" + std::to_string(pid) + "-"), 2u);
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    if (e.path().filename().string().rfind("vaed-" + std::to_string(pid) + "-", 0) == 0) {
+      std::filesystem::remove(e.path());
+    }
+  }
+  EXPECT_EQ(CountDevShm("vaed-" + std::to_string(pid) + "-"), 0u);
+  ExpectStillServing(daemon);
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+}
+
+// ------------------------------------------------------------ access
+
+// A peer whose uid is not admitted is refused at connection time (ZAP, by
+// SO_PEERCRED) even though the file system lets it reach the socket;
+// another uid in the list is served. Needs root (setuid in a child).
+TEST(HostileInputTest, DisallowedUidIsRefusedAndSocketPermissionsHold) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a client under other uids";
+  constexpr uid_t kAllowed = 65533, kRefused = 65534;
+  constexpr gid_t kGroup = 65534;  // nogroup: lets both children reach the socket
+  const std::string cfg =
+      WriteConfig("access", "[server]\nsocket_group = \"65534\"\nallowed_uids = [65533]\n");
+  DaemonProcess daemon({"--config", cfg});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  // The socket: mode 0660, group from server.socket_group.
+  struct stat st {};
+  ASSERT_EQ(stat(daemon.socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  EXPECT_EQ(st.st_gid, kGroup);
+  // Open the test's private directory to that group only (as /run/vaed is).
+  ASSERT_EQ(chown(daemon.dir().c_str(), 0, kGroup), 0);
+  ASSERT_EQ(chmod(daemon.dir().c_str(), 0750), 0);
+
+  auto run_as = [&](uid_t uid) {
+    int fds[2];
+    EXPECT_EQ(pipe(fds), 0);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      dup2(fds[1], 1);
+      close(fds[0]);
+      if (setgroups(0, nullptr) != 0 || setgid(kGroup) != 0 || setuid(uid) != 0) _exit(126);
+      const std::string bin = Binary("tests/integration/hostile_client");
+      execl(bin.c_str(), bin.c_str(), "connect", daemon.socket().c_str(), nullptr);
+      _exit(127);
+    }
+    close(fds[1]);
+    std::string out;
+    char buf[1024];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, size_t(n));
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+  };
+  const auto refused = run_as(kRefused);
+  EXPECT_EQ(refused.first, 1) << refused.second;
+  EXPECT_THAT(refused.second, HasSubstr("error:"));
+  const auto admitted = run_as(kAllowed);
+  EXPECT_EQ(admitted.first, 0) << admitted.second << daemon.Log();
+  EXPECT_THAT(admitted.second, HasSubstr("connected"));
+
+  auto c = Connect(daemon, "root");  // uid 0 is always admitted
+  ASSERT_NE(c, nullptr);
+  auto status = c->GetStatus();
+  ASSERT_TRUE(status.ok());
+  EXPECT_GE(status->rejected_connections(), 1u);
+  EXPECT_THAT(daemon.Log(), HasSubstr("access: refused a connection: peer uid 65534"));
+  // Client segments are created 0660: the owner and its group only.
+  Buffers b = MakeBuffers(*c, 1, 4, 4);
+  ASSERT_EQ(stat(("/dev/shm/" + b.in->name()).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  ExpectStillServing(daemon);
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+  std::filesystem::remove(cfg);
+}
+
+}  // namespace
+}  // namespace vaed
