@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev
   ffmpeg
+  clang libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do
