@@ -1,11 +1,14 @@
 #include "vaed/client.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <zmq.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -54,11 +57,33 @@ bool IsUnknownClient(const Result<v1::Reply>& reply) {
 Status CheckSocketFile(const std::string& path) {
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) {
+    if (errno == EACCES) {
+      return PermissionDenied("cannot reach the control socket " + path +
+                              ": permission denied on its directory (run as a member of the "
+                              "daemon's socket group, e.g. group vaed)");
+    }
     return Unavailable("vaed is not running: no control socket at " + path +
                        " (start it with `vaed` or `systemctl start vaed`)");
   }
   if (!S_ISSOCK(st.st_mode)) return Unavailable(path + " exists but is not a socket");
   return Status::Ok();
+}
+
+// Gives segment `name` the group of the control socket (the daemon's
+// group, which this process is a member of to reach the socket), so that a
+// daemon running as another user can open it through the group bits of the
+// segment's mode 0660. Best effort: when it fails (not a member), the
+// daemon's registration error says what is wrong.
+void ShareWithSocketGroup(const std::string& name, const std::string& socket) {
+  struct stat sock{};
+  if (::stat(socket.c_str(), &sock) != 0) return;
+  const int fd = ::shm_open(("/" + name).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0) return;
+  struct stat seg{};
+  if (::fstat(fd, &seg) == 0 && seg.st_gid != sock.st_gid) {
+    (void)::fchown(fd, static_cast<uid_t>(-1), sock.st_gid);
+  }
+  ::close(fd);
 }
 
 }  // namespace
@@ -271,6 +296,7 @@ struct Client::Impl {
       v1::Request req;
       req.set_request_id(next_request_id++);
       req.set_client_id(client_id.load());
+      ShareWithSocketGroup(region.name, options.socket);
       v1::HostShmRegion* host = req.mutable_register_region()->mutable_host();
       host->set_name(region.name);
       host->set_size_bytes(region.size_bytes);
@@ -475,6 +501,7 @@ Result<uint64_t> Client::RegisterRegion(const SharedRegion& region) {
       v1::Reply reply,
       impl_->CallLocked(
           [&](v1::Request* req) {
+            ShareWithSocketGroup(region.name(), impl_->options.socket);
             v1::HostShmRegion* host = req->mutable_register_region()->mutable_host();
             host->set_name(region.name());
             host->set_size_bytes(region.size());

@@ -97,8 +97,8 @@ bool AccessPolicy::IsAdmin(const PeerCredentials& peer) const {
 }
 
 Status PrepareSocketDirectory(const std::string& socket_path, std::optional<gid_t> group) {
-  const std::filesystem::path dir = std::filesystem::path(socket_path).parent_path();
-  if (dir.empty()) return Status::Ok();  // relative name in the working directory
+  std::filesystem::path dir = std::filesystem::path(socket_path).parent_path();
+  if (dir.empty()) dir = ".";  // a relative name: the working directory
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT) return ErrnoStatus(errno, "server.socket directory " + dir.string());

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "daemon/models/model_registry.h"
+#include "daemon/server/access_control.h"
 #include "vaed/host_region.h"
 
 namespace vaed::server {
@@ -207,6 +208,7 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
         {"socket", "heartbeat_interval_ms", "client_timeout_ms", "max_message_bytes",
          "heartbeat_liveness", "send_hwm", "recv_hwm", "socket_group", "allowed_uids",
          "allowed_groups", "admin_uids", "region_prefix", "max_in_flight_per_client",
+         "max_clients_per_process",
          "max_regions_per_client", "max_region_bytes_per_client"}));
     VAED_RETURN_IF_ERROR(r.String(*server, "server", "socket", &o->server.socket));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "heartbeat_interval_ms",
@@ -231,6 +233,8 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
     VAED_RETURN_IF_ERROR(r.String(*server, "server", "region_prefix", &o->server.region_prefix));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_in_flight_per_client",
                                    &o->server.max_in_flight_per_client, 1, 100000));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_clients_per_process",
+                                   &o->server.max_clients_per_process, 1, 100000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_regions_per_client",
                                    &o->server.max_regions_per_client, 1, 100000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_region_bytes_per_client",
@@ -408,6 +412,15 @@ Status ValidateOptions(const DaemonOptions& o) {
                              "' cannot start a region name: " + s.message());
     }
   }
+  // Groups are resolved now, before any model loads.
+  if (!o.server.socket_group.empty()) {
+    VAED_RETURN_IF_ERROR(ResolveGroup(o.server.socket_group, "server.socket_group").status());
+  }
+  for (size_t i = 0; i < o.server.allowed_groups.size(); ++i) {
+    VAED_RETURN_IF_ERROR(ResolveGroup(o.server.allowed_groups[i],
+                                      "server.allowed_groups[" + std::to_string(i) + "]")
+                             .status());
+  }
   if (o.quarantine.max_duration_ms < o.quarantine.duration_ms) {
     return InvalidArgument("quarantine.max_duration_ms (" +
                            std::to_string(o.quarantine.max_duration_ms) +
@@ -579,6 +592,8 @@ std::string ToToml(const DaemonOptions& o) {
                             {"region_prefix", o.server.region_prefix},
                             {"max_in_flight_per_client",
                              int64_t{o.server.max_in_flight_per_client}},
+                            {"max_clients_per_process",
+                             int64_t{o.server.max_clients_per_process}},
                             {"max_regions_per_client", int64_t{o.server.max_regions_per_client}},
                             {"max_region_bytes_per_client",
                              static_cast<int64_t>(o.server.max_region_bytes_per_client)},

@@ -67,6 +67,10 @@ struct ServerOptions {
   // BUSY, counted as a fault); registered regions and their mapped bytes
   // per client (past them: resource_exhausted, counted as a fault).
   uint32_t max_in_flight_per_client = 4;
+  // Clients (Hellos) one process may hold at once; past it Hello fails with
+  // resource_exhausted, counted as a fault. A second Hello on one
+  // connection replaces that connection's client.
+  uint32_t max_clients_per_process = 64;
   uint32_t max_regions_per_client = 64;
   uint64_t max_region_bytes_per_client = uint64_t{64} << 30;
 };

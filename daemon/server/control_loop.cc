@@ -192,7 +192,8 @@ Status ControlLoop::Run() {
     exit_status = Internal("unhealthy: " + handler_->health() +
                            "; exiting so that systemd restarts vaed");
   }
-  spdlog::info("vaed: stop requested; cancelling queued decodes");
+  spdlog::info("vaed: {}; cancelling queued decodes",
+               unhealthy_since_ ? "exiting unhealthy" : "stop requested");
   notifier_.Stopping(exit_status.ok() ? "stopping" : exit_status.message());
   executor_->Stop();
   ForwardExecutorReplies();
@@ -301,15 +302,28 @@ void ControlLoop::SendReply(const std::string& routing_id, const v1::Reply& repl
   std::string bytes;
   reply.SerializeToString(&bytes);
   try {
-    if (!router_.send(zmq::buffer(routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      spdlog::warn("reply {} dropped: the peer's queue is full (server.send_hwm)",
-                   reply.request_id());
+    if (!router_.send(zmq::buffer(routing_id),
+                      zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+      ReplyDropped(routing_id);
       return;
     }
     router_.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
     // EHOSTUNREACH: the peer disconnected before its reply (router_mandatory).
     spdlog::debug("{}", ZmqErrorStatus(e, "sending a reply").ToString());
+  }
+}
+
+void ControlLoop::ReplyDropped(const std::string& routing_id) {
+  const auto now = std::chrono::steady_clock::now();
+  handler_->OnReplyDropped(routing_id, now);
+  // One log line per second at most: a peer that never reads must not
+  // flood the journal.
+  if (now - last_drop_log_ >= std::chrono::seconds(1)) {
+    spdlog::warn("replies dropped: a peer does not read its replies (its queue is at "
+                 "server.send_hwm); {} dropped since start",
+                 handler_->dropped_replies());
+    last_drop_log_ = now;
   }
 }
 
@@ -334,7 +348,7 @@ void ControlLoop::ForwardExecutorReplies() {
     handler_->OnJobReply(client_id, reply, std::chrono::steady_clock::now());
     try {
       if (!router_.send(routing, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-        spdlog::warn("decode reply {} dropped: the peer's queue is full", reply.request_id());
+        ReplyDropped(routing.to_string());
         continue;
       }
       router_.send(payload, zmq::send_flags::dontwait);

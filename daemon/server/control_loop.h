@@ -76,6 +76,7 @@ class ControlLoop {
   void ServeZap();
   void ForwardExecutorReplies();
   void SendReply(const std::string& routing_id, const v1::Reply& reply);
+  void ReplyDropped(const std::string& routing_id);
   // Marks the daemon unhealthy once the executor reports a sticky error.
   void CheckHealth();
 
@@ -95,6 +96,7 @@ class ControlLoop {
 
   bool bound_ = false;  // we own the socket path and unlink it at exit
   std::chrono::steady_clock::time_point last_tick_{};
+  std::chrono::steady_clock::time_point last_drop_log_{};
   std::optional<std::chrono::steady_clock::time_point> unhealthy_since_;
 };
 

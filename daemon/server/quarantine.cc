@@ -45,6 +45,7 @@ QuarantineSnapshot QuarantineBook::Snap(const PeerIdentity& who, const Entry& e,
   s.remaining = now < e.until ? duration_cast<milliseconds>(e.until - now) : milliseconds(0);
   s.duration = e.duration;
   s.last_fault = e.last_fault;
+  s.client_ids = e.client_ids;
   s.faults_in_window = static_cast<uint32_t>(
       std::count_if(e.faults.begin(), e.faults.end(),
                     [&](Clock::time_point t) { return now - t <= policy_.window; }));
@@ -126,6 +127,13 @@ std::vector<QuarantineSnapshot> QuarantineBook::Release(
     e.faults.clear();
   }
   return out;
+}
+
+void QuarantineBook::NoteClients(const PeerIdentity& who, std::vector<uint64_t> client_ids) {
+  auto it = entries_.find(who);
+  if (it == entries_.end()) return;
+  if (client_ids.size() > kMaxClientIds) client_ids.resize(kMaxClientIds);
+  it->second.client_ids = std::move(client_ids);
 }
 
 std::vector<QuarantineSnapshot> QuarantineBook::Active(Clock::time_point now) const {

@@ -64,6 +64,7 @@ struct QuarantineSnapshot {
   std::chrono::milliseconds duration{0};
   std::string last_fault;
   uint32_t faults_in_window = 0;
+  std::vector<uint64_t> client_ids;  // its clients when it was quarantined
 };
 
 class QuarantineBook {
@@ -88,6 +89,11 @@ class QuarantineBook {
   std::vector<QuarantineSnapshot> Release(
       const std::function<bool(const QuarantineSnapshot&)>& match, Clock::time_point now);
 
+  // Remembers the client ids `who` had when it was quarantined, so an
+  // operator can name it by one (at most kMaxClientIds are kept).
+  void NoteClients(const PeerIdentity& who, std::vector<uint64_t> client_ids);
+  static constexpr size_t kMaxClientIds = 16;
+
   // Identities in quarantine at `now`.
   std::vector<QuarantineSnapshot> Active(Clock::time_point now) const;
   // Faults of `who` within the window before `now`.
@@ -108,6 +114,7 @@ class QuarantineBook {
     Clock::time_point until{};  // quarantined while now < until
     std::chrono::milliseconds duration{0};
     Clock::time_point last_seen{};
+    std::vector<uint64_t> client_ids;
   };
   void Trim(Entry* e, Clock::time_point now) const;
   QuarantineSnapshot Snap(const PeerIdentity& who, const Entry& e, Clock::time_point now) const;

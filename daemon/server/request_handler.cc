@@ -185,7 +185,14 @@ void RequestHandler::CountFault(const PeerIdentity& who, const std::string& clie
 void RequestHandler::ApplyQuarantine(const PeerIdentity& who, Clock::time_point now) {
   const Status state = quarantine_.Check(who, now);
   spdlog::warn("quarantine: {}", state.message());
-  const Status why = Cancelled("client process " + who.ToString() + " was quarantined");
+  // Its queued and running decodes end with the quarantine's own status
+  // (code and retry-after).
+  const Status why = state;
+  std::vector<uint64_t> ids;
+  for (const ClientState* c : std::as_const(clients_).All()) {
+    if (c->identity == who) ids.push_back(c->id);
+  }
+  quarantine_.NoteClients(who, ids);
   // Its clients are dropped: regions unmapped, work cancelled. Until the
   // quarantine ends every request of the process is refused; afterwards its
   // client library sees unknown_client and says Hello again, re-registering
@@ -250,8 +257,13 @@ std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_
 
   if (req.body_case() == v1::Request::kHello) {
     HandleHello(in, req, now, &reply);
-    if (reply.has_error())
-      CountFault(who, req.hello().client_name(), FromProtoError(reply.error()), std::nullopt, now);
+    if (reply.has_error()) {
+      const Status s = FromProtoError(reply.error());
+      CountFault(who, req.hello().client_name(), s,
+                 s.code() == StatusCode::kResourceExhausted ? std::optional(FaultKind::kQuota)
+                                                            : std::nullopt,
+                 now);
+    }
     return reply;
   }
   if (req.body_case() == v1::Request::BODY_NOT_SET) {
@@ -338,6 +350,26 @@ void RequestHandler::HandleHello(const Incoming& in, const v1::Request& req, Clo
     *reply->mutable_error() = ToProtoError(VersionMismatch(
         "client speaks vaed protocol version " + std::to_string(hello.protocol_version()) +
         ", this daemon speaks version " + std::to_string(kProtocolVersion)));
+    return;
+  }
+  // A second Hello on one connection starts a new session: the old client
+  // goes (its work is cancelled), so one connection holds one client.
+  for (const ClientState* old : std::as_const(clients_).All()) {
+    if (old->routing_id != in.routing_id) continue;
+    const uint64_t id = old->id;
+    sink_->CancelClient(
+        id, Cancelled("client " + std::to_string(id) + " said Hello again on its connection"));
+    clients_.Remove(id);
+    break;
+  }
+  const PeerIdentity who = IdentityOf(in);
+  size_t of_process = 0;
+  for (const ClientState* c : std::as_const(clients_).All()) of_process += c->identity == who;
+  if (of_process >= options_.server.max_clients_per_process) {
+    *reply->mutable_error() = ToProtoError(ResourceExhausted(
+        "client process " + who.ToString() + " already has " + std::to_string(of_process) +
+        " clients (server.max_clients_per_process = " +
+        std::to_string(options_.server.max_clients_per_process) + "); close one first"));
     return;
   }
   // Without SO_PEERCRED (not on Linux IPC) the claimed pid is all there is.
@@ -654,12 +686,14 @@ Status RequestHandler::HandleReleaseQuarantine(const Incoming& in, const v1::Rel
         "release_quarantine.client is empty; give a client id, pid:N, uid:N, "
         "a client name, or 'all'");
   }
-  // Client ids name the identity of that client.
+  // A client id names the process it belonged to when it was quarantined
+  // (or belongs to now).
+  std::optional<uint64_t> client_id;
   std::optional<PeerIdentity> by_id;
   if (std::all_of(what.begin(), what.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
       what.size() < 19) {
-    const uint64_t id = std::stoull(what);
-    if (const ClientState* c = clients_.Find(id)) by_id = c->identity;
+    client_id = std::stoull(what);
+    if (const ClientState* c = clients_.Find(*client_id)) by_id = c->identity;
   }
   auto field = [&](std::string_view prefix) -> std::optional<uint64_t> {
     if (what.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
@@ -673,10 +707,18 @@ Status RequestHandler::HandleReleaseQuarantine(const Incoming& in, const v1::Rel
   };
   const std::optional<uint64_t> pid = field("pid:");
   const std::optional<uint64_t> uid = field("uid:");
+  if ((what.rfind("pid:", 0) == 0 && !pid) || (what.rfind("uid:", 0) == 0 && !uid)) {
+    return InvalidArgument("release_quarantine.client '" + what +
+                           "' is malformed: pid:N and uid:N take a decimal number");
+  }
   const std::vector<QuarantineSnapshot> released = quarantine_.Release(
       [&](const QuarantineSnapshot& q) {
         if (what == "all") return true;
         if (by_id && q.identity == *by_id) return true;
+        if (client_id &&
+            std::find(q.client_ids.begin(), q.client_ids.end(), *client_id) != q.client_ids.end()) {
+          return true;
+        }
         if (pid && static_cast<uint64_t>(q.identity.pid) == *pid) return true;
         if (uid && q.identity.uid == *uid) return true;
         return q.client_name == what;
@@ -716,6 +758,20 @@ void RequestHandler::OnJobReply(uint64_t client_id, const v1::Reply& reply, Cloc
       (s.code() == StatusCode::kClientFault || s.code() == StatusCode::kInvalidArgument)) {
     const PeerIdentity who = c->identity;
     CountFault(who, c->name, s, std::nullopt, now);
+  }
+}
+
+void RequestHandler::OnReplyDropped(const std::string& routing_id, Clock::time_point now) {
+  ++dropped_replies_;
+  for (const ClientState* c : std::as_const(clients_).All()) {
+    if (c->routing_id != routing_id) continue;
+    const PeerIdentity who = c->identity;
+    const std::string name = c->name;
+    CountFault(who, name,
+               ResourceExhausted("a reply was dropped: the client does not read its replies "
+                                 "(server.send_hwm queued)"),
+               FaultKind::kQuota, now);
+    return;
   }
 }
 

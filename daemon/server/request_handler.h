@@ -82,6 +82,12 @@ class RequestHandler {
   // result as the client's fault.
   void OnJobReply(uint64_t client_id, const v1::Reply& reply, Clock::time_point now);
 
+  // A reply to `routing_id` could not be queued (the peer does not read its
+  // replies and its queue is at server.send_hwm): a quota fault of that
+  // client's process.
+  void OnReplyDropped(const std::string& routing_id, Clock::time_point now);
+  uint64_t dropped_replies() const { return dropped_replies_; }
+
   // Drops clients whose process exited or that were silent for longer than
   // server.client_timeout_ms with nothing in flight; their work is
   // cancelled and their regions unmapped. Call a few times a second.
@@ -139,6 +145,7 @@ class RequestHandler {
   uint64_t busy_rejections_ = 0;
   uint64_t deadline_exceeded_ = 0;
   uint64_t rejected_connections_ = 0;
+  uint64_t dropped_replies_ = 0;
 };
 
 }  // namespace vaed::server

@@ -169,8 +169,13 @@ Result<std::unique_ptr<HostRegion>> HostRegion::Open(std::string_view name,
   // shm_open (glibc) opens with O_NOFOLLOW, so a symbolic link planted in
   // /dev/shm fails above (ELOOP); anything but a regular file is refused.
   if (!S_ISREG(st.st_mode)) {
-    return FailedPrecondition(label + ": not a regular shm file (mode " +
-                              std::to_string(st.st_mode & S_IFMT) + ")");
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISDIR(st.st_mode)  ? "a directory"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                    : "an unknown file type";
+    return FailedPrecondition(label + ": is " + std::string(kind) +
+                              ", not a regular shm segment");
   }
   const uint64_t real_bytes = static_cast<uint64_t>(st.st_size);
   if (claimed_bytes > real_bytes) {

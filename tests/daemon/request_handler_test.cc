@@ -425,6 +425,57 @@ TEST_F(RequestHandlerTest, ReleaseNeedsAnAdminAndLiftsTheQuarantine) {
   EXPECT_EQ(ErrorOf(Send("op", Peer(301), release)).code(), StatusCode::kNotFound);
 }
 
+TEST_F(RequestHandlerTest, ReleaseByTheClientIdItHadAndMalformedTargets) {
+  const PeerCredentials bad = Peer(100);
+  const uint64_t id = Hello("bad", bad);
+  for (int i = 0; i < 5; ++i) Send("bad", bad, std::string(11, '\xff'));
+  ASSERT_EQ(StatusNow().quarantined_size(), 1);
+  v1::Request release;
+  release.mutable_release_quarantine()->set_client("pid:abc");
+  const Status malformed = ErrorOf(Send("op", Peer(301), release));
+  EXPECT_EQ(malformed.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(malformed.message(), HasSubstr("malformed"));
+  // The client id is gone from the registry, but names the process.
+  release.mutable_release_quarantine()->set_client(std::to_string(id));
+  auto ok = Send("op", Peer(301), release);
+  ASSERT_TRUE(ok && ok->has_release_quarantine()) << ErrorOf(ok).ToString();
+  EXPECT_EQ(ok->release_quarantine().released_size(), 1);
+  EXPECT_EQ(StatusNow().quarantined_size(), 0);
+}
+
+TEST_F(RequestHandlerTest, HelloAgainReplacesTheClientAndProcessesAreCapped) {
+  options_.server.max_clients_per_process = 3;
+  Rebuild();
+  const PeerCredentials p = Peer(100);
+  // Many Hellos on one connection: one client at a time.
+  uint64_t last = 0;
+  for (int i = 0; i < 10; ++i) last = Hello("a", p);
+  EXPECT_NE(last, 0u);
+  EXPECT_EQ(StatusNow().clients(), 1u);
+  EXPECT_EQ(StatusNow().client_faults(), 0u);
+  // Three connections of one process are allowed, a fourth is not.
+  EXPECT_NE(Hello("b", p), 0u);
+  EXPECT_NE(Hello("c", p), 0u);
+  v1::Request hello;
+  hello.mutable_hello()->set_protocol_version(kProtocolVersion);
+  const Status capped = ErrorOf(Send("d", p, hello));
+  EXPECT_EQ(capped.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(capped.message(), HasSubstr("server.max_clients_per_process = 3"));
+  EXPECT_EQ(StatusNow().client_faults(), 1u);
+  // Another process is not limited by it.
+  EXPECT_NE(Hello("e", Peer(200)), 0u);
+}
+
+TEST_F(RequestHandlerTest, ADroppedReplyIsAQuotaFaultOfThatClient) {
+  const PeerCredentials p = Peer(100);
+  Hello("a", p);
+  handler_->OnReplyDropped("a", Clock::now());
+  handler_->OnReplyDropped("nobody", Clock::now());
+  EXPECT_EQ(handler_->dropped_replies(), 2u);
+  EXPECT_EQ(handler_->quarantine().FaultsInWindow({p.uid, p.pid}, Clock::now()), 1u);
+  EXPECT_EQ(handler_->quarantine().faults(FaultKind::kQuota), 1u);
+}
+
 TEST_F(RequestHandlerTest, InFlightLimitAnswersBusyAndCountsAFault) {
   options_.server.max_in_flight_per_client = 2;
   Rebuild();
