@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -89,16 +90,16 @@ std::string WriteConfig(const std::string& name, const std::string& toml) {
 
 std::string Binary(const std::string& rel) { return std::string(VAED_BINARY_DIR) + "/" + rel; }
 
-// Runs `argv` to completion and returns its stdout. `niceness` > 0 lowers
-// its CPU priority (a flooding client must not win by taking the CPU from
-// the daemon on a small machine: the test is about the daemon's isolation).
+// Runs `argv` to completion and returns its stdout and stderr. `in_child`
+// runs in the child before exec (lower its priority, change its uid); when
+// it returns false the child exits with 126.
 std::string RunAndCapture(const std::vector<std::string>& argv, int* exit_code = nullptr,
-                          int niceness = 0) {
+                          const std::function<bool()>& in_child = {}) {
   int fds[2];
   if (pipe(fds) != 0) return "";
   const pid_t pid = fork();
   if (pid == 0) {
-    if (niceness > 0 && nice(niceness) == -1) _exit(125);
+    if (in_child && !in_child()) _exit(126);
     dup2(fds[1], 1);
     dup2(fds[1], 2);
     close(fds[0]);
@@ -235,7 +236,9 @@ TEST(HostileInputTest, FloodIsQuarantinedAndOthersKeepTheirLatency) {
   std::thread flood([&] {
     flood_out.set_value(RunAndCapture(
         {Binary("tests/integration/hostile_client"), "flood", daemon.socket(), "3000"}, nullptr,
-        /*niceness=*/10));
+        // A flooding client must not win by taking the CPU from the daemon
+        // on a small machine: the test is about the daemon's isolation.
+        [] { return nice(10) != -1; }));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const double during = median_ms(30);
@@ -417,26 +420,11 @@ TEST(HostileInputTest, DisallowedUidIsRefusedAndSocketPermissionsHold) {
   ASSERT_EQ(chmod(daemon.dir().c_str(), 0750), 0);
 
   auto run_as = [&](uid_t uid) {
-    int fds[2];
-    EXPECT_EQ(pipe(fds), 0);
-    const pid_t pid = fork();
-    if (pid == 0) {
-      dup2(fds[1], 1);
-      close(fds[0]);
-      if (setgroups(0, nullptr) != 0 || setgid(kGroup) != 0 || setuid(uid) != 0) _exit(126);
-      const std::string bin = Binary("tests/integration/hostile_client");
-      execl(bin.c_str(), bin.c_str(), "connect", daemon.socket().c_str(), nullptr);
-      _exit(127);
-    }
-    close(fds[1]);
-    std::string out;
-    char buf[1024];
-    ssize_t n;
-    while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, size_t(n));
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+    int code = -1;
+    const std::string out = RunAndCapture(
+        {Binary("tests/integration/hostile_client"), "connect", daemon.socket()}, &code,
+        [&] { return setgroups(0, nullptr) == 0 && setgid(kGroup) == 0 && setuid(uid) == 0; });
+    return std::make_pair(code, out);
   };
   const auto refused = run_as(kRefused);
   EXPECT_EQ(refused.first, 1) << refused.second;
@@ -494,22 +482,18 @@ TEST(HostileInputTest, NonRootDaemonServesAClientOfAnotherUidInItsGroup) {
   EXPECT_EQ(st.st_uid, kDaemonUid);
   EXPECT_EQ(st.st_mode & 0777, 0660u);
 
-  const pid_t client = fork();
-  if (client == 0) {
-    const gid_t groups[] = {kDaemonGid};
-    if (setgroups(1, groups) != 0 || setgid(kClientGid) != 0 || setuid(kClientUid) != 0) {
-      _exit(126);
-    }
-    const std::string bin = Binary("ops/vaectl/vaectl");
-    execl(bin.c_str(), bin.c_str(), "--socket", socket.c_str(), "decode", "--random-latent",
-          "1,32,4,4", "--model", "demo", "--format", "none", nullptr);
-    _exit(127);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(client, &status, 0), client);
+  int code = -1;
+  const std::string out = RunAndCapture(
+      {Binary("ops/vaectl/vaectl"), "--socket", socket, "decode", "--random-latent", "1,32,4,4",
+       "--model", "demo", "--format", "none"},
+      &code, [] {
+        const gid_t groups[] = {kDaemonGid};
+        return setgroups(1, groups) == 0 && setgid(kClientGid) == 0 && setuid(kClientUid) == 0;
+      });
   std::ifstream in(log);
   const std::string daemon_log((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << daemon_log;
+  EXPECT_EQ(code, 0) << out << daemon_log;
+  int status = 0;
   kill(daemon, SIGTERM);
   ASSERT_EQ(waitpid(daemon, &status, 0), daemon);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << daemon_log;

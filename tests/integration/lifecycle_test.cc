@@ -187,17 +187,28 @@ std::string ReadNotifications(int fd, std::chrono::milliseconds timeout) {
   return all;
 }
 
+// A datagram socket at `path` (replacing what is there) for NOTIFY_SOCKET;
+// -1 on error.
+int BindNotifySocket(const std::string& path) {
+  std::remove(path.c_str());
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // The sd_notify protocol as systemd speaks it: a datagram socket named by
 // NOTIFY_SOCKET, and WATCHDOG_USEC for the watchdog interval.
 TEST(LifecycleTest, NotifiesSystemdReadyWatchdogAndStopping) {
   const std::string path = "/tmp/vaed-notify-test.sock";
-  std::remove(path.c_str());
-  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const int fd = BindNotifySocket(path);
   ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   setenv("NOTIFY_SOCKET", path.c_str(), 1);
   setenv("WATCHDOG_USEC", "400000", 1);  // 0.4 s: pings every <= 0.2 s
   DaemonProcess daemon({});
@@ -220,13 +231,8 @@ TEST(LifecycleTest, NotifiesSystemdReadyWatchdogAndStopping) {
 // non-zero so that systemd (Restart=on-failure) restarts it.
 TEST(LifecycleTest, StickyDeviceErrorMakesTheDaemonUnhealthyAndExitNonZero) {
   const std::string path = "/tmp/vaed-notify-fatal-" + std::to_string(getpid()) + ".sock";
-  std::remove(path.c_str());
-  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const int fd = BindNotifySocket(path);
   ASSERT_GE(fd, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   const std::string cfg = "/tmp/vaed-fatal-" + std::to_string(getpid()) + ".toml";
   std::ofstream(cfg) << "[executor]\nallow_fault_injection = true\n";
   setenv("NOTIFY_SOCKET", path.c_str(), 1);
