@@ -561,6 +561,14 @@ Result<bool> RequestHandler::HandleDecode(ClientState* client, const std::string
     bool written;
   };
   std::vector<Placed> placed;
+  // The client's region `ref` names, with `ref`'s bytes inside it now.
+  auto locate = [&](const TensorRef& ref,
+                    const std::string& field) -> Result<std::shared_ptr<HostRegion>> {
+    VAED_ASSIGN_OR_RETURN(std::shared_ptr<HostRegion> region,
+                          clients_.FindRegion(*client, ref.region_id, field + ".region_id"));
+    VAED_RETURN_IF_ERROR(CheckRegionRange(*region, ref, field));
+    return region;
+  };
   if (video) {
     VAED_ASSIGN_OR_RETURN(video->latent, FromProto(d.latent(), "latent"));
     if (!d.has_output()) return InvalidArgument("output is required unless plan_only is set");
@@ -573,14 +581,8 @@ Result<bool> RequestHandler::HandleDecode(ClientState* client, const std::string
           " for latent " + ShapeToString(video->latent.shape));
     }
     video->output = std::move(output);
-    VAED_ASSIGN_OR_RETURN(
-        video->latent_region,
-        clients_.FindRegion(*client, video->latent.region_id, "latent.region_id"));
-    VAED_ASSIGN_OR_RETURN(
-        video->output_region,
-        clients_.FindRegion(*client, video->output.region_id, "output.region_id"));
-    VAED_RETURN_IF_ERROR(CheckRegionRange(*video->latent_region, video->latent, "latent"));
-    VAED_RETURN_IF_ERROR(CheckRegionRange(*video->output_region, video->output, "output"));
+    VAED_ASSIGN_OR_RETURN(video->latent_region, locate(video->latent, "latent"));
+    VAED_ASSIGN_OR_RETURN(video->output_region, locate(video->output, "output"));
     placed.push_back({"latent", &video->latent, video->latent_region.get(), false});
     placed.push_back({"output", &video->output, video->output_region.get(), true});
   }
@@ -598,14 +600,8 @@ Result<bool> RequestHandler::HandleDecode(ClientState* client, const std::string
                              ShapeToString(audio->latent.shape));
     }
     audio->output = std::move(output);
-    VAED_ASSIGN_OR_RETURN(
-        audio->latent_region,
-        clients_.FindRegion(*client, audio->latent.region_id, "audio_latent.region_id"));
-    VAED_ASSIGN_OR_RETURN(
-        audio->output_region,
-        clients_.FindRegion(*client, audio->output.region_id, "audio_output.region_id"));
-    VAED_RETURN_IF_ERROR(CheckRegionRange(*audio->latent_region, audio->latent, "audio_latent"));
-    VAED_RETURN_IF_ERROR(CheckRegionRange(*audio->output_region, audio->output, "audio_output"));
+    VAED_ASSIGN_OR_RETURN(audio->latent_region, locate(audio->latent, "audio_latent"));
+    VAED_ASSIGN_OR_RETURN(audio->output_region, locate(audio->output, "audio_output"));
     placed.push_back({"audio_latent", &audio->latent, audio->latent_region.get(), false});
     placed.push_back({"audio_output", &audio->output, audio->output_region.get(), true});
   }
