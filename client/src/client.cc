@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "vaed/framing.h"
 #include "vaed/wire.h"
 #include "vaed/zmq_status.h"
 
@@ -36,6 +37,9 @@ constexpr uint32_t kDefaultLiveness = 3;
 // (daemon ids restart at 1 after a daemon restart) come from here; daemon
 // ids never get this large.
 constexpr uint64_t kFirstSyntheticRegionId = uint64_t{1} << 62;
+// Largest reply taken from the daemon (status replies with long client
+// lists are the largest; decode replies are a few KiB).
+constexpr uint64_t kMaxReplyBytes = uint64_t{64} << 20;
 
 // Turns an error reply into its Status; checks the body otherwise.
 Status CheckReply(const v1::Reply& reply, v1::Reply::BodyCase expected, std::string_view what) {
@@ -108,7 +112,12 @@ struct Client::Impl {
   zmq::context_t context{1};
 
   std::mutex mu;  // serializes all use of `socket` and the state below
-  std::unique_ptr<zmq::socket_t> socket;  // guarded by mu; replaced on reconnect
+  // ZMQ_STREAM socket with vaed's framing (vaed/framing.h); guarded by mu,
+  // replaced on reconnect, with the routing id of its one connection and
+  // the reassembly of the daemon's byte stream.
+  std::unique_ptr<zmq::socket_t> socket;
+  std::string connection_id;
+  wire::FrameReader reader{kMaxReplyBytes};
   uint64_t next_request_id = 1;           // guarded by mu
   // The daemon was found gone (heartbeats unanswered, or the connection
   // dropped) or answered kUnknownClient: the next call reconnects before it
@@ -142,6 +151,56 @@ struct Client::Impl {
     return interval;
   }
 
+  // Precondition: mu held. Queues one framed message to the daemon without
+  // blocking; false when it cannot be queued (no connection, the daemon
+  // closed it, or its queue is full). Throws zmq::error_t on other errors.
+  bool SendMessage(const std::string& bytes) {
+    if (connection_id.empty()) return false;
+    try {
+      if (!socket->send(zmq::buffer(connection_id),
+                        zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+        return false;
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EHOSTUNREACH) return false;  // the connection is gone
+      throw;
+    }
+    socket->send(zmq::buffer(wire::EncodeFrame(bytes)), zmq::send_flags::dontwait);
+    return true;
+  }
+
+  // Precondition: mu held. The next whole message from the daemon, waiting
+  // up to `wait_ms` (-1 = forever) for bytes; nullopt when none completed
+  // in time. kUnavailable (and `broken`) when the daemon closed the
+  // connection; kProtocolError for a reply over kMaxReplyBytes.
+  Result<std::optional<std::string>> NextMessage(long wait_ms) {
+    for (;;) {
+      if (std::optional<wire::Frame> frame = reader.Next()) {
+        if (frame->oversized_bytes > 0) {
+          return ProtocolError("the daemon sent a message of " +
+                               std::to_string(frame->oversized_bytes) + " bytes (over " +
+                               std::to_string(kMaxReplyBytes) + ")");
+        }
+        return std::optional<std::string>(std::move(frame->payload));
+      }
+      zmq::pollitem_t item{socket->handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, milliseconds(wait_ms));
+      if (!(item.revents & ZMQ_POLLIN)) return std::optional<std::string>();
+      zmq::message_t id, chunk;
+      if (!socket->recv(id, zmq::recv_flags::dontwait)) continue;
+      (void)socket->recv(chunk, zmq::recv_flags::none);
+      if (chunk.size() == 0) {
+        // ZMQ_STREAM's notice: the connection closed (the daemon exited or
+        // refused this process). Reconnecting is the caller's business.
+        broken = true;
+        connection_id.clear();
+        return Unavailable("vaed at " + options.socket + " closed the connection");
+      }
+      reader.Append(std::string_view(static_cast<const char*>(chunk.data()), chunk.size()));
+      wait_ms = 0;  // a partial message: take what else is there now
+    }
+  }
+
   // Precondition: mu held. Sends a Heartbeat without waiting for its reply;
   // returns its request id (0 when it could not be queued).
   uint64_t SendPing() {
@@ -149,8 +208,7 @@ struct Client::Impl {
     req.set_request_id(next_request_id++);
     req.set_client_id(client_id.load());
     req.mutable_heartbeat();
-    const std::string bytes = req.SerializeAsString();
-    if (!socket->send(zmq::buffer(bytes), zmq::send_flags::dontwait)) return 0;
+    if (!SendMessage(req.SerializeAsString())) return 0;
     return req.request_id();
   }
 
@@ -165,9 +223,9 @@ struct Client::Impl {
   Result<v1::Reply> Exchange(const std::string& bytes, uint64_t expect_id, int timeout_ms,
                              bool ping) {
     try {
-      // Without a connection (ZMQ_IMMEDIATE) or with a full queue a DEALER
-      // send would block; never block a caller on it.
-      if (!socket->send(zmq::buffer(bytes), zmq::send_flags::dontwait)) {
+      // Without a connection or with a full queue a send would block; never
+      // block a caller on it.
+      if (!SendMessage(bytes)) {
         broken = true;
         return Unavailable("vaed at " + options.socket +
                            " is not connected (it went away) or not taking messages");
@@ -189,14 +247,11 @@ struct Client::Impl {
           wait_ms = std::max<long>(
               0, std::chrono::ceil<milliseconds>(until - now).count());
         }
-        zmq::pollitem_t item{socket->handle(), 0, ZMQ_POLLIN, 0};
-        zmq::poll(&item, 1, milliseconds(wait_ms));
-        if (item.revents & ZMQ_POLLIN) {
-          zmq::message_t msg;
-          if (!socket->recv(msg, zmq::recv_flags::dontwait)) continue;
+        VAED_ASSIGN_OR_RETURN(std::optional<std::string> msg, NextMessage(wait_ms));
+        if (msg) {
           v1::Reply reply;
-          if (!reply.ParseFromArray(msg.data(), static_cast<int>(msg.size()))) {
-            return ProtocolError("the daemon sent " + std::to_string(msg.size()) +
+          if (!reply.ParseFromString(*msg)) {
+            return ProtocolError("the daemon sent " + std::to_string(msg->size()) +
                                  " bytes that are not a vaed.v1.Reply");
           }
           // Any message shows the daemon is alive.
@@ -238,33 +293,39 @@ struct Client::Impl {
   // still queues), connects a fresh one, waits up to `connect_ms` for the
   // connection to be made, then says Hello and waits up to `reply_ms` for
   // the reply (0 = forever, both); adopts the reply's client id and
-  // settings. With ZMQ_IMMEDIATE nothing is queued for a daemon that is not
-  // there, so an attempt that finds none leaves no stray Hello behind (it
-  // would register a client nobody uses), and a send on a connection the
-  // daemon dropped fails at once instead of waiting in a queue.
+  // settings. Nothing is sent before the connection exists (ZMQ_STREAM
+  // reports it with a notice carrying its routing id), so an attempt that
+  // finds no daemon leaves no stray Hello behind (it would register a
+  // client nobody uses). ZeroMQ does not reconnect the socket by itself: a
+  // closed connection stays closed, and a send on it fails at once.
   Status HelloOnFreshSocket(int connect_ms, int reply_ms) {
     try {
       socket.reset();  // linger 0: stale requests and heartbeats are dropped
-      socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
+      connection_id.clear();
+      reader = wire::FrameReader(kMaxReplyBytes);
+      socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::stream);
       socket->set(zmq::sockopt::linger, 0);
-      socket->set(zmq::sockopt::immediate, 1);
+      socket->set(zmq::sockopt::reconnect_ivl, -1);
       socket->connect("ipc://" + options.socket);
-      // POLLOUT once the connection (and the daemon's access check) is done.
+      // The connect notice: the routing id and an empty message.
       const auto deadline = Clock::now() + milliseconds(connect_ms);
-      for (;;) {
+      while (connection_id.empty()) {
         long wait_ms = -1;
         if (connect_ms > 0) {
           wait_ms = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
           if (wait_ms <= 0) {
             return Unavailable("no connection to vaed at " + options.socket + " within " +
                                std::to_string(connect_ms) +
-                               " ms (not running, not listening yet, or its access control "
-                               "refuses this process's uid)");
+                               " ms (not running, or not listening yet)");
           }
         }
-        zmq::pollitem_t item{socket->handle(), 0, ZMQ_POLLOUT, 0};
+        zmq::pollitem_t item{socket->handle(), 0, ZMQ_POLLIN, 0};
         zmq::poll(&item, 1, milliseconds(wait_ms));
-        if (item.revents & ZMQ_POLLOUT) break;
+        if (!(item.revents & ZMQ_POLLIN)) continue;
+        zmq::message_t id, notice;
+        if (!socket->recv(id, zmq::recv_flags::dontwait)) continue;
+        (void)socket->recv(notice, zmq::recv_flags::none);
+        if (notice.size() == 0) connection_id = id.to_string();
       }
     } catch (const zmq::error_t& e) {
       return ZmqErrorStatus(e, "connecting to ipc://" + options.socket);

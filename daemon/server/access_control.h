@@ -5,11 +5,11 @@
 //     only its group (mode 0750, no access for others) and the socket file
 //     is 0660, both with group server.socket_group. A process outside the
 //     group cannot reach the socket at all.
-//  2. Peer credentials: at connection time ZeroMQ asks the daemon's ZAP
-//     handler, which receives the uid/gid/pid the kernel recorded
-//     (SO_PEERCRED; peer.h) and refuses peers that server.allowed_uids /
-//     server.allowed_groups do not admit. A refused connection is closed
-//     before any message of it is read.
+//  2. Peer credentials: when a connection is made, the control loop reads
+//     the uid/gid/pid the kernel recorded (SO_PEERCRED; peer.h) from
+//     ZeroMQ's connect notice and refuses peers that server.allowed_uids /
+//     server.allowed_groups do not admit: the connection gets one
+//     PERMISSION_DENIED reply and is closed; nothing it sends is read.
 //
 // Thread-safety: AccessPolicy is immutable after Create(); const methods
 // are safe from any thread.

@@ -35,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 struct ClientState {
   uint64_t id = 0;
-  std::string routing_id;  // ZeroMQ ROUTER identity of the connection
+  std::string routing_id;  // ZeroMQ routing id of the connection
   std::string name;        // from Hello, for logs
   // The process behind the connection (SO_PEERCRED via ZeroMQ; peer.h):
   // quarantine identity and liveness check. `hello_pid` is what the client

@@ -208,7 +208,7 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
         {"socket", "heartbeat_interval_ms", "client_timeout_ms", "max_message_bytes",
          "heartbeat_liveness", "send_hwm", "recv_hwm", "socket_group", "allowed_uids",
          "allowed_groups", "admin_uids", "region_prefix", "max_in_flight_per_client",
-         "max_clients_per_process",
+         "max_clients_per_process", "max_connections",
          "max_regions_per_client", "max_region_bytes_per_client"}));
     VAED_RETURN_IF_ERROR(r.String(*server, "server", "socket", &o->server.socket));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "heartbeat_interval_ms",
@@ -235,6 +235,8 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
                                    &o->server.max_in_flight_per_client, 1, 100000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_clients_per_process",
                                    &o->server.max_clients_per_process, 1, 100000));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_connections",
+                                   &o->server.max_connections, 1, 100000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_regions_per_client",
                                    &o->server.max_regions_per_client, 1, 100000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_region_bytes_per_client",
@@ -594,6 +596,7 @@ std::string ToToml(const DaemonOptions& o) {
                              int64_t{o.server.max_in_flight_per_client}},
                             {"max_clients_per_process",
                              int64_t{o.server.max_clients_per_process}},
+                            {"max_connections", int64_t{o.server.max_connections}},
                             {"max_regions_per_client", int64_t{o.server.max_regions_per_client}},
                             {"max_region_bytes_per_client",
                              static_cast<int64_t>(o.server.max_region_bytes_per_client)},

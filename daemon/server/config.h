@@ -41,9 +41,11 @@ struct ServerOptions {
   // Heartbeats a client may miss before its library treats the daemon as
   // gone and reconnects (sent to clients in HelloReply).
   uint32_t heartbeat_liveness = 3;
-  // ZeroMQ high-water marks of the control socket, in messages per peer
-  // (ZMQ_SNDHWM / ZMQ_RCVHWM): past them ZeroMQ stops reading from a peer
-  // (receive) or drops replies to a peer that does not read (send).
+  // ZeroMQ high-water marks of the control socket per connection
+  // (ZMQ_SNDHWM / ZMQ_RCVHWM): replies queued to a peer (past it, replies
+  // to a peer that does not read are dropped), and chunks of at most 8 KiB
+  // received ahead of the daemon (past it, ZeroMQ stops reading from the
+  // peer until the daemon catches up).
   uint32_t send_hwm = 1000;
   uint32_t recv_hwm = 1000;
 
@@ -71,6 +73,12 @@ struct ServerOptions {
   // resource_exhausted, counted as a fault. A second Hello on one
   // connection replaces that connection's client.
   uint32_t max_clients_per_process = 64;
+  // Connections open at once on the control socket, and per process
+  // max_clients_per_process of them; a connection past either gets one
+  // RESOURCE_EXHAUSTED reply and is closed. Bounds the daemon's buffers:
+  // each connection holds at most max_message_bytes of a partial message
+  // plus recv_hwm ZeroMQ chunks (8 KiB each).
+  uint32_t max_connections = 256;
   uint32_t max_regions_per_client = 64;
   uint64_t max_region_bytes_per_client = uint64_t{64} << 30;
 };

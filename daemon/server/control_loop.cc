@@ -80,8 +80,7 @@ ControlLoop::ControlLoop(const DaemonOptions& options, models::ModelRegistry* re
       registry_(registry),
       stop_fd_(stop_fd),
       context_(1),
-      zap_(context_, zmq::socket_type::rep),
-      router_(context_, zmq::socket_type::router),
+      stream_(context_, zmq::socket_type::stream),
       replies_(context_, zmq::socket_type::pull) {}
 
 ControlLoop::~ControlLoop() {
@@ -112,22 +111,15 @@ Status ControlLoop::Bind(std::optional<gid_t> group) {
     std::filesystem::remove(path, ec);
   }
   try {
-    // The ZAP handler must be bound before the first connection arrives:
-    // ZeroMQ then asks it about every peer (with its SO_PEERCRED ids).
-    zap_.set(zmq::sockopt::linger, 0);
-    zap_.bind("inproc://zeromq.zap.01");
-    router_.set(zmq::sockopt::zap_domain, "vaed");
-    router_.set(zmq::sockopt::linger, 500);
-    // Past 4x max_message_bytes ZeroMQ cuts the connection before reading
-    // (memory protection); below that the handler answers with an error.
-    router_.set(zmq::sockopt::maxmsgsize,
-                static_cast<int64_t>(4 * options_.server.max_message_bytes));
-    router_.set(zmq::sockopt::rcvhwm, static_cast<int>(options_.server.recv_hwm));
-    router_.set(zmq::sockopt::sndhwm, static_cast<int>(options_.server.send_hwm));
-    // Replies to a peer whose send queue is full fail at once (EHOSTUNREACH
-    // is not raised for a full pipe; the reply is dropped and logged).
-    router_.set(zmq::sockopt::router_mandatory, true);
-    router_.bind("ipc://" + path);
+    // Raw bytes in and out (vaed/framing.h frames the messages), with
+    // connect / disconnect notices (ZMQ_STREAM_NOTIFY, on by default). A
+    // message over server.max_message_bytes is answered from its header
+    // and its bytes skipped unbuffered; ZeroMQ holds at most recv_hwm
+    // chunks per connection before it stops reading from the peer.
+    stream_.set(zmq::sockopt::linger, 500);
+    stream_.set(zmq::sockopt::rcvhwm, static_cast<int>(options_.server.recv_hwm));
+    stream_.set(zmq::sockopt::sndhwm, static_cast<int>(options_.server.send_hwm));
+    stream_.bind("ipc://" + path);
     replies_.set(zmq::sockopt::linger, 0);
     replies_.bind(kReplyEndpoint);
   } catch (const zmq::error_t& e) {
@@ -156,26 +148,25 @@ Status ControlLoop::Run() {
   Status exit_status;
   while (!stop) {
     zmq::pollitem_t items[] = {
-        {router_.handle(), 0, ZMQ_POLLIN, 0},
+        {stream_.handle(), 0, ZMQ_POLLIN, 0},
         {replies_.handle(), 0, ZMQ_POLLIN, 0},
         {nullptr, stop_fd_, ZMQ_POLLIN, 0},
-        {zap_.handle(), 0, ZMQ_POLLIN, 0},
     };
     try {
       // At most 250 ms so client expiry and health checks keep turning.
-      zmq::poll(items, 4, std::min(notifier_.poll_budget(), std::chrono::milliseconds(250)));
+      zmq::poll(items, 3, std::min(notifier_.poll_budget(), std::chrono::milliseconds(250)));
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
       return ZmqErrorStatus(e, "polling the control socket");
     }
     if (items[2].revents & ZMQ_POLLIN) stop = true;
-    if (items[3].revents & ZMQ_POLLIN) ServeZap();
     if (items[1].revents & ZMQ_POLLIN) ForwardExecutorReplies();
     if (items[0].revents & ZMQ_POLLIN) ReceiveRequests();
     const auto now = std::chrono::steady_clock::now();
     if (now - last_tick_ >= std::chrono::milliseconds(250)) {
       last_tick_ = now;
       handler_->Tick(now);
+      CloseRefusedConnections(now);
     }
     CheckHealth();
     if (unhealthy_since_) {
@@ -213,105 +204,140 @@ void ControlLoop::CheckHealth() {
   notifier_.SetStatus("unhealthy: " + handler_->health());
 }
 
-void ControlLoop::ServeZap() {
-  // One ZAP request (RFC 27): version, request id, domain, address,
-  // identity, mechanism, credentials...; the address ends with the peer's
-  // SO_PEERCRED uid:gid:pid on IPC.
-  std::vector<zmq::message_t> frames;
-  try {
-    for (;;) {
-      zmq::message_t m;
-      if (!zap_.recv(m, zmq::recv_flags::dontwait)) break;
-      const bool more = m.more();
-      frames.push_back(std::move(m));
-      if (!more) break;
-    }
-  } catch (const zmq::error_t& e) {
-    spdlog::error("{}", ZmqErrorStatus(e, "receiving a ZAP request").ToString());
+void ControlLoop::OnConnectionEvent(const std::string& routing_id,
+                                    zmq::message_t& notice) {
+  if (auto it = connections_.find(routing_id); it != connections_.end()) {
+    // The peer closed its socket or exited: its clients go now, not at
+    // their timeout.
+    const bool refused = it->second.close_at.has_value();
+    connections_.erase(it);
+    if (!refused) handler_->OnDisconnected(routing_id);
     return;
   }
-  if (frames.empty()) return;
-  const std::string request_id = frames.size() > 1 ? frames[1].to_string() : "";
-  const std::string address = frames.size() > 3 ? frames[3].to_string() : "";
-  std::optional<PeerCredentials> peer = ParsePeerAddress(address);
-  Status admit = peer ? access_.Admit(*peer)
-                      : PermissionDenied("peer address '" + address.substr(0, 64) +
-                                         "' carries no credentials (SO_PEERCRED)");
+  Connection conn{.peer = std::nullopt,
+                  .reader = wire::FrameReader(options_.server.max_message_bytes),
+                  .close_at = std::nullopt,
+                  .closed = false};
+  std::string address;
+  try {
+    // Set by ZeroMQ from SO_PEERCRED: "<addr>:<uid>:<gid>:<pid>" on IPC.
+    if (const char* a = notice.gets("Peer-Address")) address = a;
+  } catch (const zmq::error_t&) {
+    // No such property: no credentials.
+  }
+  conn.peer = ParsePeerAddress(address);
+  Status admit = conn.peer ? access_.Admit(*conn.peer)
+                           : PermissionDenied("peer address '" + address.substr(0, 64) +
+                                              "' carries no credentials (SO_PEERCRED)");
+  if (admit.ok()) {
+    size_t of_process = 0, open = 0;
+    for (const auto& [id, c] : connections_) {
+      if (c.close_at) continue;  // refused: closing
+      ++open;
+      if (c.peer && c.peer->pid == conn.peer->pid) ++of_process;
+    }
+    if (open >= options_.server.max_connections) {
+      admit = ResourceExhausted("vaed has " + std::to_string(open) +
+                                " connections open (server.max_connections = " +
+                                std::to_string(options_.server.max_connections) + ")");
+    } else if (of_process >= options_.server.max_clients_per_process) {
+      admit = ResourceExhausted(
+          "process " + std::to_string(conn.peer->pid) + " already has " +
+          std::to_string(of_process) + " connections (server.max_clients_per_process = " +
+          std::to_string(options_.server.max_clients_per_process) + "); close one first");
+    }
+  }
   if (!admit.ok()) {
     handler_->CountRejectedConnection();
     spdlog::warn("access: refused a connection: {}", admit.message());
+    // One error reply (request id 0), then the connection is closed once
+    // the reply had time to leave (closing drops what is still queued).
+    v1::Reply reply;
+    *reply.mutable_error() = ToProtoError(admit);
+    (void)SendFramed(routing_id, reply.SerializeAsString());
+    conn.close_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   }
-  const std::string user = peer ? std::to_string(peer->uid) : "";
-  try {
-    zap_.send(zmq::str_buffer("1.0"), zmq::send_flags::sndmore);
-    zap_.send(zmq::buffer(request_id), zmq::send_flags::sndmore);
-    zap_.send(zmq::buffer(std::string(admit.ok() ? "200" : "400")), zmq::send_flags::sndmore);
-    zap_.send(zmq::buffer(admit.ok() ? std::string("OK") : admit.message().substr(0, 250)),
-              zmq::send_flags::sndmore);
-    zap_.send(zmq::buffer(user), zmq::send_flags::sndmore);
-    zap_.send(zmq::str_buffer(""), zmq::send_flags::none);
-  } catch (const zmq::error_t& e) {
-    spdlog::error("{}", ZmqErrorStatus(e, "answering a ZAP request").ToString());
+  connections_.emplace(routing_id, std::move(conn));
+}
+
+void ControlLoop::CloseRefusedConnections(std::chrono::steady_clock::time_point now) {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    Connection& conn = it->second;
+    if (conn.closed && now >= *conn.close_at) {
+      it = connections_.erase(it);  // no disconnect notice came
+      continue;
+    }
+    if (conn.close_at && !conn.closed && now >= *conn.close_at) {
+      try {
+        // A zero-length message closes a ZMQ_STREAM connection.
+        if (stream_.send(zmq::buffer(it->first), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+          stream_.send(zmq::message_t(), zmq::send_flags::dontwait);
+        }
+      } catch (const zmq::error_t& e) {
+        spdlog::debug("{}", ZmqErrorStatus(e, "closing a refused connection").ToString());
+      }
+      conn.closed = true;
+      conn.close_at = now + std::chrono::seconds(5);
+    }
+    ++it;
   }
 }
 
 void ControlLoop::ReceiveRequests() {
-  // Bounded batch so executor replies, ZAP and stop requests are not
-  // starved by one busy peer.
+  // Bounded batch so executor replies and stop requests are not starved by
+  // one busy peer. Each message is a chunk of one connection's byte stream
+  // (or, empty, a connect / disconnect notice).
   for (int i = 0; i < 64; ++i) {
-    zmq::message_t routing, payload;
+    zmq::message_t routing, chunk;
     try {
-      if (!router_.recv(routing, zmq::recv_flags::dontwait)) return;
-      size_t frames = 0;
-      bool more = routing.more();
-      if (more) {
-        (void)router_.recv(payload, zmq::recv_flags::none);
-        more = payload.more();
-        frames = 1;
-      }
-      while (more) {
-        zmq::message_t skip;
-        (void)router_.recv(skip, zmq::recv_flags::none);
-        more = skip.more();
-        ++frames;
-      }
-      Incoming in;
-      in.routing_id = routing.to_string();
-      in.payload = std::string_view(static_cast<const char*>(payload.data()), payload.size());
-      in.frames = frames;
-      try {
-        // Set by ZeroMQ from SO_PEERCRED for every message of the connection.
-        if (const char* address = payload.gets("Peer-Address")) {
-          in.peer = ParsePeerAddress(address);
-        }
-      } catch (const zmq::error_t&) {
-        // No such property (an empty message carries none): no credentials.
-      }
-      if (std::optional<v1::Reply> reply =
-              handler_->Handle(in, std::chrono::steady_clock::now())) {
-        SendReply(in.routing_id, *reply);
-      }
+      if (!stream_.recv(routing, zmq::recv_flags::dontwait)) return;
+      (void)stream_.recv(chunk, zmq::recv_flags::none);
     } catch (const zmq::error_t& e) {
       spdlog::error("{}", ZmqErrorStatus(e, "receiving a request").ToString());
       return;
     }
+    const std::string routing_id = routing.to_string();
+    if (chunk.size() == 0) {
+      OnConnectionEvent(routing_id, chunk);
+      continue;
+    }
+    auto it = connections_.find(routing_id);
+    if (it == connections_.end() || it->second.close_at) continue;  // refused: dropped unread
+    Connection& conn = it->second;
+    conn.reader.Append(std::string_view(static_cast<const char*>(chunk.data()), chunk.size()));
+    while (std::optional<wire::Frame> frame = conn.reader.Next()) {
+      Incoming in;
+      in.routing_id = routing_id;
+      in.peer = conn.peer;
+      in.payload = frame->payload;
+      in.oversized_bytes = frame->oversized_bytes;
+      if (std::optional<v1::Reply> reply =
+              handler_->Handle(in, std::chrono::steady_clock::now())) {
+        SendReply(routing_id, *reply);
+      }
+      // Handle() may have dropped the connection's clients; the connection
+      // itself stays until the peer closes it.
+    }
   }
 }
 
-void ControlLoop::SendReply(const std::string& routing_id, const v1::Reply& reply) {
-  std::string bytes;
-  reply.SerializeToString(&bytes);
+bool ControlLoop::SendFramed(const std::string& routing_id, const std::string& payload) {
+  const std::string frame = wire::EncodeFrame(payload);
   try {
-    if (!router_.send(zmq::buffer(routing_id),
+    if (!stream_.send(zmq::buffer(routing_id),
                       zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      ReplyDropped(routing_id);
-      return;
+      return false;  // EAGAIN: the peer's queue is at server.send_hwm
     }
-    router_.send(zmq::buffer(bytes), zmq::send_flags::dontwait);
+    stream_.send(zmq::buffer(frame), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
-    // EHOSTUNREACH: the peer disconnected before its reply (router_mandatory).
+    // EHOSTUNREACH: the peer disconnected before its reply.
     spdlog::debug("{}", ZmqErrorStatus(e, "sending a reply").ToString());
   }
+  return true;
+}
+
+void ControlLoop::SendReply(const std::string& routing_id, const v1::Reply& reply) {
+  if (!SendFramed(routing_id, reply.SerializeAsString())) ReplyDropped(routing_id);
 }
 
 void ControlLoop::ReplyDropped(const std::string& routing_id) {
@@ -346,15 +372,8 @@ void ControlLoop::ForwardExecutorReplies() {
       continue;
     }
     handler_->OnJobReply(client_id, reply, std::chrono::steady_clock::now());
-    try {
-      if (!router_.send(routing, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-        ReplyDropped(routing.to_string());
-        continue;
-      }
-      router_.send(payload, zmq::send_flags::dontwait);
-    } catch (const zmq::error_t& e) {
-      spdlog::debug("{}", ZmqErrorStatus(e, "forwarding a decode reply").ToString());
-    }
+    const std::string routing_id = routing.to_string();
+    if (!SendFramed(routing_id, payload.to_string())) ReplyDropped(routing_id);
   }
 }
 

@@ -1,7 +1,9 @@
 // The control loop: the daemon's sockets and its one serving thread. It owns
-// the ZeroMQ ROUTER socket on ipc://<server.socket>, the ZAP handler that
-// admits peers (access_control.h), and the executor; the protocol itself
-// (registry, validation, limits, quarantine) is the RequestHandler's.
+// the ZeroMQ ZMQ_STREAM socket on ipc://<server.socket> with vaed's own
+// message framing (vaed/framing.h), admits each connection by its
+// SO_PEERCRED credentials (access_control.h) and a connection count, and
+// owns the executor; the protocol itself (registry, validation, limits,
+// quarantine) is the RequestHandler's.
 //
 // Every request gets exactly one reply: a validation error is answered at
 // once (naming the field and the rule), an accepted decode is answered by
@@ -25,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "daemon/engine/executor.h"
 #include "daemon/models/model_registry.h"
@@ -33,6 +36,7 @@
 #include "daemon/server/config.h"
 #include "daemon/server/request_handler.h"
 #include "daemon/server/systemd_notify.h"
+#include "vaed/framing.h"
 #include "vaed/status.h"
 #include "vaed/v1/vaed.pb.h"
 
@@ -43,8 +47,12 @@ class ControlLoop {
   // Prepares the socket directory (access_control.h: created 0750 with
   // server.socket_group if missing; an existing one must grant nothing to
   // other users), binds the control socket (mode 0660, same group), starts
-  // the ZAP handler that admits peers by SO_PEERCRED, and starts the
-  // executor. Errors: kFailedPrecondition when another live daemon already
+  // and starts the executor. Each new connection is admitted by its
+  // SO_PEERCRED ids (server.allowed_uids / allowed_groups) and the
+  // connection limits (server.max_connections in all,
+  // server.max_clients_per_process per process); a refused one gets one
+  // error reply (PERMISSION_DENIED or RESOURCE_EXHAUSTED, request id 0) and
+  // is closed. Errors: kFailedPrecondition when another live daemon already
   // serves the socket or the directory is open to everyone,
   // kInvalidArgument for an unknown group in the config, kIoError when the
   // path cannot be bound. `registry` must outlive the loop.
@@ -72,8 +80,24 @@ class ControlLoop {
   ControlLoop(const DaemonOptions& options, models::ModelRegistry* registry, int stop_fd);
   Status Bind(std::optional<gid_t> group);
 
+  // One connection on the control socket, by its ZeroMQ routing id.
+  struct Connection {
+    std::optional<PeerCredentials> peer;
+    wire::FrameReader reader;
+    // Refused at connect: whatever it sends is dropped unread, and it is
+    // closed at this time (after its error reply had time to leave); once
+    // closed, the entry waits a while for ZeroMQ's disconnect notice.
+    std::optional<std::chrono::steady_clock::time_point> close_at;
+    bool closed = false;
+  };
+
   void ReceiveRequests();
-  void ServeZap();
+  // A connection opened (routing id new) or closed (known).
+  void OnConnectionEvent(const std::string& routing_id, zmq::message_t& notice);
+  // Frames the payload and queues it to the peer; false when it could not
+  // be queued (peer gone, or its queue at server.send_hwm).
+  bool SendFramed(const std::string& routing_id, const std::string& payload);
+  void CloseRefusedConnections(std::chrono::steady_clock::time_point now);
   void ForwardExecutorReplies();
   void SendReply(const std::string& routing_id, const v1::Reply& reply);
   void ReplyDropped(const std::string& routing_id);
@@ -85,13 +109,13 @@ class ControlLoop {
   const int stop_fd_;
 
   zmq::context_t context_;
-  zmq::socket_t zap_;  // ZAP handler (inproc REP), bound before the router
-  zmq::socket_t router_;
+  zmq::socket_t stream_;  // ZMQ_STREAM on ipc://<server.socket>
   zmq::socket_t replies_;
   std::unique_ptr<engine::Executor> executor_;
   std::unique_ptr<ExecutorSink> sink_;
   AccessPolicy access_;
   std::unique_ptr<RequestHandler> handler_;
+  std::unordered_map<std::string, Connection> connections_;
   SystemdNotifier notifier_;
 
   bool bound_ = false;  // we own the socket path and unlink it at exit

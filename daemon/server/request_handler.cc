@@ -218,7 +218,8 @@ std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_
 
   // A quarantined process gets QUARANTINED for everything but the few
   // requests it may still send (whatever else it sends, parsable or not).
-  const bool well_formed = in.frames == 1 && in.payload.size() <= options_.server.max_message_bytes;
+  const uint64_t message_bytes = in.oversized_bytes > 0 ? in.oversized_bytes : in.payload.size();
+  const bool well_formed = message_bytes <= options_.server.max_message_bytes;
   v1::Request req;
   const bool parsed =
       well_formed && req.ParseFromArray(in.payload.data(), static_cast<int>(in.payload.size()));
@@ -232,14 +233,9 @@ std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_
     }
   }
 
-  if (in.frames != 1) {
+  if (!well_formed) {
     ++protocol_errors_;
-    return fail(ProtocolError("a request is exactly one frame; got " + std::to_string(in.frames)),
-                FaultKind::kProtocol, "");
-  }
-  if (in.payload.size() > options_.server.max_message_bytes) {
-    ++protocol_errors_;
-    return fail(ProtocolError("message of " + std::to_string(in.payload.size()) +
+    return fail(ProtocolError("message of " + std::to_string(message_bytes) +
                               " bytes exceeds server.max_message_bytes (" +
                               std::to_string(options_.server.max_message_bytes) +
                               "); tensors travel in registered regions, not in messages"),
@@ -768,6 +764,18 @@ void RequestHandler::OnReplyDropped(const std::string& routing_id, Clock::time_p
                                  "(server.send_hwm queued)"),
                FaultKind::kQuota, now);
     return;
+  }
+}
+
+void RequestHandler::OnDisconnected(const std::string& routing_id) {
+  for (ClientState* c : clients_.All()) {
+    if (c->routing_id != routing_id) continue;
+    const size_t cancelled = sink_->CancelClient(
+        c->id, Cancelled("client " + std::to_string(c->id) + " closed its connection"));
+    spdlog::info("client {} ('{}', pid {}) closed its connection; unmapping {} regions, {} "
+                 "decodes cancelled",
+                 c->id, c->name, c->pid, c->regions.size(), cancelled);
+    clients_.Remove(c->id);
   }
 }
 

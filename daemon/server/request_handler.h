@@ -59,10 +59,12 @@ class JobSink {
 
 // One message as the control socket received it.
 struct Incoming {
-  std::string routing_id;               // ZeroMQ ROUTER identity of the connection
+  std::string routing_id;               // ZeroMQ identity of the connection
   std::optional<PeerCredentials> peer;  // SO_PEERCRED; nullopt if the transport has none
-  std::string_view payload;             // the first frame after the routing id
-  size_t frames = 1;                    // frames after the routing id (must be 1)
+  std::string_view payload;             // one framed message (vaed/framing.h)
+  // A message over the framing cap: its declared length in bytes (its
+  // payload was skipped unread and `payload` is empty); 0 otherwise.
+  uint64_t oversized_bytes = 0;
 };
 
 class RequestHandler {
@@ -88,6 +90,11 @@ class RequestHandler {
   void OnReplyDropped(const std::string& routing_id, Clock::time_point now);
   uint64_t dropped_replies() const { return dropped_replies_; }
 
+  // The connection `routing_id` closed (the peer closed its socket or
+  // exited): its clients are dropped at once, their queued and running
+  // work cancelled and their regions unmapped.
+  void OnDisconnected(const std::string& routing_id);
+
   // Drops clients whose process exited or that were silent for longer than
   // server.client_timeout_ms with nothing in flight; their work is
   // cancelled and their regions unmapped. Call a few times a second.
@@ -104,7 +111,8 @@ class RequestHandler {
   uint64_t requests_served() const { return requests_served_; }
   uint64_t requests_failed() const { return requests_failed_; }
   uint64_t protocol_errors() const { return protocol_errors_; }
-  // Counted by the control loop (ZAP refusals happen before any message).
+  // Counted by the control loop (connections are refused before any
+  // message of them is read).
   void CountRejectedConnection() { ++rejected_connections_; }
 
  private:

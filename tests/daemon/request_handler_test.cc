@@ -273,12 +273,12 @@ class RequestHandlerTest : public ::testing::Test {
   }
 
   std::optional<v1::Reply> Send(const std::string& routing, const PeerCredentials& peer,
-                                const std::string& bytes, size_t frames = 1) {
+                                const std::string& bytes, uint64_t oversized_bytes = 0) {
     Incoming in;
     in.routing_id = routing;
     in.peer = peer;
     in.payload = bytes;
-    in.frames = frames;
+    in.oversized_bytes = oversized_bytes;
     return handler_->Handle(in, Clock::now());
   }
 
@@ -582,13 +582,15 @@ TEST_F(RequestHandlerTest, RegionCountAndByteQuotas) {
   EXPECT_EQ(StatusNow().client_faults(), 2u);
 }
 
-TEST_F(RequestHandlerTest, OversizedMultiFrameAndBodylessMessagesAreProtocolFaults) {
+TEST_F(RequestHandlerTest, OversizedAndBodylessMessagesAreProtocolFaults) {
   const PeerCredentials p = Peer(100);
   const Status big = ErrorOf(Send("a", p, std::string(options_.server.max_message_bytes + 1, 'x')));
   EXPECT_EQ(big.code(), StatusCode::kProtocolError);
   EXPECT_THAT(big.message(), HasSubstr("server.max_message_bytes"));
-  const Status frames = ErrorOf(Send("a", p, std::string("x"), 3));
-  EXPECT_THAT(frames.message(), HasSubstr("exactly one frame; got 3"));
+  // Over the cap as the framing saw it: the payload was skipped unread.
+  const Status skipped = ErrorOf(Send("a", p, "", uint64_t{3} << 30));
+  EXPECT_EQ(skipped.code(), StatusCode::kProtocolError);
+  EXPECT_THAT(skipped.message(), HasSubstr("message of 3221225472 bytes exceeds"));
   // A well-formed Request whose body is a field this daemon does not know.
   v1::Request unknown;
   unknown.set_request_id(5);
