@@ -11,7 +11,8 @@ packages=(
   libtomlplusplus-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
   libsystemd-dev systemd
   libgtest-dev libgmock-dev libbenchmark-dev
-  libssl-dev
+  libssl-dev libacl1-dev
+  libgloo-dev
   ffmpeg
   clang libclang-rt-14-dev
 )

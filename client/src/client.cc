@@ -1,6 +1,7 @@
 #include "vaed/client.h"
 
 #include <fcntl.h>
+#include <sys/acl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -73,19 +74,32 @@ Status CheckSocketFile(const std::string& path) {
   return Status::Ok();
 }
 
-// Gives segment `name` the group of the control socket (the daemon's
-// group, which this process is a member of to reach the socket), so that a
-// daemon running as another user can open it through the group bits of the
-// segment's mode 0660. Best effort: when it fails (not a member), the
-// daemon's registration error says what is wrong.
-void ShareWithSocketGroup(const std::string& name, const std::string& socket) {
+// Lets the daemon, and only the daemon, open segment `name` (created mode
+// 0600). The daemon runs as the owner of the control socket file. Same uid
+// as this process, or root: nothing to do. Another uid: a POSIX ACL grants
+// read-write to exactly that uid (user:<uid>:rw-, mask rw-), so members of
+// the daemon's group cannot open each other's segments through /dev/shm.
+// On a file system without ACLs (ENOTSUP) the segment gets the socket's
+// group and mode 0660 instead (this process is in that group to reach the
+// socket). Best effort: when both fail, the daemon's registration error
+// says what is wrong.
+void GrantDaemonAccess(const std::string& name, const std::string& socket) {
   struct stat sock{};
   if (::stat(socket.c_str(), &sock) != 0) return;
+  if (sock.st_uid == 0 || sock.st_uid == ::geteuid()) return;
   const int fd = ::shm_open(("/" + name).c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0) return;
-  struct stat seg{};
-  if (::fstat(fd, &seg) == 0 && seg.st_gid != sock.st_gid) {
-    (void)::fchown(fd, static_cast<uid_t>(-1), sock.st_gid);
+  const std::string text =
+      "u::rw-,u:" + std::to_string(sock.st_uid) + ":rw-,g::---,m::rw-,o::---";
+  acl_t acl = ::acl_from_text(text.c_str());
+  const bool granted = acl != nullptr && ::acl_set_fd(fd, acl) == 0;
+  if (acl != nullptr) ::acl_free(acl);
+  if (!granted) {
+    struct stat seg{};
+    if (::fstat(fd, &seg) == 0 && seg.st_gid != sock.st_gid) {
+      (void)::fchown(fd, static_cast<uid_t>(-1), sock.st_gid);
+    }
+    (void)::fchmod(fd, 0660);
   }
   ::close(fd);
 }
@@ -357,7 +371,7 @@ struct Client::Impl {
       v1::Request req;
       req.set_request_id(next_request_id++);
       req.set_client_id(client_id.load());
-      ShareWithSocketGroup(region.name, options.socket);
+      GrantDaemonAccess(region.name, options.socket);
       v1::HostShmRegion* host = req.mutable_register_region()->mutable_host();
       host->set_name(region.name);
       host->set_size_bytes(region.size_bytes);
@@ -562,7 +576,7 @@ Result<uint64_t> Client::RegisterRegion(const SharedRegion& region) {
       v1::Reply reply,
       impl_->CallLocked(
           [&](v1::Request* req) {
-            ShareWithSocketGroup(region.name(), impl_->options.socket);
+            GrantDaemonAccess(region.name(), impl_->options.socket);
             v1::HostShmRegion* host = req->mutable_register_region()->mutable_host();
             host->set_name(region.name());
             host->set_size_bytes(region.size());

@@ -23,10 +23,11 @@ namespace bip = boost::interprocess;
 
 namespace {
 
-// Owner and group may read and write; others nothing. The daemon opens the
-// segment read-write, so it must run as this user or in this user's group.
-// Boost applies the mode with fchmod, so the umask does not narrow it.
-constexpr int kSegmentPermissions = 0660;
+// The owner only. A daemon running as another user is granted access when
+// the segment is registered (Client::RegisterRegion: a POSIX ACL entry for
+// the daemon's uid). Boost applies the mode with fchmod, so the umask does
+// not narrow it.
+constexpr int kSegmentPermissions = 0600;
 
 // How often Create(bytes) draws a new name when the generated one is taken
 // (a stale segment left by a crashed process that had the same pid).

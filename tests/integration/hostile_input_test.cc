@@ -607,18 +607,21 @@ TEST(HostileInputTest, DisallowedUidIsRefusedAndSocketPermissionsHold) {
   ASSERT_TRUE(status.ok());
   EXPECT_GE(status->rejected_connections(), 1u);
   EXPECT_THAT(daemon.Log(), HasSubstr("access: refused a connection: peer uid 65534"));
-  // Client segments are created 0660: the owner and its group only.
+  // Client segments are created 0600: the owner only (a daemon of the same
+  // uid, or root, needs no more).
   Buffers b = MakeBuffers(*c, 1, 4, 4);
   ASSERT_EQ(stat(("/dev/shm/" + b.in->name()).c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   ExpectStillServing(daemon);
   EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
   std::filesystem::remove(cfg);
 }
 
 // The deployment of systemd/: vaed runs as its own user; a worker of
-// another uid in the daemon's group connects and decodes (its segments get
-// the socket's group, mode 0660). Needs root to run both under other uids.
+// another uid in the daemon's group connects and decodes (registration
+// grants the daemon's uid, and only it, access to the segments by a POSIX
+// ACL: another member of the group cannot open them). Needs root to run
+// both under other uids.
 TEST(HostileInputTest, NonRootDaemonServesAClientOfAnotherUidInItsGroup) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run daemon and client under other uids";
   constexpr uid_t kDaemonUid = 5600, kClientUid = 5601;
@@ -658,6 +661,29 @@ TEST(HostileInputTest, NonRootDaemonServesAClientOfAnotherUidInItsGroup) {
         const gid_t groups[] = {kDaemonGid};
         return setgroups(1, groups) == 0 && setgid(kClientGid) == 0 && setuid(kClientUid) == 0;
       });
+  EXPECT_EQ(code, 0) << out;
+
+  // A registered segment of this (root) process: the daemon's uid decodes
+  // from it, a third uid in the daemon's group cannot open it.
+  {
+    auto c = client::Client::Connect({.socket = socket, .client_name = "acl"});
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    Buffers b = MakeBuffers(**c, 1, 4, 4);
+    auto r = (*c)->Decode(Request(b));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    constexpr uid_t kNeighbourUid = 5602;
+    int open_errno = -1;
+    const std::string probe = RunAndCapture(
+        {"/bin/sh", "-c", "cat /dev/shm/" + b.in->name() + " > /dev/null && echo opened"},
+        &open_errno, [] {
+          const gid_t groups[] = {kDaemonGid};
+          return setgroups(1, groups) == 0 && setgid(kDaemonGid) == 0 &&
+                 setuid(kNeighbourUid) == 0;
+        });
+    EXPECT_NE(open_errno, 0) << probe;
+    EXPECT_THAT(probe, HasSubstr("Permission denied"));
+  }
+
   std::ifstream in(log);
   const std::string daemon_log((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(code, 0) << out << daemon_log;

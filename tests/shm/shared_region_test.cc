@@ -60,12 +60,12 @@ TEST(SharedRegionTest, CreateWithTakenNameFailsWithAlreadyExists) {
   EXPECT_TRUE(HostRegion::Open((*first)->name(), 16).ok());
 }
 
-TEST(SharedRegionTest, SegmentIsReadWriteForOwnerAndGroupOnly) {
+TEST(SharedRegionTest, SegmentIsReadWriteForItsOwnerOnly) {
   Result<std::unique_ptr<SharedRegion>> r = SharedRegion::Create(16);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   struct stat st {};
   ASSERT_EQ(::stat(("/dev/shm/" + (*r)->name()).c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 TEST(SharedRegionTest, HostRegionSeesBytesWrittenThroughSharedRegionAndBack) {
