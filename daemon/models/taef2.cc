@@ -556,8 +556,18 @@ Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& laten
     const int64_t tile_cells = tiles.rows.tile_extent_latent * tiles.cols.tile_extent_latent;
     const int64_t batch = std::clamp<int64_t>(
         kMaxCellsPerForward / std::max<int64_t>(tile_cells, 1), 1, frame_batch_);
-    torch::Tensor out = torch::zeros({plan.frames, plan.channels, plan.height_px, plan.width_px},
-                                     torch::TensorOptions().dtype(torch::kFloat));
+    // Tile-parallel (tile_group.h): each rank runs the stem on the whole
+    // batch (it is global), the tails of its own tiles, and the tiles go to
+    // rank 0, which blends them in tile order as the single-rank path does.
+    TileGroup* group = settings.group;
+    const bool distributed = group != nullptr && group->size() > 1;
+    const bool output_rank = !distributed || group->rank() == 0;
+    TileCommunicationStats communication;
+    torch::Tensor out;
+    if (output_rank) {
+      out = torch::zeros({plan.frames, plan.channels, plan.height_px, plan.width_px},
+                         torch::TensorOptions().dtype(torch::kFloat));
+    }
     int64_t calls = 0;
     for (int64_t begin = 0; begin < plan.frames; begin += batch) {
       const int64_t n = std::min(batch, plan.frames - begin);
@@ -566,30 +576,58 @@ Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& laten
       const torch::Tensor feat = Stem(latent.narrow(0, begin, n));
       auto t1 = Clock::now();
       stem_seconds += t1 - t0;
-      torch::Tensor frames_out = out.narrow(0, begin, n);
-      for (int64_t i = 0; i < tiles.num_tiles(); ++i) {
+      auto tail = [&](int64_t i) {
         const Taef2TileRect r = tiles.tile(i);
-        const torch::Tensor tile_out = Tail(feat.narrow(2, r.y_latent, r.height_latent)
-                                                .narrow(3, r.x_latent, r.width_latent)
-                                                .contiguous());
+        ++calls;
+        return Tail(feat.narrow(2, r.y_latent, r.height_latent)
+                        .narrow(3, r.x_latent, r.width_latent)
+                        .contiguous());
+      };
+      auto accumulate = [&](int64_t i, const torch::Tensor& tile_out) {
+        const Taef2TileRect r = tiles.tile(i);
         // add_ of a separately rounded product, not addcmul_, which may fuse.
-        frames_out.narrow(2, r.y_px, r.height_px)
+        out.narrow(0, begin, n)
+            .narrow(2, r.y_px, r.height_px)
             .narrow(3, r.x_px, r.width_px)
             .add_(tile_out.mul(row_w[static_cast<size_t>(r.row)] *
                                col_w[static_cast<size_t>(r.col)]));
-        ++calls;
+      };
+      if (!distributed) {
+        for (int64_t i = 0; i < tiles.num_tiles(); ++i) accumulate(i, tail(i));
+        tiles_seconds += Clock::now() - t1;
+        continue;
       }
-      tiles_seconds += Clock::now() - t1;
+      std::vector<torch::Tensor> mine;
+      for (int64_t i = 0; i < tiles.num_tiles(); ++i) {
+        if (group->Owns(i)) mine.push_back(tail(i));
+      }
+      const double communication_before = communication.seconds;
+      std::vector<torch::Tensor> all = GatherTiles(
+          *group, tiles.num_tiles(),
+          [&](int64_t i) {
+            const Taef2TileRect r = tiles.tile(i);
+            return std::vector<int64_t>{n, plan.channels, r.height_px, r.width_px};
+          },
+          mine, &communication);
+      if (output_rank) {
+        for (int64_t i = 0; i < tiles.num_tiles(); ++i) accumulate(i, all[static_cast<size_t>(i)]);
+      }
+      tiles_seconds += Clock::now() - t1 -
+                       std::chrono::duration<double>(communication.seconds - communication_before);
     }
     const std::chrono::duration<double> elapsed = Clock::now() - start;
     if (report != nullptr) {
       report->timings.Add("taef2.stem", stem_seconds.count());
       report->timings.Add("taef2.tiles", tiles_seconds.count());
+      if (communication.collectives > 0) {
+        report->timings.Add("taef2.tile_communication", communication.seconds);
+      }
       report->timings.Add("taef2.decode_latent", elapsed.count());
       report->tiling.tiled = true;
       report->tiling.tile_rows = tiles.rows.tiles();
       report->tiling.tile_cols = tiles.cols.tiles();
       report->tiling.decoder_calls = calls;
+      report->tiling.tiles_decoded_here = calls;
       report->tiling.max_tiles_per_call = 1;
     }
     return out;

@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include "daemon/models/cancel.h"
+#include "daemon/models/tile_group.h"
 
 #include <new>
 #include <string>
@@ -47,6 +48,9 @@ Status CurrentTorchErrorStatus(std::string_view context) noexcept {
       throw;
     } catch (const DecodeCancelled& e) {
       return e.status().WithContext(context);
+    } catch (const CollectiveFailed& e) {
+      return Make(StatusCode::kUnavailable, context,
+                  std::string("collective failed: ") + e.what());
     } catch (const c10::Error& e) {
       const std::string_view message = e.what_without_backtrace();
       return Make(MentionsAllocationFailure(message) ? StatusCode::kResourceExhausted

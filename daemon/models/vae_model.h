@@ -16,11 +16,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "daemon/models/cancel.h"
 #include "daemon/models/plan_cache.h"
+#include "daemon/models/tile_group.h"
 #include "daemon/models/torch_dtype.h"
 #include "vaed/status.h"
 #include "vaed/tensor_ref.h"
@@ -42,6 +44,13 @@ class ComponentTimings {
     entries_.emplace_back(std::move(component), seconds);
   }
   const std::vector<std::pair<std::string, double>>& entries() const { return entries_; }
+  // Seconds of `component`; 0 when absent.
+  double Get(std::string_view component) const {
+    for (const auto& [name, s] : entries_) {
+      if (name == component) return s;
+    }
+    return 0;
+  }
 
  private:
   std::vector<std::pair<std::string, double>> entries_;
@@ -190,6 +199,12 @@ struct DecodeSettings {
   // Deadline / cancellation of the request (cancel.h); null = never. Models
   // check it between units of work.
   const CancelToken* cancel = nullptr;
+  // Tile-parallel decode across a VAE group (tile_group.h); null or size 1
+  // = this rank alone. Models with info().caps.spatial_sharding honour it: on
+  // rank 0 Decode() returns the output as usual, on other ranks an
+  // undefined tensor (their tiles went to rank 0). A failed collective
+  // returns kUnavailable "collective failed: ...".
+  TileGroup* group = nullptr;
 };
 
 // What a tiled decode did (zero/false for untiled models).
@@ -205,6 +220,8 @@ struct TilingReport {
   int64_t planned_tiles_per_call = 0;
   int64_t final_tiles_per_call = 0;
   std::vector<std::string> fallbacks;
+  // Tiles this rank decoded (all of them unless tile-parallel).
+  int64_t tiles_decoded_here = 0;
   // Compiled plans: summary line and call counts.
   std::string plan_decision;
   int64_t planned_calls = 0;

@@ -40,9 +40,13 @@ torch::Tensor TimedDecode(const TileDecodeFn& decode, const torch::Tensor& batch
 // DecodeWindow without the merge-time bookkeeping (the caller measures the
 // whole span and subtracts the decoder time). stats->final_tiles_per_call
 // is the rung in effect (the ladder lowers it).
+// With a `group` of size > 1 this rank decodes only the tiles it owns
+// (tile_group.h), the tiles are gathered to rank 0, and ranks other than 0
+// return an undefined tensor (they do not merge).
 torch::Tensor DecodeWindowImpl(const torch::Tensor& z_window, const TileGrid& grid,
                                const TileDecodeFn& decode, TiledDecodeStats* stats,
-                               BlendRamps* ramps) {
+                               BlendRamps* ramps, TileGroup* group) {
+  const bool distributed = group != nullptr && group->size() > 1;
   const int64_t batch = z_window.size(0);
   const int64_t n = grid.num_tiles();
   const int64_t cols = grid.cols.tiles();
@@ -60,6 +64,7 @@ torch::Tensor DecodeWindowImpl(const torch::Tensor& z_window, const TileGrid& gr
   std::vector<torch::Tensor> raw(static_cast<size_t>(n));
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> groups;
   for (int64_t idx = 0; idx < n; ++idx) {
+    if (distributed && !group->Owns(idx)) continue;
     groups[{rects[idx].height_latent, rects[idx].width_latent}].push_back(idx);
   }
   for (const auto& [shape, members] : groups) {
@@ -94,6 +99,23 @@ torch::Tensor DecodeWindowImpl(const torch::Tensor& z_window, const TileGrid& gr
     }
   }
 
+  stats->tiles_per_window = n;
+  if (distributed) {
+    // Tile i of the window is [B, 3, 4 * latent frames, 16h, 16w] float32
+    // (TileDecodeFn's contract), on every rank.
+    const int64_t pixel_frames = 4 * z_window.size(2);
+    auto tile_shape = [&](int64_t i) {
+      const TileRect& r = rects[static_cast<size_t>(i)];
+      return std::vector<int64_t>{batch, 3, pixel_frames, r.height_px, r.width_px};
+    };
+    std::vector<torch::Tensor> mine;
+    for (int64_t idx = 0; idx < n; ++idx) {
+      if (group->Owns(idx)) mine.push_back(raw[static_cast<size_t>(idx)]);
+    }
+    raw = GatherTiles(*group, n, tile_shape, mine, &stats->communication);
+    if (group->rank() != 0) return torch::Tensor();
+  }
+
   const int64_t height_px = grid.rows.extent_px;
   const int64_t width_px = grid.cols.extent_px;
   const torch::Tensor& first = raw[0];
@@ -118,7 +140,6 @@ torch::Tensor DecodeWindowImpl(const torch::Tensor& z_window, const TileGrid& gr
         .narrow(-1, r.x_px, keep_w)
         .copy_(tile.narrow(-2, 0, keep_h).narrow(-1, 0, keep_w));
   }
-  stats->tiles_per_window = n;
   return window;
 }
 
@@ -154,26 +175,29 @@ torch::Tensor BlendRamp(const torch::Tensor& a, const torch::Tensor& b, int64_t 
 
 torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
                            const TileDecodeFn& decode, int64_t tiles_per_call,
-                           TiledDecodeStats* stats, BlendRamps* ramps) {
+                           TiledDecodeStats* stats, BlendRamps* ramps, TileGroup* group) {
   TORCH_CHECK(tiles_per_call >= 1, "tiles_per_call is ", tiles_per_call, "; must be >= 1");
   const auto t0 = SteadyClock::now();
   const double decode_before = stats->tile_decode_seconds;
+  const double communication_before = stats->communication.seconds;
   stats->final_tiles_per_call = tiles_per_call;
-  torch::Tensor window = DecodeWindowImpl(z_window, grid, decode, stats, ramps);
+  torch::Tensor window = DecodeWindowImpl(z_window, grid, decode, stats, ramps, group);
   stats->windows += 1;
   stats->tile_merge_seconds +=
-      std::max(0.0, SecondsSince(t0) - (stats->tile_decode_seconds - decode_before));
+      std::max(0.0, SecondsSince(t0) - (stats->tile_decode_seconds - decode_before) -
+                        (stats->communication.seconds - communication_before));
   return window;
 }
 
 torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, const TileGrid& grid,
                           const TileDecodeFn& decode, int64_t tiles_per_call,
                           TiledDecodeStats* stats, const WindowProgressFn& progress,
-                          BlendRamps* ramps) {
+                          BlendRamps* ramps, TileGroup* group) {
   TORCH_CHECK(tiles_per_call >= 1, "tiles_per_call is ", tiles_per_call, "; must be >= 1");
   stats->final_tiles_per_call = tiles_per_call;
   const auto t0 = SteadyClock::now();
   const double decode_before = stats->tile_decode_seconds;
+  const double communication_before = stats->communication.seconds;
   torch::Tensor stream = z;
   if (plan.pad_latent_frames > 0) {
     // Official: repeat the last latent frame P times.
@@ -194,8 +218,13 @@ torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, cons
   for (const TemporalWindow& w : plan.windows) {
     torch::Tensor clip =
         stream.narrow(2, w.stream_begin_latent, w.stream_end_latent - w.stream_begin_latent);
-    torch::Tensor dec = DecodeWindowImpl(clip, grid, decode, stats, ramps);
+    torch::Tensor dec = DecodeWindowImpl(clip, grid, decode, stats, ramps, group);
     stats->windows += 1;
+    if (!dec.defined()) {
+      // Not the output rank: its tiles went to rank 0, which assembles.
+      if (progress) progress(w.index + 1, plan.num_windows());
+      continue;
+    }
     if (!out.defined()) {
       out = torch::empty({dec.size(0), dec.size(1), plan.output_pixel_frames, dec.size(3),
                           dec.size(4)},
@@ -208,9 +237,11 @@ torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, cons
     prev_tail = dec.narrow(2, kTailBeginFrame, kTailPixelFrames).clone();
     if (progress) progress(w.index + 1, plan.num_windows());
   }
-  write(prev_tail);
   stats->tile_merge_seconds +=
-      std::max(0.0, SecondsSince(t0) - (stats->tile_decode_seconds - decode_before));
+      std::max(0.0, SecondsSince(t0) - (stats->tile_decode_seconds - decode_before) -
+                        (stats->communication.seconds - communication_before));
+  if (!out.defined()) return out;  // not the output rank
+  write(prev_tail);
   TORCH_CHECK(write_pos == plan.output_pixel_frames, "temporal assembly wrote ", write_pos,
               " frames, the plan has ", plan.output_pixel_frames);
   return out;

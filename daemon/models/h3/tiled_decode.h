@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "daemon/models/h3/video_tiling.h"
+#include "daemon/models/tile_group.h"
 
 namespace vaed::models::h3 {
 
@@ -64,6 +65,9 @@ struct TiledDecodeStats {
   // out of memory: ...".
   int64_t final_tiles_per_call = 0;
   std::vector<std::string> fallbacks;
+  // Tile-parallel decode (a group of size > 1): the gathers to the output
+  // rank (their seconds are neither decode nor merge time).
+  TileCommunicationStats communication;
 };
 
 // Cached blend weights (a compiled plan's "blend ramps"): the weight
@@ -104,9 +108,14 @@ torch::Tensor BlendRamp(const torch::Tensor& a, const torch::Tensor& b, int64_t 
 // for the rest of the decode (stats->final_tiles_per_call, one line per
 // step in stats->fallbacks). A failure at 1 tile per call, or any other
 // exception, propagates. Adds to `stats` (not null).
+// Tile-parallel (`group` of size > 1; tile_group.h): this rank decodes the
+// tiles it owns (ladder and stacking apply to those), all ranks gather the
+// tiles to rank 0, which merges exactly as above and returns the window;
+// other ranks return an undefined tensor. Throws CollectiveFailed.
 torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
                            const TileDecodeFn& decode, int64_t tiles_per_call,
-                           TiledDecodeStats* stats, BlendRamps* ramps = nullptr);
+                           TiledDecodeStats* stats, BlendRamps* ramps = nullptr,
+                           TileGroup* group = nullptr);
 
 // The whole temporal decode: z float32 [B, 24, T, h, w] (T = plan.latent_frames)
 // -> float32 [B, 3, plan.output_pixel_frames, 16h, 16w]. The latent stream is
@@ -114,11 +123,14 @@ torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
 // window's frames [3, 20) go to the output with their first 5 frames
 // cross-faded with the previous window's frames [23, 28), the last window's
 // [23, 28) is appended, and the pad frames are cut from the end.
-// `progress` may be empty. Adds to `stats` (not null).
+// `progress` may be empty. Adds to `stats` (not null). With a `group` of
+// size > 1 every window is decoded tile-parallel (DecodeWindow); rank 0
+// assembles and returns the video, the other ranks return an undefined
+// tensor. Throws CollectiveFailed.
 torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, const TileGrid& grid,
                           const TileDecodeFn& decode, int64_t tiles_per_call,
                           TiledDecodeStats* stats, const WindowProgressFn& progress = {},
-                          BlendRamps* ramps = nullptr);
+                          BlendRamps* ramps = nullptr, TileGroup* group = nullptr);
 
 }  // namespace vaed::models::h3
 

@@ -443,6 +443,9 @@ Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const Decode
                                        DecodeReport* report) {
   Result<torch::Tensor> out = DecodeOnce(latent, settings, report);
   if (out.ok() || out.status().code() != StatusCode::kResourceExhausted) return out;
+  // In a group every rank must make the same collectives: no rank-local
+  // retry (the engine falls back to the output rank alone).
+  if (settings.group != nullptr && settings.group->size() > 1) return out;
   // Out of memory with plans cached: their buffers are memory this request
   // could not use. Release them all and retry once, eager (the last rung).
   const uint64_t freed = plans_.Clear();
@@ -483,6 +486,9 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
     report->timings.Add("video_vae.decode_latent", total);
     report->timings.Add("video_vae.tile_decode", stats.tile_decode_seconds);
     report->timings.Add("video_vae.tile_merge", stats.tile_merge_seconds);
+    if (stats.communication.collectives > 0) {
+      report->timings.Add("video_vae.tile_communication", stats.communication.seconds);
+    }
     TilingReport& t = report->tiling;
     t.tiled = true;
     t.tile_rows = grid.rows.tiles();
@@ -501,6 +507,9 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
     t.plan_decision = settings.compile == CompileMode::kOff ? "eager (compile off)"
                                                              : ctx.plan_decision;
     t.estimated_peak_bytes = estimate;
+    t.tiles_decoded_here = stats.communication.collectives > 0
+                               ? stats.communication.tiles_decoded_here
+                               : stats.windows * grid.num_tiles();
   };
   const auto start = SteadyClock::now();
   try {
@@ -521,8 +530,9 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
           return DecodeTiles(tiles, &ctx);
         },
         per_call,
-        &stats, {}, settings.compile == CompileMode::kOff ? nullptr : &ramps_);
+        &stats, {}, settings.compile == CompileMode::kOff ? nullptr : &ramps_, settings.group);
     fill_report(std::chrono::duration<double>(SteadyClock::now() - start).count());
+    if (!video.defined()) return video;  // a rank other than the group's output rank
     if (video.size(2) != plan.frames) {
       return Internal("model '" + info_.name + "' assembled " + std::to_string(video.size(2)) +
                       " frames; the plan has " + std::to_string(plan.frames));
