@@ -2,11 +2,13 @@
 // ../shared/DESIGN.md for what it serves and how.
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "daemon/engine/memory_policy.h"
@@ -69,11 +71,47 @@ int main(int argc, char** argv) {
     spdlog::warn("tensor memory tracking unavailable: no budget, no measured memory estimates");
   }
 
+  // Descriptors: one per connection and per registered region, plus
+  // LibTorch's, ZeroMQ's and the communicators' own. libzmq aborts the
+  // process when accept() hits EMFILE, so the limit must cover the caps.
+  {
+    const rlim_t needed = rlim_t{options.server.max_connections} + 16 +
+                          rlim_t{options.server.max_regions} + 512;
+    struct rlimit lim {};
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < needed) {
+      lim.rlim_cur = std::min(lim.rlim_max, std::max(needed, rlim_t{65536}));
+      (void)setrlimit(RLIMIT_NOFILE, &lim);
+      (void)getrlimit(RLIMIT_NOFILE, &lim);
+    }
+    if (lim.rlim_cur < needed) {
+      spdlog::critical("open files limit is {} (hard {}); vaed needs {} for "
+                       "server.max_connections = {} and server.max_regions = {} (+528). Raise "
+                       "LimitNOFILE (systemd) / ulimit -n, or lower those limits",
+                       lim.rlim_cur, lim.rlim_max, needed, options.server.max_connections,
+                       options.server.max_regions);
+      return 1;
+    }
+    spdlog::info("open files limit: {}", lim.rlim_cur);
+  }
   auto registry = vaed::models::ModelRegistry::Create(options.models.entries,
                                                       options.models.default_model);
   if (!registry.ok()) {
     spdlog::critical("loading models: {}", registry.status().ToString());
     return 1;
+  }
+  // Every further rank of the VAE group gets its own copy of the models
+  // (group.ranks; ranks never share a model instance).
+  std::vector<std::unique_ptr<vaed::models::ModelRegistry>> more_ranks;
+  std::vector<vaed::models::ModelRegistry*> registries = {registry->get()};
+  for (uint32_t r = 1; r < options.group.ranks; ++r) {
+    auto copy = vaed::models::ModelRegistry::Create(options.models.entries,
+                                                    options.models.default_model);
+    if (!copy.ok()) {
+      spdlog::critical("loading models for rank {}: {}", r, copy.status().ToString());
+      return 1;
+    }
+    registries.push_back(copy->get());
+    more_ranks.push_back(std::move(copy).value());
   }
   if (options.profiles.default_profile == "student") {
     bool any_student = false;
@@ -100,7 +138,7 @@ int main(int argc, char** argv) {
   spdlog::info("tensor memory: {} MiB resident after loading; budget {}", resident >> 20,
                budget > 0 ? std::to_string(options.executor.memory_budget_mib) + " MiB"
                           : std::string("none"));
-  auto loop = vaed::server::ControlLoop::Create(options, registry->get(), stop_fd);
+  auto loop = vaed::server::ControlLoop::Create(options, registries, stop_fd);
   if (!loop.ok()) {
     spdlog::critical("starting: {}", loop.status().ToString());
     return 1;

@@ -640,6 +640,7 @@ Status BuildDecode(const DecodeRequest& request, bool plan_only, const RegionIdM
   d->mutable_options()->set_profile(request.profile);
   d->mutable_options()->set_compile(static_cast<v1::Compile>(request.compile));
   d->mutable_options()->set_deadline_ms(request.deadline_ms);
+  d->mutable_options()->set_group_size(request.group_size);
   for (const std::string& f : request.inject_faults) d->mutable_options()->add_inject_faults(f);
   if (request.tiling) {
     d->mutable_options()->mutable_tiling()->set_tile_latent(request.tiling->tile_latent);

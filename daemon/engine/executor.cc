@@ -54,6 +54,8 @@ Result<torch::Tensor> FormatOutput(const models::VaeModel& model, const torch::T
   return models::ToUint8Nhwc(unit);
 }
 
+void AnnounceJob(parallel::Communicator* comm, const torch::Tensor* latent);
+
 }  // namespace
 
 void FillDecodeGeometry(const models::VaeModel& model, const std::optional<VideoPart>& video,
@@ -96,20 +98,46 @@ void FillDecodeGeometry(const models::VaeModel& model, const std::optional<Video
 }
 
 Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& options,
+                                                   const server::GroupOptions& group,
+                                                   std::vector<models::ModelRegistry*> registries,
                                                    zmq::context_t* context,
                                                    std::string reply_endpoint) {
   if (options.intra_op_threads < 1) {
     return InvalidArgument("executor.intra_op_threads must be >= 1");
   }
   if (options.queue_capacity < 1) return InvalidArgument("executor.queue_capacity must be >= 1");
-  std::unique_ptr<Executor> e(new Executor(options, context, std::move(reply_endpoint)));
-  e->thread_ = std::thread([raw = e.get()] { raw->Run(); });
+  VAED_ASSIGN_OR_RETURN(parallel::GroupLayout layout, server::MakeGroupLayout(group));
+  if (registries.size() != group.ranks || registries.empty()) {
+    return InvalidArgument("executor: " + std::to_string(registries.size()) +
+                           " model registries for group.ranks = " + std::to_string(group.ranks));
+  }
+  std::unique_ptr<Executor> e(new Executor(options, group, std::move(layout), std::move(registries),
+                                           context, std::move(reply_endpoint)));
+  if (e->layout_.world_ranks() > 1) {
+    VAED_ASSIGN_OR_RETURN(e->store_, parallel::MakeStore({}));
+  }
+  for (size_t r = 0; r < e->ranks_.size(); ++r) {
+    e->ranks_[r].thread = std::thread([raw = e.get(), r] { raw->RankLoop(static_cast<int>(r)); });
+  }
+  // Serve only once every rank built its communicators (a group's
+  // rendezvous needs all its ranks).
+  std::unique_lock<std::mutex> lock(e->mu_);
+  e->cv_.wait(lock, [&] { return e->ranks_ready_ == static_cast<int>(e->ranks_.size()); });
   return e;
 }
 
-Executor::Executor(const ExecutorOptions& options, zmq::context_t* context,
-                   std::string reply_endpoint)
-    : options_(options), context_(context), reply_endpoint_(std::move(reply_endpoint)) {}
+Executor::Executor(const ExecutorOptions& options, const server::GroupOptions& group,
+                   parallel::GroupLayout layout, std::vector<models::ModelRegistry*> registries,
+                   zmq::context_t* context, std::string reply_endpoint)
+    : options_(options),
+      group_options_(group),
+      layout_(std::move(layout)),
+      context_(context),
+      reply_endpoint_(std::move(reply_endpoint)),
+      ranks_(registries.size()) {
+  for (size_t r = 0; r < registries.size(); ++r) ranks_[r].registry = registries[r];
+  for (const parallel::GroupSpec& g : layout_.groups()) groups_[g.name];
+}
 
 Executor::~Executor() { Stop(); }
 
@@ -131,7 +159,7 @@ Status Executor::Submit(std::unique_ptr<DecodeJob> job) {
     }
     queue_.push_back(std::move(job));
   }
-  cv_.notify_one();
+  cv_.notify_all();
   return Status::Ok();
 }
 
@@ -156,22 +184,25 @@ void Executor::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (RankState& r : ranks_) {
+    if (r.thread.joinable()) r.thread.join();
+  }
 }
 
 size_t Executor::CancelClient(uint64_t client_id, const Status& why) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
-  // Queued jobs stay queued: the executor thread answers them with `why`
-  // without decoding, so every request still gets exactly one reply.
+  // Queued jobs stay queued: a rank answers them with `why` without
+  // decoding, so every request still gets exactly one reply.
   for (const std::unique_ptr<DecodeJob>& j : queue_) {
     if (j->client_id == client_id) {
       j->cancel->Cancel(why);
       ++n;
     }
   }
-  if (running_cancel_ != nullptr && running_client_ == client_id) {
-    running_cancel_->Cancel(why);
+  auto [begin, end] = running_.equal_range(client_id);
+  for (auto it = begin; it != end; ++it) {
+    it->second->Cancel(why);
     ++n;
   }
   return n;
@@ -182,10 +213,86 @@ size_t Executor::queue_depth() const {
   return queue_.size();
 }
 
-void Executor::Run() {
+void Executor::FillGroups(v1::StatusReply* status) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  status->set_ranks(static_cast<uint32_t>(ranks_.size()));
+  for (const parallel::GroupSpec& g : layout_.groups()) {
+    const GroupState& st = groups_.at(g.name);
+    v1::GroupStatus* out = status->add_groups();
+    out->set_name(g.name);
+    out->set_size(static_cast<uint32_t>(g.size));
+    for (int r : g.ranks) out->add_ranks(static_cast<uint32_t>(r));
+    out->set_generation(st.generation);
+    out->set_state(st.busy ? "busy" : (st.needs_rebuild ? "rebuilding" : "idle"));
+    out->set_runs(st.runs);
+    out->set_failures(st.failures);
+    out->set_last_failure(st.last_failure);
+  }
+}
+
+bool Executor::ScheduleLocked() {
+  auto idle = [&](const parallel::GroupSpec& g) {
+    for (int r : g.ranks) {
+      if (ranks_[static_cast<size_t>(layout_.LocalRank(r))].busy) return false;
+    }
+    return true;
+  };
+  auto assign = [&](std::shared_ptr<GroupRun> run) {
+    GroupState& st = groups_[run->spec->name];
+    if (st.needs_rebuild) {
+      ++st.generation;
+      st.needs_rebuild = false;
+    }
+    run->generation = st.generation;
+    st.busy = true;
+    if (run->job) ++st.runs;
+    for (int r : run->spec->ranks) {
+      RankState& rank = ranks_[static_cast<size_t>(layout_.LocalRank(r))];
+      rank.busy = true;
+      rank.task = run;
+    }
+  };
+  // Groups that failed are rebuilt as soon as their ranks are idle, before
+  // the next request (which then sees the new generation).
+  for (const parallel::GroupSpec& g : layout_.groups()) {
+    if (g.size > 1 && groups_[g.name].needs_rebuild && idle(g)) {
+      auto run = std::make_shared<GroupRun>();
+      run->spec = &g;
+      assign(std::move(run));
+      return true;
+    }
+  }
+  if (queue_.empty()) return false;
+  DecodeJob& job = *queue_.front();
+  int size = 1;
+  if (job.video && !job.cancel->Check("scheduling").ok()) {
+    size = 1;  // answered without decoding by whichever rank takes it
+  } else if (job.video && job.model->info().caps.spatial_sharding) {
+    const int64_t tiles = job.model->TilesPerUnit(job.video->latent.shape, job.settings);
+    Result<int> chosen = parallel::ChooseGroupSize(
+        layout_, static_cast<int>(job.requested_group_size), tiles,
+        group_options_.few_tiles == "shrink" ? parallel::FewTiles::kShrink
+                                             : parallel::FewTiles::kPad);
+    size = chosen.ok() ? *chosen : 1;
+  }
+  for (const parallel::GroupSpec* g : layout_.OfSize(size)) {
+    if (!idle(*g)) continue;
+    auto run = std::make_shared<GroupRun>();
+    run->job = std::move(queue_.front());
+    queue_.pop_front();
+    run->spec = g;
+    running_.emplace(run->job->client_id, run->job->cancel);
+    assign(std::move(run));
+    return true;
+  }
+  return false;
+}
+
+void Executor::RankLoop(int local_rank) {
   // OpenMP thread counts are per calling thread: set them here, on the
-  // thread that runs the models.
+  // thread that runs this rank's models.
   at::set_num_threads(options_.intra_op_threads);
+  RankState& me = ranks_[static_cast<size_t>(local_rank)];
   zmq::socket_t replies;
   try {
     replies = zmq::socket_t(*context_, zmq::socket_type::push);
@@ -198,17 +305,39 @@ void Executor::Run() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     queue_.clear();
+    ++ranks_ready_;
+    cv_.notify_all();
     return;
   }
-  spdlog::info("executor: started with {} intra-op threads, queue capacity {}",
-               at::get_num_threads(), options_.queue_capacity);
+  // This rank's communicators, in the layout's order (the same on every
+  // rank, so the rendezvous cannot deadlock).
+  for (const parallel::GroupSpec* g : layout_.OfRank(GlobalRank(local_rank))) {
+    if (g->size > 1) (void)CommunicatorFor(local_rank, *g, 0);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++ranks_ready_;
+  }
+  cv_.notify_all();
+  if (local_rank == 0) {
+    spdlog::info("executor: {} rank{} with {} intra-op threads each, queue capacity {}; groups: {}",
+                 ranks_.size(), ranks_.size() == 1 ? "" : "s", at::get_num_threads(),
+                 options_.queue_capacity, layout_.groups().size());
+  }
 
   for (;;) {
-    std::unique_ptr<DecodeJob> job;
+    std::shared_ptr<GroupRun> run;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) {
+      for (;;) {
+        if (me.task != nullptr || stopping_) break;
+        if (!me.busy && ScheduleLocked()) {
+          cv_.notify_all();  // the ranks it gave work to
+          continue;
+        }
+        cv_.wait(lock);
+      }
+      if (me.task == nullptr && stopping_) {
         // Queued work is answered, not dropped: nothing a client sent is
         // lost silently.
         const Status why =
@@ -226,21 +355,82 @@ void Executor::Run() {
         }
         break;
       }
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      running_client_ = job->client_id;
-      running_cancel_ = job->cancel;
+      run = me.task;
     }
+    RunTask(local_rank, run, replies);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      me.task.reset();
+      me.busy = false;
+      bool group_idle = true;
+      for (int r : run->spec->ranks) {
+        group_idle = group_idle && !ranks_[static_cast<size_t>(layout_.LocalRank(r))].busy;
+      }
+      if (group_idle) groups_[run->spec->name].busy = false;
+    }
+    cv_.notify_all();
+  }
+  spdlog::debug("executor: rank {} stopped", local_rank);
+}
+
+parallel::Communicator* Executor::CommunicatorFor(int local_rank, const parallel::GroupSpec& spec,
+                                                  uint64_t generation) {
+  std::unique_ptr<parallel::Communicator>& c =
+      ranks_[static_cast<size_t>(local_rank)].comms[spec.name];
+  if (c && c->generation() == generation && !c->aborted()) return c.get();
+  c.reset();
+  const int global = GlobalRank(local_rank);
+  const int index = static_cast<int>(
+      std::find(spec.ranks.begin(), spec.ranks.end(), global) - spec.ranks.begin());
+  Result<std::unique_ptr<parallel::Communicator>> built = parallel::CreateGlooCommunicator(
+      store_, {.group_name = spec.name,
+               .rank = index,
+               .size = spec.size,
+               .generation = generation,
+               .timeout = std::chrono::milliseconds(group_options_.collective_timeout_ms),
+               .host = group_options_.host});
+  if (!built.ok()) {
+    spdlog::error("executor: rank {}: {}", global, built.status().ToString());
+    std::lock_guard<std::mutex> lock(mu_);
+    GroupState& st = groups_[spec.name];
+    st.needs_rebuild = true;
+    st.last_failure = std::string(built.status().message());
+    return nullptr;
+  }
+  if (generation > 0 && index == 0) {
+    spdlog::info("executor: group {} rebuilt (generation {})", spec.name, generation);
+  }
+  c = std::move(built).value();
+  return c.get();
+}
+
+void Executor::RunTask(int local_rank, const std::shared_ptr<GroupRun>& run,
+                       zmq::socket_t& replies) {
+  const parallel::GroupSpec& spec = *run->spec;
+  Placement where{
+      .local_rank = local_rank, .spec = &spec, .generation = run->generation, .comm = nullptr};
+  if (spec.size > 1) where.comm = CommunicatorFor(local_rank, spec, run->generation);
+  const bool output_rank = spec.ranks.front() == GlobalRank(local_rank);
+  if (run->job == nullptr) return;  // a rebuild only
+  if (!output_rank) {
+    if (where.comm != nullptr) DecodeAsMember(local_rank, *run->job, where);
+  } else {
+    const DecodeJob& job = *run->job;
     v1::Reply reply;
-    reply.set_request_id(job->request_id);
+    reply.set_request_id(job.request_id);
     const auto t0 = SteadyClock::now();
-    const bool decoded = Execute(*job, &reply);
+    const bool decoded = Execute(job, where, &reply);
     const double seconds = SecondsSince(t0);
     bool fatal = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      running_client_ = 0;
-      running_cancel_.reset();
+      auto [begin, end] = running_.equal_range(job.client_id);
+      for (auto it = begin; it != end; ++it) {
+        if (it->second == job.cancel) {
+          running_.erase(it);
+          break;
+        }
+      }
       // Moving average over decodes that ran (not instant rejections).
       if (decoded) {
         mean_decode_seconds_ = mean_decode_seconds_ == 0.0
@@ -249,27 +439,38 @@ void Executor::Run() {
       }
       if (reply.has_error() && models::IsStickyDeviceError(reply.error().message())) {
         fatal_error_ = reply.error().message();
-        stopping_ = true;  // answer the queue below and take nothing more
+        stopping_ = true;  // answer the queue and take nothing more
         fatal = true;
       }
     }
     // After the health flag: whoever sees this reply sees the daemon
     // unhealthy too.
-    SendReply(replies, *job, reply);
-    job.reset();
+    SendReply(replies, job, reply);
     if (fatal) {
       spdlog::critical("executor: sticky device error; the daemon must restart: {}",
                        fatal_error());
-      continue;  // the stopping branch answers the queue
-    }
-    // Bound what the memory policy retains between requests
-    // (memory_policy.h).
-    if (ReleaseFreedMemoryAbove(options_.retained_heap_mib << 20)) {
-      spdlog::debug("executor: heap above {} MiB after a request; returned its free part",
-                    options_.retained_heap_mib);
+      cv_.notify_all();
     }
   }
-  spdlog::info("executor: stopped");
+  if (where.comm != nullptr && where.comm->aborted()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    GroupState& st = groups_[spec.name];
+    if (!st.needs_rebuild && st.generation == run->generation) {
+      // The first rank to get here marks the group (all of its ranks see
+      // the failure, since a failed collective closes the communicator).
+      st.needs_rebuild = true;
+      ++st.failures;
+      st.last_failure = where.comm->abort_reason();
+      spdlog::warn("executor: group {} generation {} failed ({}); rebuilding", spec.name,
+                   run->generation, st.last_failure);
+    }
+  }
+  // Bound what the memory policy retains between requests
+  // (memory_policy.h).
+  if (ReleaseFreedMemoryAbove(options_.retained_heap_mib << 20)) {
+    spdlog::debug("executor: heap above {} MiB after a request; returned its free part",
+                  options_.retained_heap_mib);
+  }
 }
 
 void Executor::SendReply(zmq::socket_t& socket, const DecodeJob& job, const v1::Reply& reply) {
@@ -290,16 +491,17 @@ void Executor::SendReply(zmq::socket_t& socket, const DecodeJob& job, const v1::
   }
 }
 
-bool Executor::Execute(const DecodeJob& job, v1::Reply* reply) {
+bool Executor::Execute(const DecodeJob& job, const Placement& where, v1::Reply* reply) {
   // A job cancelled or past its deadline while queued never starts.
   if (Status s = job.cancel->Check("while queued (the decode never started)"); !s.ok()) {
     spdlog::info("decode request {} of client {} not started: {}", job.request_id,
                  job.client_id, s.ToString());
     *reply->mutable_error() = ToProtoError(s);
+    if (where.comm != nullptr) AnnounceJob(where.comm, nullptr);  // the members stand down
     return false;
   }
   v1::DecodeReply decoded;
-  Status s = DecodeInto(job, &decoded);
+  Status s = DecodeInto(job, where, &decoded);
   if (s.ok()) {
     *reply->mutable_decode() = std::move(decoded);
     return true;
@@ -356,9 +558,106 @@ void FillSanity(const models::OutputStats& stats, v1::OutputSanity* out) {
   out->set_clipped_fraction(stats.clipped_fraction);
 }
 
+// The output rank's first collective of a job on a group: a header
+// (int64 [8]: go, rank of the latent, its dims) that the members wait for,
+// then (go) the latent itself. `latent` null = the job will not run: the
+// members stand down. Failures abort the communicator (the members then
+// fail at once); the caller sees comm->aborted().
+void AnnounceJob(parallel::Communicator* comm, const torch::Tensor* latent) {
+  torch::Tensor header = torch::zeros({8}, torch::kLong);
+  if (latent != nullptr) {
+    header[0] = 1;
+    header[1] = latent->dim();
+    for (int64_t d = 0; d < latent->dim() && d < 5; ++d) header[2 + d] = latent->size(d);
+  }
+  if (!comm->Broadcast(header, 0).ok() || latent == nullptr) return;
+  torch::Tensor copy = *latent;
+  (void)comm->Broadcast(copy, 0);
+}
+
+// Each rank's figures of a job, gathered to the output rank after the
+// decode: float64 [5] = tiles, decode seconds, start and end (Unix
+// seconds), ok.
+torch::Tensor RankFigures(const models::DecodeReport& report, double started_unix,
+                          double finished_unix, bool ok) {
+  torch::Tensor t = torch::zeros({5}, torch::kDouble);
+  t[0] = static_cast<double>(report.tiling.tiles_decoded_here);
+  t[1] = finished_unix - started_unix;
+  t[2] = started_unix;
+  t[3] = finished_unix;
+  t[4] = ok ? 1.0 : 0.0;
+  return t;
+}
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
-Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
+void Executor::DecodeAsMember(int local_rank, const DecodeJob& job, const Placement& where) {
+  parallel::Communicator* comm = where.comm;
+  torch::Tensor header = torch::zeros({8}, torch::kLong);
+  if (!comm->Broadcast(header, 0).ok() || header[0].item<int64_t>() == 0) return;
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < header[1].item<int64_t>() && d < 5; ++d) {
+    shape.push_back(header[2 + d].item<int64_t>());
+  }
+  torch::Tensor latent = torch::empty(shape, torch::kFloat);
+  if (!comm->Broadcast(latent, 0).ok()) return;
+  models::VaeModel* model =
+      ranks_[static_cast<size_t>(local_rank)].registry->Find(job.model->info().name);
+  models::DecodeSettings settings = job.settings;
+  settings.faults = {};  // injected faults fire on the output rank only...
+  settings.faults.slow_unit_ms = job.settings.faults.slow_unit_ms;  // ...but slowness on all
+  settings.cancel = job.cancel.get();
+  settings.group = comm;
+  models::DecodeReport report;
+  const double started = UnixNow();
+  Result<torch::Tensor> out = model != nullptr
+                                  ? model->Decode(latent, settings, &report)
+                                  : Result<torch::Tensor>(NotFound("model on this rank"));
+  const double finished = UnixNow();
+  if (!out.ok()) {
+    // The output rank must not wait for this rank's tiles until its timeout.
+    if (!comm->aborted()) {
+      comm->Abort("rank " + std::to_string(GlobalRank(local_rank)) +
+                  " failed its part: " + std::string(out.status().message()));
+    }
+    return;
+  }
+  (void)comm->Gather(RankFigures(report, started, finished, true), 0);
+}
+
+namespace {
+
+// Fills the reply's GroupReport from every rank's figures (RankFigures),
+// in group order.
+void FillGroupReport(const parallel::GroupSpec& spec, uint64_t generation,
+                     const std::vector<torch::Tensor>& figures, v1::GroupReport* out) {
+  out->set_name(spec.name);
+  out->set_size(static_cast<uint32_t>(spec.size));
+  out->set_generation(generation);
+  double max_s = 0, sum_s = 0;
+  for (size_t i = 0; i < figures.size() && i < spec.ranks.size(); ++i) {
+    const torch::Tensor& f = figures[i];
+    v1::RankReport* r = out->add_ranks();
+    r->set_rank(static_cast<uint32_t>(spec.ranks[i]));
+    r->set_tiles(static_cast<uint32_t>(f[0].item<double>()));
+    r->set_decode_seconds(f[1].item<double>());
+    r->set_started_unix(f[2].item<double>());
+    r->set_finished_unix(f[3].item<double>());
+    max_s = std::max(max_s, r->decode_seconds());
+    sum_s += r->decode_seconds();
+  }
+  const double mean = figures.empty() ? 0 : sum_s / static_cast<double>(figures.size());
+  out->set_imbalance(mean > 0 ? max_s / mean : 1.0);
+}
+
+}  // namespace
+
+Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, v1::DecodeReply* out) {
   const auto t_start = SteadyClock::now();
   ResetPeakRss();
   models::ResetPeakTensorBytes();
@@ -366,6 +665,18 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   models::ComponentTimings& timings = report.timings;
   timings.Add("queue_wait", std::chrono::duration<double>(t_start - job.received).count());
   const models::ModelInfo& info = job.model->info();
+  // This rank's own instance of the model (ranks never share one).
+  models::VaeModel* model = ranks_[static_cast<size_t>(where.local_rank)].registry->Find(info.name);
+  if (model == nullptr) model = job.model;
+  // On a group the members wait for the latent (AnnounceJob); any return
+  // before it tells them to stand down.
+  struct StandDown {
+    parallel::Communicator* comm;
+    bool announced = false;
+    ~StandDown() {
+      if (comm != nullptr && !announced) AnnounceJob(comm, nullptr);
+    }
+  } stand_down{where.comm};
 
   // Copy in, then refuse non-finite latents before any decode work.
   auto t0 = SteadyClock::now();
@@ -386,7 +697,10 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   if (job.video) buckets.push_back(info.name + "/" + job.video->plan.shape_bucket);
   if (job.audio) buckets.push_back(info.name + "/" + job.audio->plan.shape_bucket);
   bool warm = true;
-  for (const std::string& b : buckets) warm = warm && warm_buckets_.count(b) > 0;
+  {
+    std::lock_guard<std::mutex> lock(report_mu_);
+    for (const std::string& b : buckets) warm = warm && warm_buckets_.count(b) > 0;
+  }
 
   if (job.settings.faults.device_fatal > 0) {
     // What CUDA reports for a kernel that corrupted its context (tests).
@@ -398,13 +712,73 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   models::DecodeSettings settings = job.settings;
   settings.cancel = job.cancel.get();
   torch::Tensor raw, wave;
+  v1::GroupReport group_report;
   if (job.video) {
-    VAED_ASSIGN_OR_RETURN(raw, job.model->Decode(latent, settings, &report));
+    parallel::Communicator* comm = where.comm;
+    if (comm != nullptr) {
+      if (settings.faults.collective_failure > 0) {
+        comm->FailNthCollective(3);  // header, latent, then the first tile gather fails
+      }
+      stand_down.announced = true;
+      AnnounceJob(comm, &latent);
+      if (!comm->aborted()) settings.group = comm;
+    }
+    const double started = UnixNow();
+    Result<torch::Tensor> decoded = model->Decode(latent, settings, &report);
+    double finished = UnixNow();
+    std::string fallback;
+    if (comm != nullptr && settings.group == nullptr) {
+      fallback = comm->abort_reason();
+    }
+    if (!decoded.ok() && settings.group != nullptr) {
+      if (comm->aborted()) {
+        fallback = comm->abort_reason();
+      } else {
+        // Not the group's fault (cancelled, out of memory, ...): the members
+        // must not wait for this rank's gathers until their timeout.
+        comm->Abort("the output rank failed: " + std::string(decoded.status().message()));
+      }
+    }
+    if (!fallback.empty()) {
+      // The group failed: decode on this rank alone (compiled plans and
+      // weights are untouched); the group is rebuilt afterwards.
+      fallback += "; decoded on rank " + std::to_string(GlobalRank(where.local_rank)) + " alone";
+      spdlog::warn("decode: request {} client {}: fallback: {}", job.request_id, job.client_id,
+                   fallback);
+      models::DecodeSettings alone = settings;
+      alone.group = nullptr;
+      alone.faults = {};
+      models::DecodeReport retry;
+      decoded = model->Decode(latent, alone, &retry);
+      finished = UnixNow();
+      for (const auto& [name, seconds] : retry.timings.entries()) timings.Add(name, seconds);
+      report.tiling = retry.tiling;
+      report.tiling.fallbacks.insert(report.tiling.fallbacks.begin(), "group: " + fallback);
+    }
+    VAED_ASSIGN_OR_RETURN(raw, std::move(decoded));
     latent = torch::Tensor();
+    std::vector<torch::Tensor> figures;
+    if (settings.group != nullptr && fallback.empty()) {
+      // Every rank's figures, for the reply. A failure here costs only them.
+      Result<std::vector<torch::Tensor>> all =
+          comm->Gather(RankFigures(report, started, finished, true), 0);
+      if (all.ok()) figures = std::move(all).value();
+    }
+    if (!figures.empty()) {
+      FillGroupReport(*where.spec, where.generation, figures, &group_report);
+    } else {
+      // This rank alone (a group of one, or after a fallback).
+      parallel::GroupSpec alone = *where.spec;
+      alone.ranks = {GlobalRank(where.local_rank)};
+      FillGroupReport(alone, where.generation, {RankFigures(report, started, finished, true)},
+                      &group_report);
+      group_report.set_size(static_cast<uint32_t>(where.spec->size));
+      group_report.set_fallback(fallback);
+    }
   }
   if (job.audio) {
     VAED_RETURN_IF_ERROR(job.cancel->Check("before the audio decode (video done)"));
-    VAED_ASSIGN_OR_RETURN(wave, job.model->DecodeAudio(audio_latent, &report));
+    VAED_ASSIGN_OR_RETURN(wave, model->DecodeAudio(audio_latent, &report));
     audio_latent = torch::Tensor();
   }
 
@@ -414,7 +788,7 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   torch::Tensor formatted;
   if (job.video) {
     VAED_ASSIGN_OR_RETURN(video_stats, models::SummarizeValues(raw, 0));
-    VAED_ASSIGN_OR_RETURN(formatted, FormatOutput(*job.model, raw, job.video->format));
+    VAED_ASSIGN_OR_RETURN(formatted, FormatOutput(*model, raw, job.video->format));
     raw = torch::Tensor();
   }
   if (job.audio) {
@@ -438,9 +812,13 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
   }
   timings.Add("copy_out", SecondsSince(t0));
   timings.Add("decode", SecondsSince(t_start));
-  for (const std::string& b : buckets) warm_buckets_.insert(b);
+  {
+    std::lock_guard<std::mutex> lock(report_mu_);
+    for (const std::string& b : buckets) warm_buckets_.insert(b);
+  }
 
   FillDecodeGeometry(*job.model, job.video, job.audio, job.av, out);
+  if (job.video) *out->mutable_group() = std::move(group_report);
   out->set_warm(warm);
   out->set_peak_rss_bytes(PeakRssBytes());
   out->set_peak_tensor_bytes(models::PeakTensorBytes());
@@ -486,8 +864,11 @@ Status Executor::DecodeInto(const DecodeJob& job, v1::DecodeReply* out) {
                             std::to_string(tiling.max_tiles_per_call) +
                             (tiling.planned_calls > 0 ? " planned" : " eager") +
                             (tiling.tiled ? "" : " " + decision);
+    std::unique_lock<std::mutex> lock(report_mu_);
     if (logged_decisions_.size() >= 4096) logged_decisions_.clear();  // bounded memory
-    if (!decision.empty() && logged_decisions_.insert(key).second) {
+    const bool first = !decision.empty() && logged_decisions_.insert(key).second;
+    lock.unlock();
+    if (first) {
       spdlog::info("decode: model {} bucket {} profile {}: tiles {} ({}); compile {}; {}",
                    info.name, job.video->plan.shape_bucket, job.av.profile,
                    tiling.stacked ? "stacked" : "sequential", decision, job.av.compile_decision,

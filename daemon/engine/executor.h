@@ -1,8 +1,22 @@
-// The executor: one thread that owns the decode work. It takes validated
+// The executor: the daemon's ranks and the decode work. It takes validated
 // decode jobs from a bounded queue, copies the latent out of the client's
 // region (guarded), decodes, post-processes, copies the output into the
 // client's region (guarded) and hands the serialized reply back to the
 // control loop over an inproc ZeroMQ socket.
+//
+// Ranks (issue 7): group.ranks local ranks, each a thread with its own copy
+// of the models (one registry per rank) and its own communicators, one per
+// VAE group it belongs to (daemon/parallel/group_layout.h). The head of the
+// queue (FIFO) is given to the first group of its size (DecodeOptions.
+// group_size or group.size, reduced by group.few_tiles) whose ranks are
+// all idle; several requests run at once on disjoint groups. In a group of
+// S > 1 the output rank copies the latent in and broadcasts it, every rank
+// decodes its round-robin tiles (models/tile_group.h), rank 0 merges,
+// post-processes and replies; a last gather collects each rank's figures
+// for the reply (GroupReport). A failed collective aborts the group's
+// communicators: the request is decoded again on the output rank alone
+// (fallback, stated in the reply), the group is marked for a rebuild and
+// rebuilt with generation + 1 as soon as its ranks are idle.
 //
 // The control loop validates everything it can before Submit() (shapes,
 // regions, byte ranges), so a job fails here only on what cannot be known
@@ -21,6 +35,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,6 +47,8 @@
 #include "daemon/models/cancel.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/models/vae_model.h"
+#include "daemon/parallel/communicator.h"
+#include "daemon/parallel/group_layout.h"
 #include "daemon/server/config.h"
 #include "vaed/host_region.h"
 #include "vaed/status.h"
@@ -84,6 +101,8 @@ struct DecodeJob {
   std::optional<VideoPart> video;
   std::optional<AudioPart> audio;
   RequestFacts av;
+  // DecodeOptions.group_size (0 = group.size); validated as qualified.
+  uint32_t requested_group_size = 0;
   std::chrono::steady_clock::time_point received;
   // Deadline (DecodeOptions.deadline_ms, from `received`) and cancellation
   // (client gone or quarantined, shutdown); never null for queued jobs.
@@ -105,7 +124,13 @@ void FillDecodeGeometry(const models::VaeModel& model, const std::optional<Video
 // order), serialized vaed.v1.Reply.
 class Executor {
  public:
+  // `registries`: one per local rank (group.ranks of them), rank 0's first;
+  // every registry holds the same models. Blocks until every rank built
+  // its communicators (the rendezvous of each group). Errors:
+  // kInvalidArgument for a bad group layout or registry count.
   static Result<std::unique_ptr<Executor>> Create(const ExecutorOptions& options,
+                                                  const server::GroupOptions& group,
+                                                  std::vector<models::ModelRegistry*> registries,
                                                   zmq::context_t* context,
                                                   std::string reply_endpoint);
   ~Executor();  // Stop()s
@@ -137,37 +162,88 @@ class Executor {
   // the daemon must exit so systemd restarts it. Empty while healthy.
   std::string fatal_error() const;
 
+  // Status: ranks and groups (state, generation, runs, failures).
+  void FillGroups(v1::StatusReply* status) const;
+
  private:
-  Executor(const ExecutorOptions& options, zmq::context_t* context, std::string reply_endpoint);
-  void Run();
+  // One use of a group: a job (null for a rebuild only) on `spec` with
+  // communicators of `generation`. Shared by the group's rank threads.
+  struct GroupRun {
+    std::unique_ptr<DecodeJob> job;
+    const parallel::GroupSpec* spec = nullptr;
+    uint64_t generation = 0;
+  };
+  struct GroupState {
+    uint64_t generation = 0;
+    bool busy = false;
+    bool needs_rebuild = false;
+    uint64_t runs = 0, failures = 0;
+    std::string last_failure;
+  };
+  struct RankState {
+    models::ModelRegistry* registry = nullptr;
+    bool busy = false;                       // guarded by mu_
+    std::shared_ptr<GroupRun> task;          // guarded by mu_
+    // By group name; this rank's thread only.
+    std::map<std::string, std::unique_ptr<parallel::Communicator>> comms;
+    std::thread thread;
+  };
+  // Where a job runs: its group and this rank's communicator (null when
+  // the group is this rank alone or its communicator could not be built).
+  struct Placement {
+    int local_rank = 0;
+    const parallel::GroupSpec* spec = nullptr;
+    uint64_t generation = 0;
+    parallel::Communicator* comm = nullptr;
+  };
+
+  Executor(const ExecutorOptions& options, const server::GroupOptions& group,
+           parallel::GroupLayout layout, std::vector<models::ModelRegistry*> registries,
+           zmq::context_t* context, std::string reply_endpoint);
+  void RankLoop(int local_rank);
+  // mu_ held: gives the head of the queue (or a pending rebuild) to idle
+  // ranks; true when it assigned something.
+  bool ScheduleLocked();
+  // Runs a task on this rank: (re)builds the communicator, then decodes as
+  // output rank (replies) or as member.
+  void RunTask(int local_rank, const std::shared_ptr<GroupRun>& run, zmq::socket_t& replies);
+  parallel::Communicator* CommunicatorFor(int local_rank, const parallel::GroupSpec& spec,
+                                          uint64_t generation);
   // Runs one job and fills `reply`; false when it was answered without
   // decoding (cancelled or past its deadline while queued).
-  bool Execute(const DecodeJob& job, v1::Reply* reply);
+  bool Execute(const DecodeJob& job, const Placement& where, v1::Reply* reply);
   uint32_t EstimatedWaitMsLocked() const;  // mu_ held
-  Status DecodeInto(const DecodeJob& job, v1::DecodeReply* out);
+  Status DecodeInto(const DecodeJob& job, const Placement& where, v1::DecodeReply* out);
+  // A member rank's part of a job on a group.
+  void DecodeAsMember(int local_rank, const DecodeJob& job, const Placement& where);
   void SendReply(zmq::socket_t& socket, const DecodeJob& job, const v1::Reply& reply);
+  int GlobalRank(int local_rank) const { return layout_.GlobalRank(local_rank); }
 
   const ExecutorOptions options_;
+  const server::GroupOptions group_options_;
+  const parallel::GroupLayout layout_;
   zmq::context_t* const context_;
   const std::string reply_endpoint_;
+  c10::intrusive_ptr<c10d::Store> store_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<DecodeJob>> queue_;  // guarded by mu_
   bool stopping_ = false;                          // guarded by mu_
-  // The running job's client and token, so CancelClient() reaches it.
-  uint64_t running_client_ = 0;                            // guarded by mu_
-  std::shared_ptr<models::CancelToken> running_cancel_;    // guarded by mu_
+  int ranks_ready_ = 0;                            // guarded by mu_ (communicators built)
+  std::vector<RankState> ranks_;                   // size fixed at construction
+  std::map<std::string, GroupState> groups_;       // guarded by mu_; by group name
+  // Running jobs' clients and tokens, so CancelClient() reaches them.
+  std::multimap<uint64_t, std::shared_ptr<models::CancelToken>> running_;  // guarded by mu_
   std::string fatal_error_;                                // guarded by mu_
   double mean_decode_seconds_ = 0.0;                       // guarded by mu_; moving average
 
-  // Shape buckets decoded at least once (model name + bucket); executor
-  // thread only.
+  std::mutex report_mu_;  // the two sets below (output ranks run concurrently)
+  // Shape buckets decoded at least once (model name + bucket).
   std::set<std::string> warm_buckets_;
   // (bucket, tile-scheduling decision) pairs already logged: each decision
   // is logged once per shape bucket, not per request.
   std::set<std::string> logged_decisions_;
-  std::thread thread_;
 };
 
 }  // namespace vaed::engine

@@ -347,6 +347,8 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::Create(const Taef2Options& o
   // Untiled by default (its GroupNorm makes independent tiles 29 dB off);
   // the hybrid tiled decode (63 dB) is an opt-in diagnostic knob.
   info.caps.tunable_tiling = true;
+  info.caps.spatial_sharding = true;  // its hybrid tiling (settings.tiling) only
+  info.caps.independent_group = true;
 
   spdlog::info(
       "model '{}': loaded TAEF2 decoder weights {} ({} tensors, {} bytes as fp32, "
@@ -415,6 +417,8 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::CreateDemo(const std::string
   // Untiled by default (its GroupNorm makes independent tiles 29 dB off);
   // the hybrid tiled decode (63 dB) is an opt-in diagnostic knob.
   info.caps.tunable_tiling = true;
+  info.caps.spatial_sharding = true;  // its hybrid tiling (settings.tiling) only
+  info.caps.independent_group = true;
 
   spdlog::warn(
       "model '{}': DEMO weights (deterministic, seed {}), not a trained model; its "
@@ -422,6 +426,15 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::CreateDemo(const std::string
       name, seed);
   return std::unique_ptr<Taef2Decoder>(
       new Taef2Decoder(std::move(info), std::move(weights), Taef2Options{}.frame_batch));
+}
+
+int64_t Taef2Decoder::TilesPerUnit(const std::vector<int64_t>& latent_shape,
+                                   const DecodeSettings& settings) const {
+  if (!settings.tiling || latent_shape.size() != 4) return 1;
+  Result<Taef2TilePlan> tiles = PlanTaef2Tiles(latent_shape[2], latent_shape[3],
+                                               settings.tiling->tile_latent,
+                                               settings.tiling->overlap_latent);
+  return tiles.ok() ? tiles->num_tiles() : 1;
 }
 
 Result<DecodePlan> Taef2Decoder::Plan(DType latent_dtype,

@@ -220,6 +220,11 @@ class Taef2Decoder final : public VaeModel {
   // "<name>:<height_latent>x<width_latent>" ("taef2:64x64").
   // Errors (kInvalidArgument) name the field: latent.dtype, latent.shape
   // (rank), latent.shape[0..3].
+  // With settings.tiling: the hybrid tiling's tiles (per frame batch);
+  // otherwise 1 (the untiled decode is one unit).
+  int64_t TilesPerUnit(const std::vector<int64_t>& latent_shape,
+                       const DecodeSettings& settings) const override;
+
   Result<DecodePlan> Plan(DType latent_dtype,
                           const std::vector<int64_t>& latent_shape) const override;
 

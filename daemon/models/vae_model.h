@@ -177,9 +177,13 @@ struct FaultInjection {
   // Every unit of work (H3 tile call, TAEF2 frame batch) sleeps this long
   // first, so deadlines and cancellation can be tested on small models.
   int slow_unit_ms = 0;
+  // Tile-parallel decodes: the output rank's second collective fails (the
+  // engine arms its communicator; the request falls back, the group is
+  // rebuilt).
+  int collective_failure = 0;
   bool any() const {
     return oom_stacked + oom_sequential + plan_build + tile_exception + device_fatal +
-               slow_unit_ms > 0;
+               slow_unit_ms + collective_failure > 0;
   }
 };
 
@@ -331,6 +335,17 @@ class VaeModel {
     (void)latent;
     (void)report;
     return FailedPrecondition("model '" + info().name + "' has no audio decoder");
+  }
+
+  // Tiles per unit of work of a decode of `latent_shape` (accepted by
+  // Plan()) under `settings`: H3, tiles per temporal window; TAEF2 with
+  // hybrid tiling, tiles per frame batch; 1 for untiled decodes. Sizes a
+  // request's VAE group (tile_group.h; group.few_tiles). Any thread.
+  virtual int64_t TilesPerUnit(const std::vector<int64_t>& latent_shape,
+                               const DecodeSettings& settings) const {
+    (void)latent_shape;
+    (void)settings;
+    return 1;
   }
 
   // The compiled-plan cache (models with info().caps.compiled_plans), for

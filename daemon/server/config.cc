@@ -199,7 +199,8 @@ Status ParseModelEntry(const TomlReader& r, const toml::table& t, size_t index,
 
 Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o) {
   VAED_RETURN_IF_ERROR(
-      r.CheckKeys(root, "", {"server", "executor", "log", "models", "profiles", "quarantine"}));
+      r.CheckKeys(root, "", {"server", "executor", "group", "log", "models", "profiles",
+                             "quarantine"}));
 
   VAED_ASSIGN_OR_RETURN(const toml::table* server, r.Table(root, "server"));
   if (server) {
@@ -208,7 +209,7 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
         {"socket", "heartbeat_interval_ms", "client_timeout_ms", "max_message_bytes",
          "heartbeat_liveness", "send_hwm", "recv_hwm", "socket_group", "allowed_uids",
          "allowed_groups", "admin_uids", "region_prefix", "max_in_flight_per_client",
-         "max_clients_per_process", "max_connections",
+         "max_clients_per_process", "max_connections", "max_regions",
          "max_regions_per_client", "max_region_bytes_per_client"}));
     VAED_RETURN_IF_ERROR(r.String(*server, "server", "socket", &o->server.socket));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "heartbeat_interval_ms",
@@ -237,6 +238,8 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
                                    &o->server.max_clients_per_process, 1, 100000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_connections",
                                    &o->server.max_connections, 1, 100000));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_regions",
+                                   &o->server.max_regions, 1, 1000000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_regions_per_client",
                                    &o->server.max_regions_per_client, 1, 100000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_region_bytes_per_client",
@@ -274,6 +277,21 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
                                    &o->executor.memory_budget_mib, 0, int64_t{1} << 30));
     VAED_RETURN_IF_ERROR(r.Bool(*executor, "executor", "allow_fault_injection",
                                 &o->executor.allow_fault_injection));
+  }
+
+  VAED_ASSIGN_OR_RETURN(const toml::table* group, r.Table(root, "group"));
+  if (group) {
+    VAED_RETURN_IF_ERROR(r.CheckKeys(*group, "group",
+                                     {"ranks", "size", "qualified_sizes", "few_tiles",
+                                      "collective_timeout_ms", "host"}));
+    VAED_RETURN_IF_ERROR(r.Integer(*group, "group", "ranks", &o->group.ranks, 1, 64));
+    VAED_RETURN_IF_ERROR(r.Integer(*group, "group", "size", &o->group.size, 1, 64));
+    VAED_RETURN_IF_ERROR(
+        r.IntegerList(*group, "group", "qualified_sizes", &o->group.qualified_sizes, 1, 64));
+    VAED_RETURN_IF_ERROR(r.String(*group, "group", "few_tiles", &o->group.few_tiles));
+    VAED_RETURN_IF_ERROR(r.Integer(*group, "group", "collective_timeout_ms",
+                                   &o->group.collective_timeout_ms, 100, 3600000));
+    VAED_RETURN_IF_ERROR(r.String(*group, "group", "host", &o->group.host));
   }
 
   VAED_ASSIGN_OR_RETURN(const toml::table* log, r.Table(root, "log"));
@@ -394,6 +412,14 @@ Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base
   return o;
 }
 
+Result<parallel::GroupLayout> MakeGroupLayout(const GroupOptions& g) {
+  parallel::GroupLayoutOptions layout;
+  layout.ranks_per_node = static_cast<int>(g.ranks);
+  layout.qualified_sizes.assign(g.qualified_sizes.begin(), g.qualified_sizes.end());
+  layout.default_size = static_cast<int>(g.size);
+  return parallel::GroupLayout::Plan(layout);
+}
+
 Status ValidateOptions(const DaemonOptions& o) {
   if (o.server.socket.empty()) return InvalidArgument("server.socket must not be empty");
   // sun_path holds 108 bytes including the terminating NUL.
@@ -414,6 +440,11 @@ Status ValidateOptions(const DaemonOptions& o) {
                              "' cannot start a region name: " + s.message());
     }
   }
+  if (o.group.few_tiles != "pad" && o.group.few_tiles != "shrink") {
+    return InvalidArgument("group.few_tiles is '" + o.group.few_tiles +
+                           "'; must be \"pad\" or \"shrink\"");
+  }
+  VAED_RETURN_IF_ERROR(MakeGroupLayout(o.group).status());
   // Groups are resolved now, before any model loads.
   if (!o.server.socket_group.empty()) {
     VAED_RETURN_IF_ERROR(ResolveGroup(o.server.socket_group, "server.socket_group").status());
@@ -462,12 +493,20 @@ CommandLine ParseCommandLine(int argc, char** argv) {
 
   std::string config_path, socket, log_level, default_model, taef2_weights;
   int threads = 0;
-  uint32_t queue_capacity = 0;
+  uint32_t queue_capacity = 0, group_ranks = 0, group_size = 0;
   std::vector<std::string> model_flags;
   bool print_config = false;
   app.add_option("-c,--config", config_path, "TOML config file, applied over the embedded defaults")
       ->check(CLI::ExistingFile);
   app.add_option("--socket", socket, "control socket path (server.socket)");
+  app.add_option("--group-ranks", group_ranks,
+                 "local ranks of the VAE group, each with its own executor and models "
+                 "(group.ranks); qualifies sizes 1, 2, 4, ... up to it unless the config lists "
+                 "group.qualified_sizes")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--group-size", group_size,
+                 "ranks a request decodes on unless it asks (group.size)")
+      ->check(CLI::Range(1, 64));
   app.add_option("--intra-op-threads", threads, "LibTorch intra-op threads (executor.intra_op_threads)")
       ->check(CLI::Range(1, 256));
   app.add_option("--queue-capacity", queue_capacity, "waiting decode requests (executor.queue_capacity)")
@@ -526,6 +565,13 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   }
   if (!socket.empty()) o.server.socket = socket;
   if (threads > 0) o.executor.intra_op_threads = threads;
+  if (group_ranks > 0) {
+    o.group.ranks = group_ranks;
+    if (o.group.qualified_sizes == std::vector<uint32_t>{1}) {
+      for (uint32_t s = 2; s <= group_ranks; s *= 2) o.group.qualified_sizes.push_back(s);
+    }
+  }
+  if (group_size > 0) o.group.size = group_size;
   if (queue_capacity > 0) o.executor.queue_capacity = queue_capacity;
   if (!log_level.empty()) o.log.level = log_level;
   for (const auto& spec : model_flags) {
@@ -597,6 +643,7 @@ std::string ToToml(const DaemonOptions& o) {
                             {"max_clients_per_process",
                              int64_t{o.server.max_clients_per_process}},
                             {"max_connections", int64_t{o.server.max_connections}},
+                            {"max_regions", int64_t{o.server.max_regions}},
                             {"max_regions_per_client", int64_t{o.server.max_regions_per_client}},
                             {"max_region_bytes_per_client",
                              static_cast<int64_t>(o.server.max_region_bytes_per_client)},
@@ -617,6 +664,14 @@ std::string ToToml(const DaemonOptions& o) {
                                static_cast<int64_t>(o.executor.memory_budget_mib)},
                               {"allow_fault_injection", o.executor.allow_fault_injection},
                           });
+  root.insert("group", toml::table{
+                           {"ranks", int64_t{o.group.ranks}},
+                           {"size", int64_t{o.group.size}},
+                           {"qualified_sizes", IntArray(o.group.qualified_sizes)},
+                           {"few_tiles", o.group.few_tiles},
+                           {"collective_timeout_ms", int64_t{o.group.collective_timeout_ms}},
+                           {"host", o.group.host},
+                       });
   root.insert("log", toml::table{{"level", o.log.level}});
   toml::array allowed;
   for (const std::string& p : o.profiles.allowed) allowed.push_back(p);

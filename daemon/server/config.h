@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/parallel/group_layout.h"
 #include "daemon/models/model_config.h"
 #include "daemon/server/decode_options.h"
 #include "vaed/status.h"
@@ -33,10 +34,10 @@ struct ServerOptions {
   // dropped at once. Larger: idle clients survive longer pauses; smaller:
   // dead clients' mappings are released sooner.
   uint32_t client_timeout_ms = 30000;
-  // Largest control message accepted. A larger one is answered with a
-  // protocol error and counted as a client fault; one larger than 4x this
-  // is cut by ZeroMQ before it is read (ZMQ_MAXMSGSIZE: the peer is
-  // disconnected). Messages are small: tensors travel by region.
+  // Largest control message accepted (bytes). A larger one is answered with
+  // a protocol error as soon as its length header arrives, counted as a
+  // client fault, and its bytes are skipped unbuffered (vaed/framing.h).
+  // Messages are small: tensors travel by region.
   uint64_t max_message_bytes = 1 << 20;
   // Heartbeats a client may miss before its library treats the daemon as
   // gone and reconnects (sent to clients in HelloReply).
@@ -79,6 +80,10 @@ struct ServerOptions {
   // each connection holds at most max_message_bytes of a partial message
   // plus recv_hwm ZeroMQ chunks (8 KiB each).
   uint32_t max_connections = 256;
+  // Regions registered at once by all clients together (each holds a file
+  // descriptor; vaed raises its open-files limit to cover
+  // max_connections + max_regions + 512 at start-up, or refuses to start).
+  uint32_t max_regions = 4096;
   uint32_t max_regions_per_client = 64;
   uint64_t max_region_bytes_per_client = uint64_t{64} << 30;
 };
@@ -130,9 +135,32 @@ struct ModelsOptions {
   std::vector<models::ModelConfig> entries;
 };
 
+// The daemon's own VAE process group (issue 7; daemon/parallel/): its local
+// ranks and the group sizes requests run on.
+struct GroupOptions {
+  // Local ranks (CPU builds: worker ranks, each with its own executor thread
+  // and its own copy of the models, sharing executor.intra_op_threads
+  // cores each; GPU builds: one per device).
+  uint32_t ranks = 1;
+  // Group size of a request that asks for none (DecodeOptions.group_size
+  // 0); one of qualified_sizes.
+  uint32_t size = 1;
+  // Sizes requests may ask for (1 is always allowed). Every size forms
+  // contiguous blocks of ranks (group_layout.h).
+  std::vector<uint32_t> qualified_sizes = {1};
+  // Fewer tiles per window than the group has ranks: "pad" (idle ranks send
+  // empty payloads) or "shrink" (the largest qualified size the tiles fill).
+  std::string few_tiles = "pad";
+  // Limit of a collective and of a (re)built communicator's rendezvous.
+  uint32_t collective_timeout_ms = 30000;
+  // Address the Gloo transport binds.
+  std::string host = "127.0.0.1";
+};
+
 struct DaemonOptions {
   ServerOptions server;
   ExecutorOptions executor;
+  GroupOptions group;
   LogOptions log;
   ModelsOptions models;
   ProfileOptions profiles;
@@ -153,6 +181,10 @@ Result<DaemonOptions> ParseConfigToml(std::string_view toml, std::string_view so
 
 // Reads and parses a TOML file on top of `base`.
 Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base);
+
+// The VAE groups of `group` (one node; group_layout.h). Errors name the
+// group.* key (ranks, size, qualified_sizes).
+Result<parallel::GroupLayout> MakeGroupLayout(const GroupOptions& group);
 
 // Whole-config checks that single keys cannot make (default model present,
 // unique model names, ...).

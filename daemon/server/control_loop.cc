@@ -47,14 +47,17 @@ class ControlLoop::ExecutorSink : public JobSink {
     return executor_->CancelClient(client_id, why);
   }
   size_t queue_depth() const override { return executor_->queue_depth(); }
+  void FillGroups(v1::StatusReply* status) const override { executor_->FillGroups(status); }
 
  private:
   engine::Executor* const executor_;
 };
 
-Result<std::unique_ptr<ControlLoop>> ControlLoop::Create(const DaemonOptions& options,
-                                                         models::ModelRegistry* registry,
-                                                         int stop_fd, PidAlive pid_alive) {
+Result<std::unique_ptr<ControlLoop>> ControlLoop::Create(
+    const DaemonOptions& options, std::vector<models::ModelRegistry*> registries, int stop_fd,
+    PidAlive pid_alive) {
+  if (registries.empty()) return InvalidArgument("no model registry");
+  models::ModelRegistry* registry = registries.front();
   std::optional<gid_t> group;
   if (!options.server.socket_group.empty()) {
     VAED_ASSIGN_OR_RETURN(group, ResolveGroup(options.server.socket_group, "server.socket_group"));
@@ -66,7 +69,8 @@ Result<std::unique_ptr<ControlLoop>> ControlLoop::Create(const DaemonOptions& op
                                              options.server.admin_uids));
   VAED_RETURN_IF_ERROR(loop->Bind(group));
   VAED_ASSIGN_OR_RETURN(loop->executor_,
-                        engine::Executor::Create(options.executor, &loop->context_,
+                        engine::Executor::Create(options.executor, options.group,
+                                                 std::move(registries), &loop->context_,
                                                  kReplyEndpoint));
   loop->sink_ = std::make_unique<ExecutorSink>(loop->executor_.get());
   loop->handler_ = std::make_unique<RequestHandler>(options, registry, loop->sink_.get(),
@@ -166,7 +170,7 @@ Status ControlLoop::Run() {
     if (now - last_tick_ >= std::chrono::milliseconds(250)) {
       last_tick_ = now;
       handler_->Tick(now);
-      CloseRefusedConnections(now);
+      ExpireConnections(now);
     }
     CheckHealth();
     if (unhealthy_since_) {
@@ -204,8 +208,8 @@ void ControlLoop::CheckHealth() {
   notifier_.SetStatus("unhealthy: " + handler_->health());
 }
 
-void ControlLoop::OnConnectionEvent(const std::string& routing_id,
-                                    zmq::message_t& notice) {
+void ControlLoop::OnConnectionEvent(const std::string& routing_id, zmq::message_t& notice) {
+  const auto now = std::chrono::steady_clock::now();
   if (auto it = connections_.find(routing_id); it != connections_.end()) {
     // The peer closed its socket or exited: its clients go now, not at
     // their timeout.
@@ -217,7 +221,10 @@ void ControlLoop::OnConnectionEvent(const std::string& routing_id,
   Connection conn{.peer = std::nullopt,
                   .reader = wire::FrameReader(options_.server.max_message_bytes),
                   .close_at = std::nullopt,
-                  .closed = false};
+                  .closed = false,
+                  .admin = false,
+                  .last_bytes = now,
+                  .message_started = now};
   std::string address;
   try {
     // Set by ZeroMQ from SO_PEERCRED: "<addr>:<uid>:<gid>:<pid>" on IPC.
@@ -229,14 +236,20 @@ void ControlLoop::OnConnectionEvent(const std::string& routing_id,
   Status admit = conn.peer ? access_.Admit(*conn.peer)
                            : PermissionDenied("peer address '" + address.substr(0, 64) +
                                               "' carries no credentials (SO_PEERCRED)");
+  size_t pending_refusals = 0;
+  for (const auto& [id, c] : connections_) {
+    if (c.close_at && !c.closed) ++pending_refusals;
+  }
   if (admit.ok()) {
+    conn.admin = access_.IsAdmin(*conn.peer);
     size_t of_process = 0, open = 0;
     for (const auto& [id, c] : connections_) {
-      if (c.close_at) continue;  // refused: closing
+      if (c.close_at) continue;  // refused or closed: going away
       ++open;
       if (c.peer && c.peer->pid == conn.peer->pid) ++of_process;
     }
-    if (open >= options_.server.max_connections) {
+    const size_t limit = options_.server.max_connections + (conn.admin ? kAdminReserve : 0);
+    if (open >= limit) {
       admit = ResourceExhausted("vaed has " + std::to_string(open) +
                                 " connections open (server.max_connections = " +
                                 std::to_string(options_.server.max_connections) + ")");
@@ -249,35 +262,68 @@ void ControlLoop::OnConnectionEvent(const std::string& routing_id,
   }
   if (!admit.ok()) {
     handler_->CountRejectedConnection();
-    spdlog::warn("access: refused a connection: {}", admit.message());
+    // At most one line a second: a storm of refused peers must not flood
+    // the journal.
+    ++refusals_since_log_;
+    if (now - last_refusal_log_ >= std::chrono::seconds(1)) {
+      spdlog::warn("access: refused a connection: {}{}", admit.message(),
+                   refusals_since_log_ > 1
+                       ? " (" + std::to_string(refusals_since_log_) + " refused since the last line)"
+                       : std::string());
+      last_refusal_log_ = now;
+      refusals_since_log_ = 0;
+    }
+    if (pending_refusals >= kMaxPendingRefusals) {
+      // A storm: no reply, the descriptor goes at once.
+      auto [it, inserted] = connections_.emplace(routing_id, std::move(conn));
+      CloseConnection(routing_id, it->second, now);
+      return;
+    }
     // One error reply (request id 0), then the connection is closed once
     // the reply had time to leave (closing drops what is still queued).
     v1::Reply reply;
     *reply.mutable_error() = ToProtoError(admit);
     (void)SendFramed(routing_id, reply.SerializeAsString());
-    conn.close_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    conn.close_at = now + std::chrono::milliseconds(200);
   }
   connections_.emplace(routing_id, std::move(conn));
 }
 
-void ControlLoop::CloseRefusedConnections(std::chrono::steady_clock::time_point now) {
+void ControlLoop::CloseConnection(const std::string& routing_id, Connection& conn,
+                                  std::chrono::steady_clock::time_point now) {
+  try {
+    // A zero-length message closes a ZMQ_STREAM connection.
+    if (stream_.send(zmq::buffer(routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+      stream_.send(zmq::message_t(), zmq::send_flags::dontwait);
+    }
+  } catch (const zmq::error_t& e) {
+    spdlog::debug("{}", ZmqErrorStatus(e, "closing a connection").ToString());
+  }
+  conn.closed = true;
+  conn.close_at = now + std::chrono::seconds(5);  // then forgotten, notice or not
+}
+
+void ControlLoop::ExpireConnections(std::chrono::steady_clock::time_point now) {
+  const auto timeout = std::chrono::milliseconds(options_.server.client_timeout_ms);
   for (auto it = connections_.begin(); it != connections_.end();) {
     Connection& conn = it->second;
-    if (conn.closed && now >= *conn.close_at) {
-      it = connections_.erase(it);  // no disconnect notice came
-      continue;
-    }
-    if (conn.close_at && !conn.closed && now >= *conn.close_at) {
-      try {
-        // A zero-length message closes a ZMQ_STREAM connection.
-        if (stream_.send(zmq::buffer(it->first), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-          stream_.send(zmq::message_t(), zmq::send_flags::dontwait);
-        }
-      } catch (const zmq::error_t& e) {
-        spdlog::debug("{}", ZmqErrorStatus(e, "closing a refused connection").ToString());
+    if (conn.closed) {
+      if (now >= *conn.close_at) {
+        it = connections_.erase(it);  // no disconnect notice came
+        continue;
       }
-      conn.closed = true;
-      conn.close_at = now + std::chrono::seconds(5);
+    } else if (conn.close_at) {
+      if (now >= *conn.close_at) CloseConnection(it->first, conn, now);  // refused
+    } else if (!conn.reader.at_boundary() && now - conn.message_started > timeout) {
+      spdlog::info("closing a connection of {}: a message stayed incomplete for {} ms "
+                   "(server.client_timeout_ms)",
+                   conn.peer ? "pid " + std::to_string(conn.peer->pid) : std::string("?"),
+                   timeout.count());
+      handler_->OnDisconnected(it->first);
+      CloseConnection(it->first, conn, now);
+    } else if (now - conn.last_bytes > timeout && !handler_->HasClientOn(it->first)) {
+      spdlog::debug("closing an idle connection without a client");
+      CloseConnection(it->first, conn, now);
     }
     ++it;
   }
@@ -302,8 +348,11 @@ void ControlLoop::ReceiveRequests() {
       continue;
     }
     auto it = connections_.find(routing_id);
-    if (it == connections_.end() || it->second.close_at) continue;  // refused: dropped unread
+    if (it == connections_.end() || it->second.close_at) continue;  // refused or closed: dropped
     Connection& conn = it->second;
+    const auto now = std::chrono::steady_clock::now();
+    if (conn.reader.at_boundary()) conn.message_started = now;
+    conn.last_bytes = now;
     conn.reader.Append(std::string_view(static_cast<const char*>(chunk.data()), chunk.size()));
     while (std::optional<wire::Frame> frame = conn.reader.Next()) {
       Incoming in;

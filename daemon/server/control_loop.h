@@ -56,8 +56,10 @@ class ControlLoop {
   // serves the socket or the directory is open to everyone,
   // kInvalidArgument for an unknown group in the config, kIoError when the
   // path cannot be bound. `registry` must outlive the loop.
+  // `registries`: one per local rank (group.ranks), rank 0's first; the
+  // control loop validates requests against rank 0's.
   static Result<std::unique_ptr<ControlLoop>> Create(const DaemonOptions& options,
-                                                     models::ModelRegistry* registry,
+                                                     std::vector<models::ModelRegistry*> registries,
                                                      int stop_fd,
                                                      PidAlive pid_alive = ProcessExists);
   ~ControlLoop();
@@ -89,7 +91,18 @@ class ControlLoop {
     // closed, the entry waits a while for ZeroMQ's disconnect notice.
     std::optional<std::chrono::steady_clock::time_point> close_at;
     bool closed = false;
+    bool admin = false;  // root, the daemon's uid or server.admin_uids
+    // Last bytes received, and when the message now being received began
+    // (for the idle and incomplete-message timeouts).
+    std::chrono::steady_clock::time_point last_bytes{};
+    std::chrono::steady_clock::time_point message_started{};
   };
+  // Extra connections admin peers may open past server.max_connections, so
+  // an operator's vaectl gets in while the limit is taken.
+  static constexpr uint32_t kAdminReserve = 16;
+  // Refused connections waiting for their error reply to leave; past this
+  // many, a refused connection is closed at once without a reply.
+  static constexpr size_t kMaxPendingRefusals = 64;
 
   void ReceiveRequests();
   // A connection opened (routing id new) or closed (known).
@@ -97,7 +110,13 @@ class ControlLoop {
   // Frames the payload and queues it to the peer; false when it could not
   // be queued (peer gone, or its queue at server.send_hwm).
   bool SendFramed(const std::string& routing_id, const std::string& payload);
-  void CloseRefusedConnections(std::chrono::steady_clock::time_point now);
+  // Closes refused connections whose reply had time to leave, idle
+  // connections without a client, and messages left incomplete, each after
+  // its time; forgets closed ones once their notice is overdue.
+  void ExpireConnections(std::chrono::steady_clock::time_point now);
+  // Sends ZeroMQ's close for `routing_id` and marks the entry closed.
+  void CloseConnection(const std::string& routing_id, Connection& conn,
+                       std::chrono::steady_clock::time_point now);
   void ForwardExecutorReplies();
   void SendReply(const std::string& routing_id, const v1::Reply& reply);
   void ReplyDropped(const std::string& routing_id);
@@ -121,6 +140,8 @@ class ControlLoop {
   bool bound_ = false;  // we own the socket path and unlink it at exit
   std::chrono::steady_clock::time_point last_tick_{};
   std::chrono::steady_clock::time_point last_drop_log_{};
+  std::chrono::steady_clock::time_point last_refusal_log_{};
+  uint64_t refusals_since_log_ = 0;
   std::optional<std::chrono::steady_clock::time_point> unhealthy_since_;
 };
 

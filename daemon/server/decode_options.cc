@@ -195,10 +195,12 @@ Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
         out.faults.device_fatal += 1;
       } else if (f == "slow_tiles") {
         out.faults.slow_unit_ms = kSlowUnitMs;
+      } else if (f == "collective_failure") {
+        out.faults.collective_failure += 1;
       } else {
         return InvalidArgument("options.inject_faults lists '" + f.substr(0, 64) +
                                "'; known faults are oom_stacked, oom_sequential, plan_build, "
-                               "tile_exception, device_fatal, slow_tiles");
+                               "tile_exception, device_fatal, slow_tiles, collective_failure");
       }
     }
   }

@@ -145,6 +145,9 @@ void FillQuarantineEntry(const QuarantineSnapshot& q, v1::QuarantineEntry* out) 
 RequestHandler::RequestHandler(const DaemonOptions& options, models::ModelRegistry* registry,
                                JobSink* sink, const AccessPolicy* access, PidAlive pid_alive)
     : options_(options),
+      layout_(MakeGroupLayout(options.group).ok()
+                  ? *MakeGroupLayout(options.group)
+                  : *parallel::GroupLayout::Plan(parallel::GroupLayoutOptions{})),
       registry_(registry),
       sink_(sink),
       access_(access),
@@ -280,7 +283,9 @@ std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_
   if (!client.ok()) {
     if (req.body_case() == v1::Request::kDecode) ++requests_failed_;
     if (client.status().code() == StatusCode::kProtocolError) ++protocol_errors_;
-    return fail(client.status(), std::nullopt, "");
+    // An unknown id is one fault (a client the daemon dropped asks once,
+    // then says Hello again); a stream of them is a protocol abuse.
+    return fail(client.status(), FaultKind::kProtocol, "");
   }
   ClientState* c = *client;
   c->last_seen = now;
@@ -410,6 +415,14 @@ Status RequestHandler::HandleRegister(ClientState* client, const v1::RegisterReg
             "register_region.host.name '" + name + "' is registered by another process (client " +
             std::to_string(holder->id) + "); a segment is never shared between client processes");
       }
+      if (clients_.region_count() >= options_.server.max_regions) {
+        // Every region holds a file descriptor: a cap for the whole daemon
+        // (not this client's fault alone, so not counted against it).
+        return ResourceExhausted("vaed holds " + std::to_string(clients_.region_count()) +
+                                 " regions (server.max_regions = " +
+                                 std::to_string(options_.server.max_regions) +
+                                 "); retry when clients release some");
+      }
       if (client->regions.size() >= options_.server.max_regions_per_client) {
         *kind = FaultKind::kQuota;
         return ResourceExhausted("client " + std::to_string(client->id) + " already has " +
@@ -470,6 +483,14 @@ Result<bool> RequestHandler::HandleDecode(ClientState* client, const std::string
   VAED_ASSIGN_OR_RETURN(ResolvedOptions options,
                         ResolveDecodeOptions(info, d.options(), options_.profiles,
                                              options_.executor.allow_fault_injection));
+  if (d.options().group_size() != 0) {
+    // Qualified? (How many ranks it finally gets depends on its tiles; the
+    // executor decides with group.few_tiles.)
+    VAED_RETURN_IF_ERROR(parallel::ChooseGroupSize(layout_,
+                                                   static_cast<int>(d.options().group_size()),
+                                                   INT64_MAX, parallel::FewTiles::kPad)
+                             .status());
+  }
 
   // Plans first: the latents' dtypes and shapes decide everything else.
   if (!d.has_latent() && !d.has_audio_latent()) {
@@ -650,6 +671,7 @@ Result<bool> RequestHandler::HandleDecode(ClientState* client, const std::string
   job->settings.compile = options.compile;
   job->settings.faults = options.faults;
   job->settings.tiling = options.tiling;
+  job->requested_group_size = d.options().group_size();
   job->video = std::move(video);
   job->audio = std::move(audio);
   job->av = av;
@@ -767,6 +789,13 @@ void RequestHandler::OnReplyDropped(const std::string& routing_id, Clock::time_p
   }
 }
 
+bool RequestHandler::HasClientOn(const std::string& routing_id) const {
+  for (const ClientState* c : clients_.All()) {
+    if (c->routing_id == routing_id) return true;
+  }
+  return false;
+}
+
 void RequestHandler::OnDisconnected(const std::string& routing_id) {
   for (ClientState* c : clients_.All()) {
     if (c->routing_id != routing_id) continue;
@@ -796,6 +825,7 @@ void RequestHandler::Tick(Clock::time_point now) {
 
 void RequestHandler::FillStatus(v1::StatusReply* s, Clock::time_point now) const {
   s->set_daemon_version(VAED_VERSION);
+  sink_->FillGroups(s);
   s->set_uptime_seconds(std::chrono::duration<double>(now - started_).count());
   s->set_healthy(health_.empty());
   s->set_health(health_.empty() ? "ok" : health_);

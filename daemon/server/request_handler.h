@@ -55,6 +55,8 @@ class JobSink {
   // answered. Returns how many.
   virtual size_t CancelClient(uint64_t client_id, const Status& why) = 0;
   virtual size_t queue_depth() const = 0;
+  // Status: the ranks and VAE groups serving the jobs.
+  virtual void FillGroups(v1::StatusReply* status) const { (void)status; }
 };
 
 // One message as the control socket received it.
@@ -94,6 +96,9 @@ class RequestHandler {
   // exited): its clients are dropped at once, their queued and running
   // work cancelled and their regions unmapped.
   void OnDisconnected(const std::string& routing_id);
+  // True when a client said Hello on connection `routing_id` and is still
+  // known (the control loop closes idle connections without one).
+  bool HasClientOn(const std::string& routing_id) const;
 
   // Drops clients whose process exited or that were silent for longer than
   // server.client_timeout_ms with nothing in flight; their work is
@@ -137,6 +142,7 @@ class RequestHandler {
                                  Clock::time_point now, v1::Reply* reply);
 
   const DaemonOptions options_;
+  const parallel::GroupLayout layout_;  // of options_.group (validated)
   models::ModelRegistry* const registry_;
   JobSink* const sink_;
   const AccessPolicy* const access_;

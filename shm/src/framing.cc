@@ -60,9 +60,15 @@ std::optional<Frame> FrameReader::Next() {
     frame.payload.assign(buffer_, offset_ + kFrameHeaderBytes, static_cast<size_t>(length));
     offset_ += kFrameHeaderBytes + static_cast<size_t>(length);
   }
-  // Keep the buffer from growing with consumed bytes.
+  // Keep the buffer from growing with consumed bytes, and give a large
+  // message's capacity back once it is consumed (idle connections hold
+  // nothing).
   if (offset_ == buffer_.size()) {
-    buffer_.clear();
+    if (buffer_.capacity() > (64u << 10)) {
+      std::string().swap(buffer_);
+    } else {
+      buffer_.clear();
+    }
     offset_ = 0;
   } else if (offset_ > (1u << 20) && offset_ * 2 > buffer_.size()) {
     buffer_.erase(0, offset_);

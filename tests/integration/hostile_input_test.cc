@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -309,8 +311,15 @@ TEST(HostileInputTest, HugeMessageIsAnsweredFromItsHeaderAndNeverBuffered) {
   // Let the daemon drain what the socket still holds, then compare.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const uint64_t rss_after = RssKiB(daemon.pid());
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed chunks in its quarantine (256 MiB by
+  // default): RSS says nothing here; the plain build checks it.
+  std::printf("RSS %lu KiB -> %lu KiB (not checked under AddressSanitizer)\n",
+              static_cast<unsigned long>(rss_before), static_cast<unsigned long>(rss_after));
+#else
   EXPECT_LT(rss_after, rss_before + 32 * 1024)
       << "RSS " << rss_before << " KiB -> " << rss_after << " KiB after 256 MiB streamed";
+#endif
   // After a skipped message the stream is read on: 2 MiB announced and
   // sent, then a Status request, which is answered.
   RawConnection next(daemon.socket());
@@ -332,23 +341,32 @@ TEST(HostileInputTest, HugeMessageIsAnsweredFromItsHeaderAndNeverBuffered) {
 
 // Connections past server.max_connections, or past
 // server.max_clients_per_process for one process, get one
-// RESOURCE_EXHAUSTED reply naming the limit and are closed.
+// RESOURCE_EXHAUSTED reply naming the limit and are closed. This test runs
+// as root, an admin peer: it has 16 connections more than the limit.
 TEST(HostileInputTest, ConnectionsPastTheLimitsAreRefusedWithTheirReason) {
   struct Case {
     std::string toml, limit;
+    int admitted;
   };
-  for (const Case& c : {Case{"[server]\nmax_connections = 2\n", "server.max_connections = 2"},
-                        Case{"[server]\nmax_clients_per_process = 2\n",
-                             "server.max_clients_per_process = 2"}}) {
+  for (const Case& c :
+       {Case{"[server]\nmax_connections = 2\n", "server.max_connections = 2", 2 + 16},
+        Case{"[server]\nmax_clients_per_process = 2\n", "server.max_clients_per_process = 2",
+             2}}) {
     SCOPED_TRACE(c.limit);
     const std::string cfg = WriteConfig("limits", c.toml);
     DaemonProcess daemon({"--config", cfg, "--intra-op-threads", "1"});
     ASSERT_TRUE(daemon.ok()) << daemon.Log();
     {
-      RawConnection a(daemon.socket()), b(daemon.socket());
-      ASSERT_TRUE(a.ok() && b.ok());
+      std::vector<std::unique_ptr<RawConnection>> held;
+      for (int i = 0; i < c.admitted; ++i) {
+        held.push_back(std::make_unique<RawConnection>(daemon.socket()));
+        ASSERT_TRUE(held.back()->ok());
+      }
+      RawConnection& a = *held.front();
       bool closed = true;
       EXPECT_FALSE(a.Read(300, &closed).has_value());  // admitted: nothing said
+      EXPECT_FALSE(closed);
+      EXPECT_FALSE(held.back()->Read(100, &closed).has_value());
       EXPECT_FALSE(closed);
       RawConnection third(daemon.socket());
       ASSERT_TRUE(third.ok());
@@ -371,6 +389,63 @@ TEST(HostileInputTest, ConnectionsPastTheLimitsAreRefusedWithTheirReason) {
     EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
     std::filesystem::remove(cfg);
   }
+}
+
+// A connection that never says Hello, and one that sends a message a byte
+// at a time, are closed after server.client_timeout_ms; a client that
+// heartbeats keeps its connection.
+TEST(HostileInputTest, IdleAndTricklingConnectionsAreClosedAfterTheClientTimeout) {
+  const std::string cfg = WriteConfig(
+      "idle", "[server]\nheartbeat_interval_ms = 200\nclient_timeout_ms = 1000\n");
+  DaemonProcess daemon({"--config", cfg, "--intra-op-threads", "1"});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  auto live = Connect(daemon, "live");
+  ASSERT_NE(live, nullptr);
+  RawConnection idle(daemon.socket()), trickle(daemon.socket());
+  ASSERT_TRUE(idle.ok() && trickle.ok());
+  const std::string frame = wire::EncodeFrame(std::string(64, '\x01'));
+  const auto t0 = Clock::now();
+  bool idle_closed = false, trickle_closed = false;
+  for (size_t i = 0; i < frame.size() && Clock::now() - t0 < std::chrono::seconds(8); ++i) {
+    if (!trickle_closed && !trickle.Write(frame.substr(i, 1))) trickle_closed = true;
+    bool c = false;
+    if (!idle_closed) {
+      (void)idle.Read(10, &c);
+      idle_closed = c;
+    }
+    if (!trickle_closed) {
+      (void)trickle.Read(190, &c);
+      trickle_closed = c;
+    }
+    if (idle_closed && trickle_closed) break;
+  }
+  EXPECT_TRUE(idle_closed) << "a connection without a client stayed open";
+  EXPECT_TRUE(trickle_closed) << "a message trickling a byte per 200 ms stayed open";
+  EXPECT_THAT(daemon.Log(), HasSubstr("a message stayed incomplete for 1000 ms"));
+  // The heartbeating client still works on its connection.
+  auto s = live->GetStatus();
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(live->reconnects(), 0u);
+  ExpectStillServing(daemon);
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+  std::filesystem::remove(cfg);
+}
+
+// Every connection and region holds a descriptor and libzmq aborts when
+// accept() runs out: the daemon refuses to start when the open-files limit
+// cannot cover its caps.
+TEST(HostileInputTest, DaemonRefusesToStartBelowTheDescriptorsItsLimitsNeed) {
+  int code = -1;
+  const std::string out = RunAndCapture(
+      {Binary("daemon/vaed"), "--socket", "/tmp/vaed-nofile-" + std::to_string(getpid()) + "/s",
+       "--intra-op-threads", "1"},
+      &code, [] {
+        struct rlimit lim {512, 512};
+        return setrlimit(RLIMIT_NOFILE, &lim) == 0;
+      });
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_THAT(out, HasSubstr("open files limit is 512 (hard 512); vaed needs 4880"));
+  EXPECT_THAT(out, HasSubstr("LimitNOFILE"));
 }
 
 // A process flooding garbage is quarantined; another client's decodes keep

@@ -212,6 +212,11 @@ struct DecodeRequest {
   // unspecified prefix. A retry after a reconnect gets the full deadline
   // again.
   uint32_t deadline_ms = 0;
+  // Ranks of the daemon's VAE group that decode the video tile-parallel
+  // (DecodeOptions.group_size): 0 = the daemon's group.size, otherwise one
+  // of its qualified sizes. Same bytes for every size; the reply's
+  // GroupReport says which ranks ran and how evenly.
+  uint32_t group_size = 0;
 };
 
 class Client {

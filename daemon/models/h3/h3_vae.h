@@ -85,6 +85,10 @@ class H3Vae final : public VaeModel {
   Result<DecodePlan> Plan(DType latent_dtype,
                           const std::vector<int64_t>& latent_shape) const override;
   using VaeModel::Decode;
+  int64_t TilesPerUnit(const std::vector<int64_t>& latent_shape,
+                       const DecodeSettings& settings) const override {
+    return video_ ? video_->TilesPerUnit(latent_shape, settings) : 1;
+  }
   Result<torch::Tensor> Decode(const torch::Tensor& latent, const DecodeSettings& settings,
                                DecodeReport* report) override;
   Result<torch::Tensor> ToUnitRange(const torch::Tensor& raw) const override;

@@ -76,6 +76,8 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
   info.compute_dtype = DtypeName(options.compute_dtype);
   info.caps.tiled = true;
   info.caps.stack_tiling = true;
+  info.caps.spatial_sharding = true;
+  info.caps.independent_group = true;
   info.resident_bytes = decoder->resident_bytes();
   for (const auto& [path, sha] : decoder->weight_sha256()) {
     if (!info.weights_path.empty()) info.weights_path += ",";
@@ -437,6 +439,14 @@ std::string VideoVae::WarmShape(int64_t height_latent, int64_t width_latent) {
   if (plans_.size() == 0) out += " (evicted again: the cache holds fewer buckets than warm_shapes)";
   for (const std::string& e : ctx.plan_events) out += "; " + e;
   return out;
+}
+
+int64_t VideoVae::TilesPerUnit(const std::vector<int64_t>& latent_shape,
+                               const DecodeSettings& settings) const {
+  (void)settings;
+  if (latent_shape.size() != 5) return 1;
+  Result<TileGrid> grid = PlanTileGrid(latent_shape[3], latent_shape[4]);
+  return grid.ok() ? grid->num_tiles() : 1;
 }
 
 Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const DecodeSettings& settings,

@@ -124,6 +124,10 @@ class VideoVae final : public VaeModel {
   // 16h x 16w px, shape bucket "<name>:<h>x<w>". Errors (kInvalidArgument)
   // name the field (latent.dtype, latent.shape, latent.shape[i] (what)) and
   // the rule.
+  // Tiles of the official 256-px grid per temporal window.
+  int64_t TilesPerUnit(const std::vector<int64_t>& latent_shape,
+                       const DecodeSettings& settings) const override;
+
   Result<DecodePlan> Plan(DType latent_dtype,
                           const std::vector<int64_t>& latent_shape) const override;
 

@@ -1,0 +1,338 @@
+// Acceptance (issue 7): the daemon's own VAE group. A `vaed` with 4 local
+// ranks decodes every H3 golden case and a multi-tile TAEF2 case on groups
+// of 1, 2 and 4 ranks with byte-identical float32 output; fewer tiles than
+// ranks never hangs (pad and shrink); two requests on 2-rank groups run at
+// once on disjoint ranks; an injected collective failure falls back to the
+// output rank alone with correct output and the group is rebuilt with the
+// next generation.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/common/daemon_process.h"
+#include "vaed/client.h"
+#include "vaed/safetensors.h"
+#include "vaed/wire.h"
+
+namespace vaed {
+namespace {
+
+using testing::DaemonProcess;
+using ::testing::HasSubstr;
+
+const char* const kWeights = "golden/h3/video_tiny_weights.safetensors";
+const char* const kConfig = "golden/h3/video_tiny_config.json";
+
+bool GoldenPresent() {
+  return testing::SharedFileExists(kWeights) && testing::SharedFileExists(kConfig);
+}
+
+std::string WriteConfig(const std::string& name, const std::string& toml) {
+  const std::string path = "/tmp/vaed-group-" + std::to_string(getpid()) + "-" + name + ".toml";
+  std::ofstream(path) << toml;
+  return path;
+}
+
+// A config with the golden tiny H3 model and a demo TAEF2, `ranks` ranks.
+std::string GroupConfig(const std::string& name, const std::string& group_table) {
+  return WriteConfig(name, "[executor]\nintra_op_threads = 1\nallow_fault_injection = true\n"
+                           "[profiles]\nallowed = [\"safe\", \"optimized\", \"diagnostic\"]\n"
+                           "[group]\n" + group_table +
+                           "[models]\ndefault = \"h3\"\n"
+                           "[[models.entry]]\nname = \"h3\"\nkind = \"h3_video\"\nweights = \"" +
+                           testing::SharedPath(kWeights) + "\"\nconfig = \"" +
+                           testing::SharedPath(kConfig) + "\"\n"
+                           "[[models.entry]]\nname = \"taef2\"\nkind = \"demo\"\n");
+}
+
+struct Decoded {
+  v1::DecodeReply reply;
+  std::vector<uint8_t> bytes;
+};
+
+// Decodes `latent` (float32, `shape`) on a fresh pair of regions.
+Result<Decoded> Decode(client::Client& c, const std::string& model,
+                       const std::vector<int64_t>& shape, const float* latent,
+                       uint32_t group_size, std::vector<std::string> faults = {},
+                       std::optional<client::DecodeRequest::Tiling> tiling = std::nullopt) {
+  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan,
+                        c.PlanDecode(model, DType::kFloat32, shape,
+                                     client::OutputFormat::kFloat32NCHW));
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= uint64_t(d);
+  VAED_ASSIGN_OR_RETURN(auto in, client::SharedRegion::Create(n * 4));
+  VAED_ASSIGN_OR_RETURN(auto out, client::SharedRegion::Create(plan.output_bytes()));
+  std::memcpy(in->data(), latent, n * 4);
+  VAED_ASSIGN_OR_RETURN(uint64_t in_id, c.RegisterRegion(*in));
+  VAED_ASSIGN_OR_RETURN(uint64_t out_id, c.RegisterRegion(*out));
+  const std::vector<int64_t> out_shape(plan.output_shape().begin(), plan.output_shape().end());
+  client::DecodeRequest request{.model = model,
+                                .latent = {in_id, 0, DType::kFloat32, shape},
+                                .output = {out_id, 0, DType::kFloat32, out_shape},
+                                .format = client::OutputFormat::kFloat32NCHW,
+                                .profile = tiling ? "diagnostic" : "",
+                                .inject_faults = std::move(faults),
+                                .tiling = tiling,
+                                .group_size = group_size};
+  VAED_ASSIGN_OR_RETURN(v1::DecodeReply reply, c.Decode(request));
+  Decoded d{reply, std::vector<uint8_t>(out->data(), out->data() + reply.output_bytes())};
+  VAED_RETURN_IF_ERROR(c.UnregisterRegion(in_id));
+  VAED_RETURN_IF_ERROR(c.UnregisterRegion(out_id));
+  return d;
+}
+
+std::vector<float> GoldenLatent(const std::string& name, std::vector<int64_t>* shape) {
+  auto file = SafetensorsFile::Open(testing::SharedPath("golden/h3/video_case_" + name +
+                                                        ".safetensors"));
+  EXPECT_TRUE(file.ok()) << file.status().ToString();
+  if (!file.ok()) return {};
+  const TensorEntry* e = (*file)->Find("latent");
+  *shape = e->shape;
+  std::vector<float> v(e->nbytes / 4);
+  std::memcpy(v.data(), e->data, e->nbytes);
+  return v;
+}
+
+std::vector<float> Pseudo(size_t n, float phase) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = std::sin(0.37f * float(i) + phase);
+  return v;
+}
+
+uint32_t TilesInReply(const v1::DecodeReply& r) {
+  uint32_t t = 0;
+  for (const auto& rank : r.group().ranks()) t += rank.tiles();
+  return t;
+}
+
+class GroupDecodeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!GoldenPresent()) return;
+    config_ = GroupConfig("pad", "ranks = 4\nsize = 1\nqualified_sizes = [1, 2, 4]\n"
+                                 "collective_timeout_ms = 20000\n");
+    daemon_ = new DaemonProcess({"--config", config_});
+  }
+  static void TearDownTestSuite() {
+    if (daemon_ != nullptr) {
+      EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->Log();
+    }
+    delete daemon_;
+    daemon_ = nullptr;
+    std::remove(config_.c_str());
+  }
+  void SetUp() override {
+    if (daemon_ == nullptr) GTEST_SKIP() << "../shared/golden/h3 is absent";
+    ASSERT_TRUE(daemon_->ok()) << daemon_->Log();
+    auto c = client::Client::Connect({.socket = daemon_->socket(), .client_name = "group"});
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    client_ = std::move(c).value();
+  }
+  static DaemonProcess* daemon_;
+  static std::string config_;
+  std::unique_ptr<client::Client> client_;
+};
+DaemonProcess* GroupDecodeTest::daemon_ = nullptr;
+std::string GroupDecodeTest::config_;
+
+// Every golden case (1, 2 and 4 tiles per window; one and two windows) on
+// 1, 2 and 4 ranks: the same float32 bytes; the replies say which ranks
+// decoded how many tiles. one_tile and two_windows_two_tiles on 4 ranks are
+// the fewer-tiles-than-ranks cases (padded: idle ranks send nothing).
+TEST_F(GroupDecodeTest, GoldenCasesAreByteIdenticalOnOneTwoAndFourRanks) {
+  for (const char* name :
+       {"one_tile", "two_windows_two_tiles", "grid_2x2", "padded_windows", "small_canvas"}) {
+    SCOPED_TRACE(name);
+    std::vector<int64_t> shape;
+    const std::vector<float> latent = GoldenLatent(name, &shape);
+    ASSERT_FALSE(latent.empty());
+    auto one = Decode(*client_, "h3", shape, latent.data(), 1);
+    ASSERT_TRUE(one.ok()) << one.status().ToString() << daemon_->Log();
+    EXPECT_EQ(one->reply.group().size(), 1u);
+    EXPECT_EQ(one->reply.group().ranks_size(), 1);
+    const uint32_t tiles = TilesInReply(one->reply);
+    for (uint32_t size : {2u, 4u}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto many = Decode(*client_, "h3", shape, latent.data(), size);
+      ASSERT_TRUE(many.ok()) << many.status().ToString() << daemon_->Log();
+      EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(120));
+      EXPECT_TRUE(many->bytes == one->bytes) << size << " ranks";
+      const v1::GroupReport& g = many->reply.group();
+      EXPECT_EQ(g.size(), size);
+      ASSERT_EQ(g.ranks_size(), int(size)) << g.DebugString();
+      EXPECT_TRUE(g.fallback().empty()) << g.fallback();
+      EXPECT_EQ(TilesInReply(many->reply), tiles);
+      EXPECT_GE(g.imbalance(), 1.0);
+      EXPECT_EQ(g.name(), "s" + std::to_string(size) + ".b0");
+      double decode_s = 0;
+      for (const auto& t : many->reply.timings()) {
+        if (t.component() == "decode") decode_s = t.seconds();
+      }
+      std::printf("%s: %u ranks: decode %.3f s, imbalance %.2f, tiles per rank:", name, size,
+                  decode_s, g.imbalance());
+      for (const auto& r : g.ranks()) std::printf(" %u", r.tiles());
+      std::printf("\n");
+    }
+  }
+}
+
+// Three tiles on two ranks: rank 0 decodes tiles 0 and 2 of each window,
+// rank 1 tile 1; same bytes as one rank.
+TEST_F(GroupDecodeTest, ThreeTilesOnTwoRanks) {
+  const std::vector<int64_t> shape = {1, 24, 7, 16, 40};  // 256 x 640 px: 1 x 3 tiles
+  const std::vector<float> latent = Pseudo(1 * 24 * 7 * 16 * 40, 0.5f);
+  auto one = Decode(*client_, "h3", shape, latent.data(), 1);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ASSERT_EQ(one->reply.tiling().tile_cols(), 3u);
+  auto two = Decode(*client_, "h3", shape, latent.data(), 2);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_TRUE(two->bytes == one->bytes);
+  ASSERT_EQ(two->reply.group().ranks_size(), 2);
+  EXPECT_EQ(two->reply.group().ranks(0).tiles(), 2u);
+  EXPECT_EQ(two->reply.group().ranks(1).tiles(), 1u);
+}
+
+// The TAEF2 hybrid tiling (diagnostic profile): 3 x 4 tiles per frame
+// batch spread over the ranks, the same bytes on 1, 2 and 4.
+TEST_F(GroupDecodeTest, Taef2HybridTilingIsByteIdenticalOnOneTwoAndFourRanks) {
+  const std::vector<int64_t> shape = {3, 32, 20, 28};
+  const std::vector<float> latent = Pseudo(3 * 32 * 20 * 28, 1.5f);
+  const client::DecodeRequest::Tiling tiling{.tile_latent = 10, .overlap_latent = 4};
+  auto one = Decode(*client_, "taef2", shape, latent.data(), 1, {}, tiling);
+  ASSERT_TRUE(one.ok()) << one.status().ToString() << daemon_->Log();
+  for (uint32_t size : {2u, 4u}) {
+    auto many = Decode(*client_, "taef2", shape, latent.data(), size, {}, tiling);
+    ASSERT_TRUE(many.ok()) << many.status().ToString();
+    EXPECT_TRUE(many->bytes == one->bytes) << size << " ranks";
+    EXPECT_EQ(many->reply.group().ranks_size(), int(size));
+  }
+}
+
+// Two requests submitted together on 2-rank groups of a 4-rank daemon run
+// at once on disjoint ranks (their decode intervals overlap).
+TEST_F(GroupDecodeTest, TwoRequestsRunAtOnceOnDisjointGroups) {
+  std::vector<int64_t> shape;
+  const std::vector<float> latent = GoldenLatent("grid_2x2", &shape);
+  auto reference = Decode(*client_, "h3", shape, latent.data(), 1);
+  ASSERT_TRUE(reference.ok());
+  auto second = client::Client::Connect({.socket = daemon_->socket(), .client_name = "second"});
+  ASSERT_TRUE(second.ok());
+  auto a = std::async(std::launch::async,
+                      [&] { return Decode(*client_, "h3", shape, latent.data(), 2); });
+  auto b = std::async(std::launch::async,
+                      [&] { return Decode(**second, "h3", shape, latent.data(), 2); });
+  auto ra = a.get();
+  auto rb = b.get();
+  ASSERT_TRUE(ra.ok() && rb.ok()) << ra.status().ToString() << rb.status().ToString();
+  EXPECT_TRUE(ra->bytes == reference->bytes);
+  EXPECT_TRUE(rb->bytes == reference->bytes);
+  std::set<uint32_t> ranks_a, ranks_b;
+  double a_start = 1e300, a_end = 0, b_start = 1e300, b_end = 0;
+  for (const auto& r : ra->reply.group().ranks()) {
+    ranks_a.insert(r.rank());
+    a_start = std::min(a_start, r.started_unix());
+    a_end = std::max(a_end, r.finished_unix());
+  }
+  for (const auto& r : rb->reply.group().ranks()) {
+    ranks_b.insert(r.rank());
+    b_start = std::min(b_start, r.started_unix());
+    b_end = std::max(b_end, r.finished_unix());
+  }
+  EXPECT_EQ(ranks_a.size(), 2u);
+  EXPECT_EQ(ranks_b.size(), 2u);
+  for (uint32_t r : ranks_a) EXPECT_EQ(ranks_b.count(r), 0u) << "rank " << r << " in both";
+  EXPECT_NE(ra->reply.group().name(), rb->reply.group().name());
+  EXPECT_LT(std::max(a_start, b_start), std::min(a_end, b_end))
+      << "the two decodes did not overlap in time: [" << a_start << ", " << a_end << "] and ["
+      << b_start << ", " << b_end << "]";
+}
+
+// A collective failing mid-request: that request still returns the right
+// bytes (decoded on the output rank alone, said in the reply); the group
+// is rebuilt with generation + 1, which the next request uses.
+TEST_F(GroupDecodeTest, InjectedCollectiveFailureFallsBackAndTheGroupIsRebuilt) {
+  std::vector<int64_t> shape;
+  const std::vector<float> latent = GoldenLatent("grid_2x2", &shape);
+  auto reference = Decode(*client_, "h3", shape, latent.data(), 1);
+  ASSERT_TRUE(reference.ok());
+  auto before = client_->GetStatus();
+  ASSERT_TRUE(before.ok());
+  uint64_t generation = 0;
+  for (const auto& g : before->groups()) {
+    if (g.name() == "s2.b0") generation = g.generation();
+  }
+  auto failed = Decode(*client_, "h3", shape, latent.data(), 2, {"collective_failure"});
+  ASSERT_TRUE(failed.ok()) << failed.status().ToString() << daemon_->Log();
+  EXPECT_TRUE(failed->bytes == reference->bytes);
+  EXPECT_THAT(failed->reply.group().fallback(), HasSubstr("injected collective failure"));
+  EXPECT_THAT(failed->reply.group().fallback(), HasSubstr("decoded on rank 0 alone"));
+  auto next = Decode(*client_, "h3", shape, latent.data(), 2);
+  ASSERT_TRUE(next.ok()) << next.status().ToString() << daemon_->Log();
+  EXPECT_TRUE(next->bytes == reference->bytes);
+  EXPECT_TRUE(next->reply.group().fallback().empty());
+  EXPECT_EQ(next->reply.group().generation(), generation + 1);
+  EXPECT_EQ(next->reply.group().ranks_size(), 2);
+  auto after = client_->GetStatus();
+  ASSERT_TRUE(after.ok());
+  bool seen = false;
+  for (const auto& g : after->groups()) {
+    if (g.name() != "s2.b0") continue;
+    seen = true;
+    EXPECT_EQ(g.generation(), generation + 1);
+    EXPECT_GE(g.failures(), 1u);
+    // The first rank to see it says why: the output rank's injected
+    // failure, or a member's view of it (the connection closed).
+    EXPECT_THAT(g.last_failure(), HasSubstr("group s2.b0 generation " + std::to_string(generation)));
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(after->ranks(), 4u);
+}
+
+TEST_F(GroupDecodeTest, AnUnqualifiedGroupSizeIsRefusedNamingTheSizes) {
+  std::vector<int64_t> shape;
+  const std::vector<float> latent = GoldenLatent("one_tile", &shape);
+  auto bad = Decode(*client_, "h3", shape, latent.data(), 3);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("options.group_size is 3; must be 0 (the daemon's group.size 1) or one "
+                        "of group.qualified_sizes [1, 2, 4]"));
+}
+
+// group.few_tiles = "shrink": a one-tile request asking for 4 ranks runs on
+// one, two tiles on two; the bytes are those of one rank.
+TEST(GroupShrinkTest, FewerTilesThanRanksShrinksTheGroup) {
+  if (!GoldenPresent()) GTEST_SKIP() << "../shared/golden/h3 is absent";
+  const std::string cfg = GroupConfig("shrink", "ranks = 4\nsize = 4\nqualified_sizes = [1, 2, 4]\n"
+                                                "few_tiles = \"shrink\"\n");
+  DaemonProcess daemon({"--config", cfg});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  auto c = client::Client::Connect({.socket = daemon.socket()});
+  ASSERT_TRUE(c.ok());
+  for (auto [name, expected] : {std::pair<const char*, uint32_t>{"one_tile", 1},
+                                {"two_windows_two_tiles", 2},
+                                {"grid_2x2", 4}}) {
+    SCOPED_TRACE(name);
+    std::vector<int64_t> shape;
+    const std::vector<float> latent = GoldenLatent(name, &shape);
+    auto one = Decode(**c, "h3", shape, latent.data(), 1);
+    auto dflt = Decode(**c, "h3", shape, latent.data(), 0);
+    ASSERT_TRUE(one.ok() && dflt.ok()) << dflt.status().ToString() << daemon.Log();
+    EXPECT_EQ(dflt->reply.group().size(), expected);
+    EXPECT_EQ(dflt->reply.group().ranks_size(), int(expected));
+    EXPECT_TRUE(dflt->bytes == one->bytes);
+  }
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+  std::remove(cfg.c_str());
+}
+
+}  // namespace
+}  // namespace vaed
