@@ -412,14 +412,6 @@ Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base
   return o;
 }
 
-Result<parallel::GroupLayout> MakeGroupLayout(const GroupOptions& g) {
-  parallel::GroupLayoutOptions layout;
-  layout.ranks_per_node = static_cast<int>(g.ranks);
-  layout.qualified_sizes.assign(g.qualified_sizes.begin(), g.qualified_sizes.end());
-  layout.default_size = static_cast<int>(g.size);
-  return parallel::GroupLayout::Plan(layout);
-}
-
 Status ValidateOptions(const DaemonOptions& o) {
   if (o.server.socket.empty()) return InvalidArgument("server.socket must not be empty");
   // sun_path holds 108 bytes including the terminating NUL.

@@ -183,8 +183,15 @@ Result<DaemonOptions> ParseConfigToml(std::string_view toml, std::string_view so
 Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base);
 
 // The VAE groups of `group` (one node; group_layout.h). Errors name the
-// group.* key (ranks, size, qualified_sizes).
-Result<parallel::GroupLayout> MakeGroupLayout(const GroupOptions& group);
+// group.* key (ranks, size, qualified_sizes). Inline: the request handler
+// uses it without the TOML reader.
+inline Result<parallel::GroupLayout> MakeGroupLayout(const GroupOptions& group) {
+  parallel::GroupLayoutOptions layout;
+  layout.ranks_per_node = static_cast<int>(group.ranks);
+  layout.qualified_sizes.assign(group.qualified_sizes.begin(), group.qualified_sizes.end());
+  layout.default_size = static_cast<int>(group.size);
+  return parallel::GroupLayout::Plan(layout);
+}
 
 // Whole-config checks that single keys cannot make (default model present,
 // unique model names, ...).

@@ -321,7 +321,12 @@ void ControlLoop::ExpireConnections(std::chrono::steady_clock::time_point now) {
                    timeout.count());
       handler_->OnDisconnected(it->first);
       CloseConnection(it->first, conn, now);
-    } else if (now - conn.last_bytes > timeout && !handler_->HasClientOn(it->first)) {
+    } else if (handler_->HasClientOn(it->first)) {
+      conn.had_client = true;
+    } else if (now - conn.last_bytes > (conn.had_client ? 4 * timeout : timeout)) {
+      // Never a client: closed after client_timeout_ms of silence. A
+      // client the daemon dropped: its connection stays 4x as long, so the
+      // library hears kUnknownClient (and says Hello again) first.
       spdlog::debug("closing an idle connection without a client");
       CloseConnection(it->first, conn, now);
     }

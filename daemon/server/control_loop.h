@@ -92,6 +92,7 @@ class ControlLoop {
     std::optional<std::chrono::steady_clock::time_point> close_at;
     bool closed = false;
     bool admin = false;  // root, the daemon's uid or server.admin_uids
+    bool had_client = false;  // a client said Hello on it at some point
     // Last bytes received, and when the message now being received began
     // (for the idle and incomplete-message timeouts).
     std::chrono::steady_clock::time_point last_bytes{};

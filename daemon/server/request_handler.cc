@@ -283,9 +283,10 @@ std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_
   if (!client.ok()) {
     if (req.body_case() == v1::Request::kDecode) ++requests_failed_;
     if (client.status().code() == StatusCode::kProtocolError) ++protocol_errors_;
-    // An unknown id is one fault (a client the daemon dropped asks once,
-    // then says Hello again); a stream of them is a protocol abuse.
-    return fail(client.status(), FaultKind::kProtocol, "");
+    // An unknown id is not counted (a client the daemon dropped, or one of
+    // a restarted daemon, asks once and says Hello again); another
+    // connection's id is a protocol fault.
+    return fail(client.status(), std::nullopt, "");
   }
   ClientState* c = *client;
   c->last_seen = now;
