@@ -25,6 +25,16 @@ inline std::string SharedPath(const std::string& rel) {
 inline bool SharedFileExists(const std::string& rel) {
   return std::filesystem::exists(SharedPath(rel));
 }
+// Writes `toml` to /tmp/vaed-<tag>-<pid>-<name>.toml (per test process, so
+// parallel test binaries never share one) and returns the path.
+inline std::string WriteTempConfig(const std::string& tag, const std::string& name,
+                                   const std::string& toml) {
+  const std::string path =
+      "/tmp/vaed-" + tag + "-" + std::to_string(getpid()) + "-" + name + ".toml";
+  std::ofstream(path) << toml;
+  return path;
+}
+
 inline std::string TaefWeights() { return SharedPath("data/taef2/taef2_decoder.safetensors"); }
 
 struct RunResult {

@@ -37,9 +37,7 @@ bool GoldenPresent() {
 }
 
 std::string WriteConfig(const std::string& name, const std::string& toml) {
-  const std::string path = "/tmp/vaed-group-" + std::to_string(getpid()) + "-" + name + ".toml";
-  std::ofstream(path) << toml;
-  return path;
+  return testing::WriteTempConfig("group", name, toml);
 }
 
 // A config with the golden tiny H3 model and a demo TAEF2, `ranks` ranks.

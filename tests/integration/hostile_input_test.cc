@@ -90,9 +90,7 @@ void ExpectStillServing(const DaemonProcess& d) {
 }
 
 std::string WriteConfig(const std::string& name, const std::string& toml) {
-  const std::string path = "/tmp/vaed-hostile-" + std::to_string(getpid()) + "-" + name + ".toml";
-  std::ofstream(path) << toml;
-  return path;
+  return testing::WriteTempConfig("hostile", name, toml);
 }
 
 std::string Binary(const std::string& rel) { return std::string(VAED_BINARY_DIR) + "/" + rel; }
