@@ -268,12 +268,13 @@ bool Executor::ScheduleLocked() {
   if (job.video && !job.cancel->Check("scheduling").ok()) {
     size = 1;  // answered without decoding by whichever rank takes it
   } else if (job.video && job.model->info().caps.spatial_sharding) {
+    // An untiled decode (0 tiles) cannot be spread: one rank.
     const int64_t tiles = job.model->TilesPerUnit(job.video->latent.shape, job.settings);
     Result<int> chosen = parallel::ChooseGroupSize(
         layout_, static_cast<int>(job.requested_group_size), tiles,
         group_options_.few_tiles == "shrink" ? parallel::FewTiles::kShrink
                                              : parallel::FewTiles::kPad);
-    size = chosen.ok() ? *chosen : 1;
+    size = chosen.ok() && tiles > 0 ? *chosen : 1;
   }
   for (const parallel::GroupSpec* g : layout_.OfSize(size)) {
     if (!idle(*g)) continue;

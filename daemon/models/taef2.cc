@@ -430,7 +430,7 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::CreateDemo(const std::string
 
 int64_t Taef2Decoder::TilesPerUnit(const std::vector<int64_t>& latent_shape,
                                    const DecodeSettings& settings) const {
-  if (!settings.tiling || latent_shape.size() != 4) return 1;
+  if (!settings.tiling || latent_shape.size() != 4) return 0;
   Result<Taef2TilePlan> tiles = PlanTaef2Tiles(latent_shape[2], latent_shape[3],
                                                settings.tiling->tile_latent,
                                                settings.tiling->overlap_latent);

@@ -221,7 +221,7 @@ class Taef2Decoder final : public VaeModel {
   // Errors (kInvalidArgument) name the field: latent.dtype, latent.shape
   // (rank), latent.shape[0..3].
   // With settings.tiling: the hybrid tiling's tiles (per frame batch);
-  // otherwise 1 (the untiled decode is one unit).
+  // otherwise 0 (untiled).
   int64_t TilesPerUnit(const std::vector<int64_t>& latent_shape,
                        const DecodeSettings& settings) const override;
 

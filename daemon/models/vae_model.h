@@ -339,13 +339,14 @@ class VaeModel {
 
   // Tiles per unit of work of a decode of `latent_shape` (accepted by
   // Plan()) under `settings`: H3, tiles per temporal window; TAEF2 with
-  // hybrid tiling, tiles per frame batch; 1 for untiled decodes. Sizes a
-  // request's VAE group (tile_group.h; group.few_tiles). Any thread.
+  // hybrid tiling, tiles per frame batch; 0 for an untiled decode (it
+  // cannot be spread: it runs on one rank). Sizes a request's VAE group
+  // (tile_group.h; group.few_tiles). Any thread.
   virtual int64_t TilesPerUnit(const std::vector<int64_t>& latent_shape,
                                const DecodeSettings& settings) const {
     (void)latent_shape;
     (void)settings;
-    return 1;
+    return 0;
   }
 
   // The compiled-plan cache (models with info().caps.compiled_plans), for

@@ -215,6 +215,16 @@ TEST_F(GroupDecodeTest, Taef2HybridTilingIsByteIdenticalOnOneTwoAndFourRanks) {
   }
 }
 
+// An untiled decode cannot be spread: a 4-rank request runs on one rank.
+TEST_F(GroupDecodeTest, AnUntiledDecodeRunsOnOneRank) {
+  const std::vector<int64_t> shape = {2, 32, 8, 8};
+  const std::vector<float> latent = Pseudo(2 * 32 * 8 * 8, 2.5f);
+  auto r = Decode(*client_, "taef2", shape, latent.data(), 4);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->reply.group().ranks_size(), 1);
+  EXPECT_EQ(r->reply.group().size(), 1u);
+}
+
 // Two requests submitted together on 2-rank groups of a 4-rank daemon run
 // at once on disjoint ranks (their decode intervals overlap).
 TEST_F(GroupDecodeTest, TwoRequestsRunAtOnceOnDisjointGroups) {

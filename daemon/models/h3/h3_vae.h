@@ -87,7 +87,7 @@ class H3Vae final : public VaeModel {
   using VaeModel::Decode;
   int64_t TilesPerUnit(const std::vector<int64_t>& latent_shape,
                        const DecodeSettings& settings) const override {
-    return video_ ? video_->TilesPerUnit(latent_shape, settings) : 1;
+    return video_ ? video_->TilesPerUnit(latent_shape, settings) : 0;
   }
   Result<torch::Tensor> Decode(const torch::Tensor& latent, const DecodeSettings& settings,
                                DecodeReport* report) override;
