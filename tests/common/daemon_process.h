@@ -35,6 +35,13 @@ inline std::string WriteTempConfig(const std::string& tag, const std::string& na
   return path;
 }
 
+// The H3 golden pack's tiny video decoder (paths under ../shared).
+inline constexpr const char* kH3TinyVideoWeights = "golden/h3/video_tiny_weights.safetensors";
+inline constexpr const char* kH3TinyVideoConfig = "golden/h3/video_tiny_config.json";
+inline bool H3TinyVideoPresent() {
+  return SharedFileExists(kH3TinyVideoWeights) && SharedFileExists(kH3TinyVideoConfig);
+}
+
 inline std::string TaefWeights() { return SharedPath("data/taef2/taef2_decoder.safetensors"); }
 
 struct RunResult {

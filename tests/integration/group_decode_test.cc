@@ -29,12 +29,10 @@ namespace {
 using testing::DaemonProcess;
 using ::testing::HasSubstr;
 
-const char* const kWeights = "golden/h3/video_tiny_weights.safetensors";
-const char* const kConfig = "golden/h3/video_tiny_config.json";
+const char* const kWeights = testing::kH3TinyVideoWeights;
+const char* const kConfig = testing::kH3TinyVideoConfig;
 
-bool GoldenPresent() {
-  return testing::SharedFileExists(kWeights) && testing::SharedFileExists(kConfig);
-}
+bool GoldenPresent() { return testing::H3TinyVideoPresent(); }
 
 std::string WriteConfig(const std::string& name, const std::string& toml) {
   return testing::WriteTempConfig("group", name, toml);

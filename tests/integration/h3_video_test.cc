@@ -32,12 +32,12 @@ namespace {
 using testing::DaemonProcess;
 using ::testing::HasSubstr;
 
-const char* const kWeights = "golden/h3/video_tiny_weights.safetensors";
-const char* const kConfig = "golden/h3/video_tiny_config.json";
+const char* const kWeights = testing::kH3TinyVideoWeights;
+const char* const kConfig = testing::kH3TinyVideoConfig;
 const char* const kCases = "golden/h3/video_cases.json";
 
 bool GoldenPresent() {
-  return testing::SharedFileExists(kWeights) && testing::SharedFileExists(kConfig) &&
+  return testing::H3TinyVideoPresent() &&
          testing::SharedFileExists(kCases);
 }
 
