@@ -73,7 +73,10 @@ int main(int argc, char** argv) {
 
   // Descriptors: one per connection and per registered region, plus
   // LibTorch's, ZeroMQ's and the communicators' own. libzmq aborts the
-  // process when accept() hits EMFILE, so the limit must cover the caps.
+  // process when accept() hits EMFILE, so the limit must cover the caps:
+  // admitted connections (admin peers have kAdminReserve = 16 more), regions,
+  // and 512 for the rest (refused connections waiting to close are at most
+  // 64 of them).
   {
     const rlim_t needed = rlim_t{options.server.max_connections} + 16 +
                           rlim_t{options.server.max_regions} + 512;

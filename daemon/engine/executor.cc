@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "daemon/engine/memory_policy.h"
@@ -13,6 +15,7 @@
 #include "daemon/models/postprocess.h"
 #include "daemon/models/tensor_memory.h"
 #include "daemon/models/torch_status.h"
+#include "daemon/parallel/nccl_communicator.h"
 #include "vaed/guarded_copy.h"
 #include "vaed/wire.h"
 #include "vaed/zmq_status.h"
@@ -54,7 +57,13 @@ Result<torch::Tensor> FormatOutput(const models::VaeModel& model, const torch::T
   return models::ToUint8Nhwc(unit);
 }
 
-void AnnounceJob(parallel::Communicator* comm, const torch::Tensor* latent);
+// Store keys of a group spanning daemons: the generation its leader is
+// building, and job n of generation g.
+std::string LatestKey(const parallel::GroupSpec& spec) { return spec.name + "/latest"; }
+std::string JobKey(const parallel::GroupSpec& spec, uint64_t generation, int64_t n) {
+  return spec.name + "/gen" + std::to_string(generation) + "/job" + std::to_string(n);
+}
+std::vector<uint8_t> Bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
 }  // namespace
 
@@ -113,11 +122,26 @@ Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& option
   }
   std::unique_ptr<Executor> e(new Executor(options, group, std::move(layout), std::move(registries),
                                            context, std::move(reply_endpoint)));
-  if (e->layout_.world_ranks() > 1) {
+  if (!group.store_address.empty()) {
+    // Node 0 serves the store for as long as this executor lives.
+    VAED_ASSIGN_OR_RETURN(
+        e->store_, parallel::MakeStore(
+                       {.address = group.store_address,
+                        .node_rank = static_cast<int>(group.node_rank),
+                        .world_nodes = static_cast<int>(group.world_nodes),
+                        .timeout = std::chrono::milliseconds(group.collective_timeout_ms)}));
+  } else if (e->layout_.world_ranks() > 1) {
     VAED_ASSIGN_OR_RETURN(e->store_, parallel::MakeStore({}));
   }
   for (size_t r = 0; r < e->ranks_.size(); ++r) {
     e->ranks_[r].thread = std::thread([raw = e.get(), r] { raw->RankLoop(static_cast<int>(r)); });
+  }
+  for (const parallel::GroupSpec& g : e->layout_.groups()) {
+    bool member_here = false;
+    for (int r : g.ranks) member_here = member_here || e->layout_.IsLocal(r);
+    if (member_here && g.leader_node != static_cast<int>(group.node_rank)) {
+      e->watchers_.emplace_back([raw = e.get(), spec = &g] { raw->WatchLeader(spec); });
+    }
   }
   // Serve only once every rank built its communicators (a group's
   // rendezvous needs all its ranks).
@@ -187,6 +211,9 @@ void Executor::Stop() {
   for (RankState& r : ranks_) {
     if (r.thread.joinable()) r.thread.join();
   }
+  for (std::thread& w : watchers_) {
+    if (w.joinable()) w.join();
+  }
 }
 
 size_t Executor::CancelClient(uint64_t client_id, const Status& why) {
@@ -230,12 +257,34 @@ void Executor::FillGroups(v1::StatusReply* status) const {
   }
 }
 
-bool Executor::ScheduleLocked() {
-  auto idle = [&](const parallel::GroupSpec& g) {
-    for (int r : g.ranks) {
-      if (ranks_[static_cast<size_t>(layout_.LocalRank(r))].busy) return false;
+bool Executor::SpansNodes(const parallel::GroupSpec& spec) const {
+  for (int r : spec.ranks) {
+    if (!layout_.IsLocal(r)) return true;
+  }
+  return false;
+}
+
+bool Executor::LocalRanksIdleLocked(const parallel::GroupSpec& spec) const {
+  for (int r : spec.ranks) {
+    if (layout_.IsLocal(r) && ranks_[static_cast<size_t>(layout_.LocalRank(r))].busy) {
+      return false;
     }
-    return true;
+  }
+  return true;
+}
+
+bool Executor::ScheduleLocked() {
+  const int node = layout_.options().node_rank;
+  auto give = [&](const std::shared_ptr<GroupRun>& run) {
+    GroupState& st = groups_[run->spec->name];
+    st.busy = true;
+    if (run->job || run->member_job) ++st.runs;
+    for (int r : run->spec->ranks) {
+      if (!layout_.IsLocal(r)) continue;
+      RankState& rank = ranks_[static_cast<size_t>(layout_.LocalRank(r))];
+      rank.busy = true;
+      rank.task = run;
+    }
   };
   auto assign = [&](std::shared_ptr<GroupRun> run) {
     GroupState& st = groups_[run->spec->name];
@@ -244,18 +293,25 @@ bool Executor::ScheduleLocked() {
       st.needs_rebuild = false;
     }
     run->generation = st.generation;
-    st.busy = true;
-    if (run->job) ++st.runs;
-    for (int r : run->spec->ranks) {
-      RankState& rank = ranks_[static_cast<size_t>(layout_.LocalRank(r))];
-      rank.busy = true;
-      rank.task = run;
-    }
+    give(run);
   };
+  // Runs of groups other daemons lead come first: their leader is already
+  // waiting in a collective (or a rendezvous) for this node's ranks.
+  for (auto it = member_runs_.begin(); it != member_runs_.end(); ++it) {
+    if (!LocalRanksIdleLocked(*(*it)->spec)) continue;
+    std::shared_ptr<GroupRun> run = std::move(*it);
+    member_runs_.erase(it);
+    groups_[run->spec->name].generation = run->generation;
+    give(run);
+    return true;
+  }
   // Groups that failed are rebuilt as soon as their ranks are idle, before
-  // the next request (which then sees the new generation).
+  // the next request (which then sees the new generation). A group spanning
+  // daemons is rebuilt by its next request instead (its leader announces
+  // the generation; the other nodes' ranks may be busy for a while).
   for (const parallel::GroupSpec& g : layout_.groups()) {
-    if (g.size > 1 && groups_[g.name].needs_rebuild && idle(g)) {
+    if (g.size > 1 && g.leader_node == node && !SpansNodes(g) && groups_[g.name].needs_rebuild &&
+        LocalRanksIdleLocked(g)) {
       auto run = std::make_shared<GroupRun>();
       run->spec = &g;
       assign(std::move(run));
@@ -276,8 +332,17 @@ bool Executor::ScheduleLocked() {
                                              : parallel::FewTiles::kPad);
     size = chosen.ok() && tiles > 0 ? *chosen : 1;
   }
-  for (const parallel::GroupSpec* g : layout_.OfSize(size)) {
-    if (!idle(*g)) continue;
+  // Only groups this node leads take its requests: the largest size <= the
+  // chosen one that has such a group (size 1 always does).
+  std::vector<const parallel::GroupSpec*> led;
+  for (; size >= 1; --size) {
+    for (const parallel::GroupSpec* g : layout_.OfSize(size)) {
+      if (g->leader_node == node) led.push_back(g);
+    }
+    if (!led.empty()) break;
+  }
+  for (const parallel::GroupSpec* g : led) {
+    if (!LocalRanksIdleLocked(*g)) continue;
     auto run = std::make_shared<GroupRun>();
     run->job = std::move(queue_.front());
     queue_.pop_front();
@@ -312,8 +377,10 @@ void Executor::RankLoop(int local_rank) {
   }
   // This rank's communicators, in the layout's order (the same on every
   // rank, so the rendezvous cannot deadlock).
+  // Groups spanning daemons meet at their first request instead (the other
+  // daemons may start later).
   for (const parallel::GroupSpec* g : layout_.OfRank(GlobalRank(local_rank))) {
-    if (g->size > 1) (void)CommunicatorFor(local_rank, *g, 0);
+    if (g->size > 1 && !SpansNodes(*g)) (void)CommunicatorFor(local_rank, *g, 0);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -363,46 +430,166 @@ void Executor::RankLoop(int local_rank) {
       std::lock_guard<std::mutex> lock(mu_);
       me.task.reset();
       me.busy = false;
-      bool group_idle = true;
-      for (int r : run->spec->ranks) {
-        group_idle = group_idle && !ranks_[static_cast<size_t>(layout_.LocalRank(r))].busy;
-      }
-      if (group_idle) groups_[run->spec->name].busy = false;
+      if (LocalRanksIdleLocked(*run->spec)) groups_[run->spec->name].busy = false;
     }
     cv_.notify_all();
   }
   spdlog::debug("executor: rank {} stopped", local_rank);
 }
 
-parallel::Communicator* Executor::CommunicatorFor(int local_rank, const parallel::GroupSpec& spec,
-                                                  uint64_t generation) {
-  std::unique_ptr<parallel::Communicator>& c =
-      ranks_[static_cast<size_t>(local_rank)].comms[spec.name];
-  if (c && c->generation() == generation && !c->aborted()) return c.get();
+Executor::CommEntry* Executor::CommunicatorFor(int local_rank, const parallel::GroupSpec& spec,
+                                               uint64_t generation) {
+  CommEntry& entry = ranks_[static_cast<size_t>(local_rank)].comms[spec.name];
+  std::unique_ptr<parallel::Communicator>& c = entry.comm;
+  if (c && c->generation() == generation && !c->aborted()) return &entry;
   c.reset();
+  entry.store.reset();
+  entry.jobs_announced = 0;
   const int global = GlobalRank(local_rank);
   const int index = static_cast<int>(
       std::find(spec.ranks.begin(), spec.ranks.end(), global) - spec.ranks.begin());
-  Result<std::unique_ptr<parallel::Communicator>> built = parallel::CreateGlooCommunicator(
-      store_, {.group_name = spec.name,
-               .rank = index,
-               .size = spec.size,
-               .generation = generation,
-               .timeout = std::chrono::milliseconds(group_options_.collective_timeout_ms),
-               .host = group_options_.host});
+  c10::intrusive_ptr<c10d::Store> store = store_;
+  if (!group_options_.store_address.empty()) {
+    // Its own connection (communicator.h: a timed-out wait spoils one).
+    Result<c10::intrusive_ptr<c10d::Store>> connected = parallel::MakeStore(
+        {.address = group_options_.store_address,
+         .node_rank = static_cast<int>(group_options_.node_rank),
+         .world_nodes = static_cast<int>(group_options_.world_nodes),
+         .timeout = std::chrono::milliseconds(group_options_.collective_timeout_ms),
+         .serve = false});
+    if (!connected.ok()) {
+      spdlog::error("executor: rank {}: group {}: {}", global, spec.name,
+                    connected.status().ToString());
+      std::lock_guard<std::mutex> lock(mu_);
+      GroupState& st = groups_[spec.name];
+      if (spec.leader_node == layout_.options().node_rank) st.needs_rebuild = true;
+      st.last_failure = std::string(connected.status().message());
+      return nullptr;
+    }
+    store = std::move(connected).value();
+    if (index == 0 && SpansNodes(spec)) {
+      // Tell the other daemons which generation to meet at (WatchLeader).
+      try {
+        store->set(LatestKey(spec), Bytes(std::to_string(generation)));
+      } catch (...) {
+        spdlog::error("executor: group {}: announcing generation {}: {}", spec.name,
+                      generation, models::CurrentTorchErrorStatus("store").ToString());
+      }
+    }
+  }
+  const parallel::CommunicatorOptions comm_options{
+      .group_name = spec.name,
+      .rank = index,
+      .size = spec.size,
+      .generation = generation,
+      .timeout = std::chrono::milliseconds(group_options_.collective_timeout_ms),
+      .host = group_options_.host};
+#if defined(VAED_WITH_NCCL)
+  // GPU builds with group.backend = "nccl": local rank r drives device r.
+  Result<std::unique_ptr<parallel::Communicator>> built =
+      group_options_.backend == "nccl"
+          ? parallel::CreateNcclCommunicator(store, comm_options, local_rank)
+          : parallel::CreateGlooCommunicator(store, comm_options);
+#else
+  Result<std::unique_ptr<parallel::Communicator>> built =
+      parallel::CreateGlooCommunicator(store, comm_options);
+#endif
   if (!built.ok()) {
     spdlog::error("executor: rank {}: {}", global, built.status().ToString());
     std::lock_guard<std::mutex> lock(mu_);
     GroupState& st = groups_[spec.name];
-    st.needs_rebuild = true;
+    // The leader's node rebuilds; other nodes follow its announcements.
+    if (spec.leader_node == layout_.options().node_rank) st.needs_rebuild = true;
     st.last_failure = std::string(built.status().message());
     return nullptr;
   }
-  if (generation > 0 && index == 0) {
-    spdlog::info("executor: group {} rebuilt (generation {})", spec.name, generation);
+  if ((generation > 0 || SpansNodes(spec)) && index == 0) {
+    spdlog::info("executor: group {} {} (generation {})", spec.name,
+                 generation > 0 ? "rebuilt" : "built", generation);
   }
   c = std::move(built).value();
-  return c.get();
+  entry.store = std::move(store);
+  return &entry;
+}
+
+void Executor::WatchLeader(const parallel::GroupSpec* spec) {
+  // Check-only polling: a TCPStore wait that times out would leave a reply
+  // in flight on the connection (communicator.h).
+  constexpr auto kPoll = std::chrono::milliseconds(5);
+  constexpr int kPollsPerGenerationCheck = 20;  // ~100 ms
+  c10::intrusive_ptr<c10d::Store> store;
+  int64_t generation = -1;  // the leader's latest announced generation
+  int64_t next_job = 0;
+  int polls = 0;
+  SteadyClock::time_point last_complaint{};
+  auto wait = [&](std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, d, [&] { return stopping_; });
+  };
+  auto queue_run = [&](bool member_job) {
+    auto run = std::make_shared<GroupRun>();
+    run->spec = spec;
+    run->generation = static_cast<uint64_t>(generation);
+    run->member_job = member_job;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!member_job) {
+        // Runs of older generations could meet nobody.
+        std::erase_if(member_runs_, [&](const std::shared_ptr<GroupRun>& r) {
+          return r->spec == spec && r->generation < run->generation;
+        });
+      }
+      member_runs_.push_back(std::move(run));
+    }
+    cv_.notify_all();
+  };
+  while (!wait(kPoll)) {
+    try {
+      if (!store) {
+        Result<c10::intrusive_ptr<c10d::Store>> connected = parallel::MakeStore(
+            {.address = group_options_.store_address,
+             .node_rank = static_cast<int>(group_options_.node_rank),
+             .world_nodes = static_cast<int>(group_options_.world_nodes),
+             .timeout = std::chrono::milliseconds(2000),
+             .serve = false});
+        if (!connected.ok()) throw std::runtime_error(connected.status().ToString());
+        store = std::move(connected).value();
+      }
+      if (generation >= 0 &&
+          store->check({JobKey(*spec, static_cast<uint64_t>(generation), next_job)})) {
+        ++next_job;
+        queue_run(true);
+        continue;
+      }
+      if (generation < 0 || ++polls % kPollsPerGenerationCheck == 0) {
+        if (store->check({LatestKey(*spec)})) {
+          const std::vector<uint8_t> value = store->get(LatestKey(*spec));
+          int64_t latest = -1;
+          std::from_chars(reinterpret_cast<const char*>(value.data()),
+                          reinterpret_cast<const char*>(value.data()) + value.size(), latest);
+          if (latest > generation) {
+            generation = latest;
+            next_job = 0;
+            spdlog::info("executor: group {} (led by node {}): meeting at generation {}",
+                         spec->name, spec->leader_node, generation);
+            queue_run(false);
+          }
+        }
+      }
+    } catch (...) {
+      // The store (node 0) is down or restarting: retry, complaining at
+      // most every 30 s.
+      const std::string why = models::CurrentTorchErrorStatus("store").ToString();
+      if (SteadyClock::now() - last_complaint > std::chrono::seconds(30)) {
+        last_complaint = SteadyClock::now();
+        spdlog::warn("executor: group {}: cannot watch its leader (node {}) through the store "
+                     "at {}: {}; retrying",
+                     spec->name, spec->leader_node, group_options_.store_address, why);
+      }
+      store.reset();
+      if (wait(std::chrono::milliseconds(1000))) break;
+    }
+  }
 }
 
 void Executor::RunTask(int local_rank, const std::shared_ptr<GroupRun>& run,
@@ -410,11 +597,30 @@ void Executor::RunTask(int local_rank, const std::shared_ptr<GroupRun>& run,
   const parallel::GroupSpec& spec = *run->spec;
   Placement where{
       .local_rank = local_rank, .spec = &spec, .generation = run->generation, .comm = nullptr};
-  if (spec.size > 1) where.comm = CommunicatorFor(local_rank, spec, run->generation);
+  if (run->member_job) {
+    // The leader built this generation with this rank (a build run came
+    // first); rebuilding it now could not meet anyone, so a rank without it
+    // sits the job out and the leader falls back.
+    CommEntry& entry = ranks_[static_cast<size_t>(local_rank)].comms[spec.name];
+    if (entry.comm && entry.comm->generation() == run->generation && !entry.comm->aborted()) {
+      where.entry = &entry;
+      where.comm = entry.comm.get();
+    } else {
+      spdlog::warn("executor: rank {}: group {}: no live communicator of generation {}; "
+                   "sitting out the leader's job",
+                   GlobalRank(local_rank), spec.name, run->generation);
+    }
+  } else if (spec.size > 1) {
+    where.entry = CommunicatorFor(local_rank, spec, run->generation);
+    if (where.entry != nullptr) where.comm = where.entry->comm.get();
+  }
   const bool output_rank = spec.ranks.front() == GlobalRank(local_rank);
-  if (run->job == nullptr) return;  // a rebuild only
-  if (!output_rank) {
-    if (where.comm != nullptr) DecodeAsMember(local_rank, *run->job, where);
+  if (run->member_job) {
+    if (where.comm != nullptr) DecodeAsMember(local_rank, nullptr, where);
+  } else if (run->job == nullptr) {
+    // A rebuild only.
+  } else if (!output_rank) {
+    if (where.comm != nullptr) DecodeAsMember(local_rank, run->job.get(), where);
   } else {
     const DecodeJob& job = *run->job;
     v1::Reply reply;
@@ -456,7 +662,11 @@ void Executor::RunTask(int local_rank, const std::shared_ptr<GroupRun>& run,
   if (where.comm != nullptr && where.comm->aborted()) {
     std::lock_guard<std::mutex> lock(mu_);
     GroupState& st = groups_[spec.name];
-    if (!st.needs_rebuild && st.generation == run->generation) {
+    if (spec.leader_node != layout_.options().node_rank) {
+      // Led by another daemon: it announces the next generation.
+      if (st.last_failure != where.comm->abort_reason()) ++st.failures;
+      st.last_failure = where.comm->abort_reason();
+    } else if (!st.needs_rebuild && st.generation == run->generation) {
       // The first rank to get here marks the group (all of its ranks see
       // the failure, since a failed collective closes the communicator).
       st.needs_rebuild = true;
@@ -498,7 +708,7 @@ bool Executor::Execute(const DecodeJob& job, const Placement& where, v1::Reply* 
     spdlog::info("decode request {} of client {} not started: {}", job.request_id,
                  job.client_id, s.ToString());
     *reply->mutable_error() = ToProtoError(s);
-    if (where.comm != nullptr) AnnounceJob(where.comm, nullptr);  // the members stand down
+    if (where.comm != nullptr) AnnounceJob(where, &job, nullptr);  // the members stand down
     return false;
   }
   v1::DecodeReply decoded;
@@ -559,31 +769,34 @@ void FillSanity(const models::OutputStats& stats, v1::OutputSanity* out) {
   out->set_clipped_fraction(stats.clipped_fraction);
 }
 
-// The output rank's first collective of a job on a group: a header
-// (int64 [8]: go, rank of the latent, its dims) that the members wait for,
-// then (go) the latent itself. `latent` null = the job will not run: the
-// members stand down. Failures abort the communicator (the members then
-// fail at once); the caller sees comm->aborted().
-void AnnounceJob(parallel::Communicator* comm, const torch::Tensor* latent) {
-  torch::Tensor header = torch::zeros({8}, torch::kLong);
-  if (latent != nullptr) {
-    header[0] = 1;
-    header[1] = latent->dim();
-    for (int64_t d = 0; d < latent->dim() && d < 5; ++d) header[2 + d] = latent->size(d);
-  }
-  if (!comm->Broadcast(header, 0).ok() || latent == nullptr) return;
-  torch::Tensor copy = *latent;
-  (void)comm->Broadcast(copy, 0);
-}
+// The header of a job on a group (AnnounceJob), int64 [kHeaderSize]:
+// go (0 = stand down), the latent's rank and dims (at most 5), the model
+// name's length in bytes, then the settings a member decodes with.
+enum HeaderField : int64_t {
+  kGo = 0,
+  kLatentDims = 1,
+  kShape0 = 2,  // .. kShape0 + 4
+  kNameBytes = 7,
+  kStackTiling = 8,
+  kCompile = 9,
+  kHasTiling = 10,
+  kTileLatent = 11,
+  kOverlapLatent = 12,
+  kSlowUnitMs = 13,
+  kHeaderSize = 16,
+};
 
 // Each rank's figures of a job, gathered to the output rank after the
-// decode: float64 [5] = tiles, decode seconds, start and end (Unix
-// seconds), ok.
+// decode: float64 [5] = tiles, decode seconds (the tile decode itself when
+// the model reports it: waiting in collectives is not work), start and end
+// (Unix seconds), ok.
 torch::Tensor RankFigures(const models::DecodeReport& report, double started_unix,
                           double finished_unix, bool ok) {
   torch::Tensor t = torch::zeros({5}, torch::kDouble);
   t[0] = static_cast<double>(report.tiling.tiles_decoded_here);
-  t[1] = finished_unix - started_unix;
+  double work = report.timings.Get("video_vae.tile_decode");
+  if (work <= 0) work = report.timings.Get("taef2.tiles");
+  t[1] = work > 0 ? work : finished_unix - started_unix;
   t[2] = started_unix;
   t[3] = finished_unix;
   t[4] = ok ? 1.0 : 0.0;
@@ -597,22 +810,82 @@ double UnixNow() {
 
 }  // namespace
 
-void Executor::DecodeAsMember(int local_rank, const DecodeJob& job, const Placement& where) {
+void Executor::AnnounceJob(const Placement& where, const DecodeJob* job,
+                           const torch::Tensor* latent) {
   parallel::Communicator* comm = where.comm;
-  torch::Tensor header = torch::zeros({8}, torch::kLong);
-  if (!comm->Broadcast(header, 0).ok() || header[0].item<int64_t>() == 0) return;
-  std::vector<int64_t> shape;
-  for (int64_t d = 0; d < header[1].item<int64_t>() && d < 5; ++d) {
-    shape.push_back(header[2 + d].item<int64_t>());
+  if (where.entry != nullptr && where.entry->store && SpansNodes(*where.spec)) {
+    // Wakes the other daemons' ranks (WatchLeader), which then enter the
+    // broadcasts below.
+    try {
+      where.entry->store->set(JobKey(*where.spec, where.generation, where.entry->jobs_announced),
+                              Bytes("1"));
+      if (where.entry->jobs_announced >= 2) {
+        where.entry->store->deleteKey(
+            JobKey(*where.spec, where.generation, where.entry->jobs_announced - 2));
+      }
+    } catch (...) {
+      comm->Abort("announcing a job to the other daemons: " +
+                  std::string(models::CurrentTorchErrorStatus("store").message()));
+      return;
+    }
+    ++where.entry->jobs_announced;
   }
+  torch::Tensor header = torch::zeros({kHeaderSize}, torch::kLong);
+  const bool go = latent != nullptr && job != nullptr;
+  const std::string name = job != nullptr ? job->model->info().name : "";
+  if (go) {
+    const models::DecodeSettings& s = job->settings;
+    header[kGo] = 1;
+    header[kLatentDims] = latent->dim();
+    for (int64_t d = 0; d < latent->dim() && d < 5; ++d) header[kShape0 + d] = latent->size(d);
+    header[kNameBytes] = static_cast<int64_t>(name.size());
+    header[kStackTiling] = static_cast<int64_t>(s.stack_tiling);
+    header[kCompile] = static_cast<int64_t>(s.compile);
+    header[kHasTiling] = s.tiling.has_value() ? 1 : 0;
+    if (s.tiling) {
+      header[kTileLatent] = s.tiling->tile_latent;
+      header[kOverlapLatent] = s.tiling->overlap_latent;
+    }
+    // Injected faults fire on the output rank only, but slowness on all.
+    header[kSlowUnitMs] = s.faults.slow_unit_ms;
+  }
+  if (!comm->Broadcast(header, 0).ok() || !go) return;
+  torch::Tensor name_bytes = torch::empty({static_cast<int64_t>(name.size())}, torch::kUInt8);
+  std::memcpy(name_bytes.data_ptr(), name.data(), name.size());
+  if (!comm->Broadcast(name_bytes, 0).ok()) return;
+  torch::Tensor copy = *latent;
+  (void)comm->Broadcast(copy, 0);
+}
+
+void Executor::DecodeAsMember(int local_rank, const DecodeJob* job, const Placement& where) {
+  parallel::Communicator* comm = where.comm;
+  torch::Tensor header = torch::zeros({kHeaderSize}, torch::kLong);
+  if (!comm->Broadcast(header, 0).ok() || header[kGo].item<int64_t>() == 0) return;
+  auto field = [&](HeaderField f) { return header[f].item<int64_t>(); };
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < field(kLatentDims) && d < 5; ++d) {
+    shape.push_back(header[kShape0 + d].item<int64_t>());
+  }
+  const int64_t name_size = std::clamp<int64_t>(field(kNameBytes), 0, 4096);
+  torch::Tensor name_bytes = torch::empty({name_size}, torch::kUInt8);
+  if (!comm->Broadcast(name_bytes, 0).ok()) return;
+  const std::string name(static_cast<const char*>(name_bytes.data_ptr()),
+                         static_cast<size_t>(name_size));
   torch::Tensor latent = torch::empty(shape, torch::kFloat);
   if (!comm->Broadcast(latent, 0).ok()) return;
-  models::VaeModel* model =
-      ranks_[static_cast<size_t>(local_rank)].registry->Find(job.model->info().name);
-  models::DecodeSettings settings = job.settings;
-  settings.faults = {};  // injected faults fire on the output rank only...
-  settings.faults.slow_unit_ms = job.settings.faults.slow_unit_ms;  // ...but slowness on all
-  settings.cancel = job.cancel.get();
+  models::VaeModel* model = ranks_[static_cast<size_t>(local_rank)].registry->Find(name);
+  models::DecodeSettings settings;
+  settings.stack_tiling = static_cast<models::StackTiling>(field(kStackTiling));
+  settings.compile = static_cast<models::CompileMode>(field(kCompile));
+  if (field(kHasTiling) != 0) {
+    settings.tiling = models::TilingOverride{.tile_latent = field(kTileLatent),
+                                             .overlap_latent = field(kOverlapLatent)};
+  }
+  settings.faults.slow_unit_ms = static_cast<int>(field(kSlowUnitMs));
+  // A member on the output rank's daemon stops with the request; one on
+  // another daemon stops at its next collective once the output rank gave
+  // up (the communicator is aborted).
+  if (job != nullptr) settings.cancel = job->cancel.get();
   settings.group = comm;
   models::DecodeReport report;
   const double started = UnixNow();
@@ -672,12 +945,14 @@ Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, v1::De
   // On a group the members wait for the latent (AnnounceJob); any return
   // before it tells them to stand down.
   struct StandDown {
-    parallel::Communicator* comm;
+    Executor* executor;
+    const Placement& where;
+    const DecodeJob& job;
     bool announced = false;
     ~StandDown() {
-      if (comm != nullptr && !announced) AnnounceJob(comm, nullptr);
+      if (where.comm != nullptr && !announced) executor->AnnounceJob(where, &job, nullptr);
     }
-  } stand_down{where.comm};
+  } stand_down{this, where, job};
 
   // Copy in, then refuse non-finite latents before any decode work.
   auto t0 = SteadyClock::now();
@@ -718,15 +993,27 @@ Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, v1::De
     parallel::Communicator* comm = where.comm;
     if (comm != nullptr) {
       if (settings.faults.collective_failure > 0) {
-        comm->FailNthCollective(3);  // header, latent, then the first tile gather fails
+        // Header, model name, latent, then the first tile gather fails.
+        comm->FailNthCollective(4);
       }
       stand_down.announced = true;
-      AnnounceJob(comm, &latent);
+      AnnounceJob(where, &job, &latent);
       if (!comm->aborted()) settings.group = comm;
+    }
+    std::string unavailable;  // a group whose communicator could not be built
+    if (comm == nullptr && where.spec->size > 1) {
+      std::lock_guard<std::mutex> lock(mu_);
+      unavailable = "group " + where.spec->name + " generation " +
+                    std::to_string(where.generation) + " unavailable (" +
+                    groups_[where.spec->name].last_failure + "); decoded on rank " +
+                    std::to_string(GlobalRank(where.local_rank)) + " alone";
     }
     const double started = UnixNow();
     Result<torch::Tensor> decoded = model->Decode(latent, settings, &report);
     double finished = UnixNow();
+    if (!unavailable.empty()) {
+      report.tiling.fallbacks.insert(report.tiling.fallbacks.begin(), "group: " + unavailable);
+    }
     std::string fallback;
     if (comm != nullptr && settings.group == nullptr) {
       fallback = comm->abort_reason();
@@ -774,7 +1061,7 @@ Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, v1::De
       FillGroupReport(alone, where.generation, {RankFigures(report, started, finished, true)},
                       &group_report);
       group_report.set_size(static_cast<uint32_t>(where.spec->size));
-      group_report.set_fallback(fallback);
+      group_report.set_fallback(fallback.empty() ? unavailable : fallback);
     }
   }
   if (job.audio) {

@@ -18,6 +18,16 @@
 // (fallback, stated in the reply), the group is marked for a rebuild and
 // rebuilt with generation + 1 as soon as its ranks are idle.
 //
+// Groups spanning daemons (group.store_address, world_nodes > 1): the
+// daemon holding a group's first rank leads it and takes its requests. It
+// announces each generation it builds ("<group>/latest") and each job
+// ("<group>/gen<g>/job<n>") in the TCPStore; the other daemons' WatchLeader
+// threads poll for them and queue member runs on their ranks, ahead of
+// their own queue. Such groups meet at their first request (no daemon
+// waits for another at start-up) and are rebuilt by the next request after
+// a failure. A member rank busy with its own daemon's request joins late;
+// past group.collective_timeout_ms the leader falls back to decoding alone.
+//
 // The control loop validates everything it can before Submit() (shapes,
 // regions, byte ranges), so a job fails here only on what cannot be known
 // earlier: a client segment that faults, non-finite latents, a LibTorch
@@ -167,11 +177,15 @@ class Executor {
 
  private:
   // One use of a group: a job (null for a rebuild only) on `spec` with
-  // communicators of `generation`. Shared by the group's rank threads.
+  // communicators of `generation`. Shared by the group's local rank threads.
+  // On a node that does not lead the group (its output rank is on another
+  // daemon) runs come from WatchLeader: `member_job` = take part in the
+  // leader's next job (announced through the store), else build only.
   struct GroupRun {
     std::unique_ptr<DecodeJob> job;
     const parallel::GroupSpec* spec = nullptr;
     uint64_t generation = 0;
+    bool member_job = false;
   };
   struct GroupState {
     uint64_t generation = 0;
@@ -180,12 +194,21 @@ class Executor {
     uint64_t runs = 0, failures = 0;
     std::string last_failure;
   };
+  // A rank's communicator of one group. Groups spanning daemons keep the
+  // store connection it was built through: the output rank announces each
+  // job under "<group>/gen<g>/job<n>" (n = jobs_announced) for WatchLeader
+  // on the other nodes.
+  struct CommEntry {
+    std::unique_ptr<parallel::Communicator> comm;
+    c10::intrusive_ptr<c10d::Store> store;
+    int64_t jobs_announced = 0;
+  };
   struct RankState {
     models::ModelRegistry* registry = nullptr;
     bool busy = false;                       // guarded by mu_
     std::shared_ptr<GroupRun> task;          // guarded by mu_
     // By group name; this rank's thread only.
-    std::map<std::string, std::unique_ptr<parallel::Communicator>> comms;
+    std::map<std::string, CommEntry> comms;
     std::thread thread;
   };
   // Where a job runs: its group and this rank's communicator (null when
@@ -195,6 +218,7 @@ class Executor {
     const parallel::GroupSpec* spec = nullptr;
     uint64_t generation = 0;
     parallel::Communicator* comm = nullptr;
+    CommEntry* entry = nullptr;  // comm's entry (for announcements)
   };
 
   Executor(const ExecutorOptions& options, const server::GroupOptions& group,
@@ -207,15 +231,26 @@ class Executor {
   // Runs a task on this rank: (re)builds the communicator, then decodes as
   // output rank (replies) or as member.
   void RunTask(int local_rank, const std::shared_ptr<GroupRun>& run, zmq::socket_t& replies);
-  parallel::Communicator* CommunicatorFor(int local_rank, const parallel::GroupSpec& spec,
-                                          uint64_t generation);
+  CommEntry* CommunicatorFor(int local_rank, const parallel::GroupSpec& spec,
+                             uint64_t generation);
+  // The output rank's first collectives of a job on a group: a header the
+  // members wait for, the model name, then the latent. `latent` null = the
+  // job will not run and the members stand down.
+  void AnnounceJob(const Placement& where, const DecodeJob* job, const torch::Tensor* latent);
+  // On a node that does not lead `spec`: polls the store for the leader's
+  // new generations and job announcements and queues member runs.
+  void WatchLeader(const parallel::GroupSpec* spec);
+  // Whether the group's ranks on this node are all idle (mu_ held).
+  bool LocalRanksIdleLocked(const parallel::GroupSpec& spec) const;
+  bool SpansNodes(const parallel::GroupSpec& spec) const;
   // Runs one job and fills `reply`; false when it was answered without
   // decoding (cancelled or past its deadline while queued).
   bool Execute(const DecodeJob& job, const Placement& where, v1::Reply* reply);
   uint32_t EstimatedWaitMsLocked() const;  // mu_ held
   Status DecodeInto(const DecodeJob& job, const Placement& where, v1::DecodeReply* out);
-  // A member rank's part of a job on a group.
-  void DecodeAsMember(int local_rank, const DecodeJob& job, const Placement& where);
+  // A member rank's part of a job on a group; `job` is null when the
+  // output rank is on another daemon (everything comes from AnnounceJob).
+  void DecodeAsMember(int local_rank, const DecodeJob* job, const Placement& where);
   void SendReply(zmq::socket_t& socket, const DecodeJob& job, const v1::Reply& reply);
   int GlobalRank(int local_rank) const { return layout_.GlobalRank(local_rank); }
 
@@ -229,6 +264,9 @@ class Executor {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<DecodeJob>> queue_;  // guarded by mu_
+  // Runs of groups led by other daemons (WatchLeader), before the queue.
+  std::deque<std::shared_ptr<GroupRun>> member_runs_;  // guarded by mu_
+  std::vector<std::thread> watchers_;
   bool stopping_ = false;                          // guarded by mu_
   int ranks_ready_ = 0;                            // guarded by mu_ (communicators built)
   std::vector<RankState> ranks_;                   // size fixed at construction

@@ -139,9 +139,8 @@ Result<c10::intrusive_ptr<c10d::Store>> MakeStore(const StoreOptions& options) {
   }
   c10d::TCPStoreOptions opts;
   opts.port = static_cast<uint16_t>(port);
-  opts.isServer = options.node_rank == 0;
-  opts.numWorkers = static_cast<size_t>(options.world_nodes);
-  opts.waitWorkers = true;
+  opts.isServer = options.serve && options.node_rank == 0;
+  opts.waitWorkers = false;
   opts.timeout = options.timeout;
   try {
     return c10::intrusive_ptr<c10d::Store>(

@@ -106,10 +106,19 @@ struct StoreOptions {
   int node_rank = 0;     // this daemon's index; node 0 serves the store
   int world_nodes = 1;   // daemons that join
   std::chrono::milliseconds timeout{30000};
+  // false: a client connection even on node 0 (whose store object serves).
+  // A TCPStore connection is one socket: a wait that timed out leaves a
+  // reply in flight on it, so every communicator build and every watcher
+  // takes its own connection.
+  bool serve = true;
 };
 
-// Errors: kInvalidArgument for a malformed address, kUnavailable when the
-// TCPStore cannot be served or reached within the timeout.
+// Node 0 (with `serve`) serves the TCPStore and connects to it; others
+// connect, retrying until `timeout`. Nobody waits for the other nodes here:
+// a daemon serves at once, and groups spanning nodes meet at their first
+// rendezvous. Errors: kInvalidArgument for a malformed address or
+// node_rank, kUnavailable when the TCPStore cannot be served or reached
+// within the timeout.
 Result<c10::intrusive_ptr<c10d::Store>> MakeStore(const StoreOptions& options);
 
 // Creates rank options.rank's Gloo communicator of the group, blocking

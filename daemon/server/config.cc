@@ -209,7 +209,7 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
         {"socket", "heartbeat_interval_ms", "client_timeout_ms", "max_message_bytes",
          "heartbeat_liveness", "send_hwm", "recv_hwm", "socket_group", "allowed_uids",
          "allowed_groups", "admin_uids", "region_prefix", "max_in_flight_per_client",
-         "max_clients_per_process", "max_connections", "max_regions",
+         "max_clients_per_process", "max_connections", "max_connections_per_uid", "max_regions",
          "max_regions_per_client", "max_region_bytes_per_client"}));
     VAED_RETURN_IF_ERROR(r.String(*server, "server", "socket", &o->server.socket));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "heartbeat_interval_ms",
@@ -238,6 +238,8 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
                                    &o->server.max_clients_per_process, 1, 100000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_connections",
                                    &o->server.max_connections, 1, 100000));
+    VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_connections_per_uid",
+                                   &o->server.max_connections_per_uid, 1, 100000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_regions",
                                    &o->server.max_regions, 1, 1000000));
     VAED_RETURN_IF_ERROR(r.Integer(*server, "server", "max_regions_per_client",
@@ -282,16 +284,21 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
   VAED_ASSIGN_OR_RETURN(const toml::table* group, r.Table(root, "group"));
   if (group) {
     VAED_RETURN_IF_ERROR(r.CheckKeys(*group, "group",
-                                     {"ranks", "size", "qualified_sizes", "few_tiles",
-                                      "collective_timeout_ms", "host"}));
+                                     {"ranks", "size", "qualified_sizes", "few_tiles", "backend",
+                                      "collective_timeout_ms", "host", "store_address",
+                                      "world_nodes", "node_rank"}));
     VAED_RETURN_IF_ERROR(r.Integer(*group, "group", "ranks", &o->group.ranks, 1, 64));
     VAED_RETURN_IF_ERROR(r.Integer(*group, "group", "size", &o->group.size, 1, 64));
     VAED_RETURN_IF_ERROR(
         r.IntegerList(*group, "group", "qualified_sizes", &o->group.qualified_sizes, 1, 64));
     VAED_RETURN_IF_ERROR(r.String(*group, "group", "few_tiles", &o->group.few_tiles));
+    VAED_RETURN_IF_ERROR(r.String(*group, "group", "backend", &o->group.backend));
     VAED_RETURN_IF_ERROR(r.Integer(*group, "group", "collective_timeout_ms",
                                    &o->group.collective_timeout_ms, 100, 3600000));
     VAED_RETURN_IF_ERROR(r.String(*group, "group", "host", &o->group.host));
+    VAED_RETURN_IF_ERROR(r.String(*group, "group", "store_address", &o->group.store_address));
+    VAED_RETURN_IF_ERROR(r.Integer(*group, "group", "world_nodes", &o->group.world_nodes, 1, 1024));
+    VAED_RETURN_IF_ERROR(r.Integer(*group, "group", "node_rank", &o->group.node_rank, 0, 1023));
   }
 
   VAED_ASSIGN_OR_RETURN(const toml::table* log, r.Table(root, "log"));
@@ -435,6 +442,24 @@ Status ValidateOptions(const DaemonOptions& o) {
   if (o.group.few_tiles != "pad" && o.group.few_tiles != "shrink") {
     return InvalidArgument("group.few_tiles is '" + o.group.few_tiles +
                            "'; must be \"pad\" or \"shrink\"");
+  }
+#if defined(VAED_WITH_NCCL)
+  constexpr bool kHaveNccl = true;
+#else
+  constexpr bool kHaveNccl = false;
+#endif
+  if (o.group.backend != "gloo" && o.group.backend != "nccl") {
+    return InvalidArgument("group.backend is '" + o.group.backend +
+                           "'; must be \"gloo\" or \"nccl\"");
+  }
+  if (o.group.backend == "nccl" && !kHaveNccl) {
+    return InvalidArgument("group.backend is \"nccl\" but this vaed was built without CUDA "
+                           "(cmake --preset cuda); use \"gloo\"");
+  }
+  if (o.group.world_nodes > 1 && o.group.store_address.empty()) {
+    return InvalidArgument("group.world_nodes is " + std::to_string(o.group.world_nodes) +
+                           "; groups spanning daemons need group.store_address (host:port "
+                           "of the TCPStore node 0 serves)");
   }
   VAED_RETURN_IF_ERROR(MakeGroupLayout(o.group).status());
   // Groups are resolved now, before any model loads.
@@ -635,6 +660,8 @@ std::string ToToml(const DaemonOptions& o) {
                             {"max_clients_per_process",
                              int64_t{o.server.max_clients_per_process}},
                             {"max_connections", int64_t{o.server.max_connections}},
+                            {"max_connections_per_uid",
+                             int64_t{o.server.max_connections_per_uid}},
                             {"max_regions", int64_t{o.server.max_regions}},
                             {"max_regions_per_client", int64_t{o.server.max_regions_per_client}},
                             {"max_region_bytes_per_client",
@@ -661,8 +688,12 @@ std::string ToToml(const DaemonOptions& o) {
                            {"size", int64_t{o.group.size}},
                            {"qualified_sizes", IntArray(o.group.qualified_sizes)},
                            {"few_tiles", o.group.few_tiles},
+                           {"backend", o.group.backend},
                            {"collective_timeout_ms", int64_t{o.group.collective_timeout_ms}},
                            {"host", o.group.host},
+                           {"store_address", o.group.store_address},
+                           {"world_nodes", int64_t{o.group.world_nodes}},
+                           {"node_rank", int64_t{o.group.node_rank}},
                        });
   root.insert("log", toml::table{{"level", o.log.level}});
   toml::array allowed;

@@ -80,9 +80,14 @@ struct ServerOptions {
   // each connection holds at most max_message_bytes of a partial message
   // plus recv_hwm ZeroMQ chunks (8 KiB each).
   uint32_t max_connections = 256;
+  // Connections one uid may hold (admin peers excepted), so that one user's
+  // processes cannot take every place from the others'. Connections
+  // without a client (no Hello) for client_timeout_ms are closed, whatever
+  // they send.
+  uint32_t max_connections_per_uid = 128;
   // Regions registered at once by all clients together (each holds a file
   // descriptor; vaed raises its open-files limit to cover
-  // max_connections + max_regions + 512 at start-up, or refuses to start).
+  // max_connections + max_regions + 528 at start-up, or refuses to start).
   uint32_t max_regions = 4096;
   uint32_t max_regions_per_client = 64;
   uint64_t max_region_bytes_per_client = uint64_t{64} << 30;
@@ -151,10 +156,21 @@ struct GroupOptions {
   // Fewer tiles per window than the group has ranks: "pad" (idle ranks send
   // empty payloads) or "shrink" (the largest qualified size the tiles fill).
   std::string few_tiles = "pad";
+  // Communicator backend: "gloo" (every build; LibTorch c10d) or "nccl"
+  // (builds with VAED_WITH_CUDA; local rank r uses CUDA device r).
+  std::string backend = "gloo";
   // Limit of a collective and of a (re)built communicator's rendezvous.
   uint32_t collective_timeout_ms = 30000;
-  // Address the Gloo transport binds.
+  // Address the Gloo transport binds and announces to its peers: loopback
+  // for one daemon; the node's address when groups span daemons.
   std::string host = "127.0.0.1";
+  // Groups spanning daemons (nodes): "host:port" of the TCPStore that node
+  // 0 serves and every node joins ("" = this daemon alone, an in-process
+  // store). world_nodes daemons with the same group.ranks each; node_rank
+  // is this daemon's index. Global rank = node_rank * ranks + local rank.
+  std::string store_address;
+  uint32_t world_nodes = 1;
+  uint32_t node_rank = 0;
 };
 
 struct DaemonOptions {
@@ -182,12 +198,14 @@ Result<DaemonOptions> ParseConfigToml(std::string_view toml, std::string_view so
 // Reads and parses a TOML file on top of `base`.
 Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base);
 
-// The VAE groups of `group` (one node; group_layout.h). Errors name the
+// The VAE groups of `group` (all nodes; group_layout.h). Errors name the
 // group.* key (ranks, size, qualified_sizes). Inline: the request handler
 // uses it without the TOML reader.
 inline Result<parallel::GroupLayout> MakeGroupLayout(const GroupOptions& group) {
   parallel::GroupLayoutOptions layout;
   layout.ranks_per_node = static_cast<int>(group.ranks);
+  layout.world_nodes = static_cast<int>(group.world_nodes);
+  layout.node_rank = static_cast<int>(group.node_rank);
   layout.qualified_sizes.assign(group.qualified_sizes.begin(), group.qualified_sizes.end());
   layout.default_size = static_cast<int>(group.size);
   return parallel::GroupLayout::Plan(layout);

@@ -213,17 +213,22 @@ void ControlLoop::OnConnectionEvent(const std::string& routing_id, zmq::message_
   if (auto it = connections_.find(routing_id); it != connections_.end()) {
     // The peer closed its socket or exited: its clients go now, not at
     // their timeout.
-    const bool refused = it->second.close_at.has_value();
+    const bool refused = it->second.refused;
     connections_.erase(it);
     if (!refused) handler_->OnDisconnected(routing_id);
     return;
   }
   Connection conn{.peer = std::nullopt,
                   .reader = wire::FrameReader(options_.server.max_message_bytes),
+                  .fd = -1,
+                  .inode = 0,
+                  .refused = false,
                   .close_at = std::nullopt,
                   .closed = false,
+                  .forced = false,
                   .admin = false,
-                  .last_bytes = now,
+                  .had_client = false,
+                  .no_client_since = now,
                   .message_started = now};
   std::string address;
   try {
@@ -233,26 +238,47 @@ void ControlLoop::OnConnectionEvent(const std::string& routing_id, zmq::message_
     // No such property: no credentials.
   }
   conn.peer = ParsePeerAddress(address);
+  conn.fd = zmq_msg_get(notice.handle(), ZMQ_SRCFD);
+  struct stat st{};
+  ucred cred{};
+  socklen_t cred_len = sizeof(cred);
+  if (conn.fd < 0 || fstat(conn.fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+      getsockopt(conn.fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
+      (conn.peer && cred.pid != conn.peer->pid)) {
+    // Not a live connection: the disconnect notice of one already
+    // forgotten (its descriptor is closed or belongs to another peer now).
+    spdlog::debug("control socket: ignoring the notice of a connection already closed");
+    return;
+  }
+  conn.inode = st.st_ino;
   Status admit = conn.peer ? access_.Admit(*conn.peer)
                            : PermissionDenied("peer address '" + address.substr(0, 64) +
                                               "' carries no credentials (SO_PEERCRED)");
   size_t pending_refusals = 0;
   for (const auto& [id, c] : connections_) {
-    if (c.close_at && !c.closed) ++pending_refusals;
+    if (c.refused) ++pending_refusals;
   }
   if (admit.ok()) {
     conn.admin = access_.IsAdmin(*conn.peer);
-    size_t of_process = 0, open = 0;
+    // Admitted connections count until they are gone, closing ones too:
+    // the descriptor is held until then.
+    size_t of_process = 0, of_uid = 0, open = 0;
     for (const auto& [id, c] : connections_) {
-      if (c.close_at) continue;  // refused or closed: going away
+      if (c.refused) continue;
       ++open;
       if (c.peer && c.peer->pid == conn.peer->pid) ++of_process;
+      if (c.peer && c.peer->uid == conn.peer->uid) ++of_uid;
     }
     const size_t limit = options_.server.max_connections + (conn.admin ? kAdminReserve : 0);
     if (open >= limit) {
       admit = ResourceExhausted("vaed has " + std::to_string(open) +
                                 " connections open (server.max_connections = " +
                                 std::to_string(options_.server.max_connections) + ")");
+    } else if (!conn.admin && of_uid >= options_.server.max_connections_per_uid) {
+      admit = ResourceExhausted(
+          "uid " + std::to_string(conn.peer->uid) + " already has " + std::to_string(of_uid) +
+          " connections (server.max_connections_per_uid = " +
+          std::to_string(options_.server.max_connections_per_uid) + "); close one first");
     } else if (of_process >= options_.server.max_clients_per_process) {
       admit = ResourceExhausted(
           "process " + std::to_string(conn.peer->pid) + " already has " +
@@ -273,10 +299,12 @@ void ControlLoop::OnConnectionEvent(const std::string& routing_id, zmq::message_
       last_refusal_log_ = now;
       refusals_since_log_ = 0;
     }
+    conn.refused = true;
     if (pending_refusals >= kMaxPendingRefusals) {
       // A storm: no reply, the descriptor goes at once.
       auto [it, inserted] = connections_.emplace(routing_id, std::move(conn));
       CloseConnection(routing_id, it->second, now);
+      ForceClose(it->second);
       return;
     }
     // One error reply (request id 0), then the connection is closed once
@@ -300,7 +328,15 @@ void ControlLoop::CloseConnection(const std::string& routing_id, Connection& con
     spdlog::debug("{}", ZmqErrorStatus(e, "closing a connection").ToString());
   }
   conn.closed = true;
-  conn.close_at = now + std::chrono::seconds(5);  // then forgotten, notice or not
+  conn.close_at = now + kForceCloseAfter;
+}
+
+void ControlLoop::ForceClose(Connection& conn) {
+  conn.forced = true;
+  struct stat st{};
+  if (conn.fd >= 0 && fstat(conn.fd, &st) == 0 && st.st_ino == conn.inode) {
+    (void)shutdown(conn.fd, SHUT_RDWR);
+  }
 }
 
 void ControlLoop::ExpireConnections(std::chrono::steady_clock::time_point now) {
@@ -308,12 +344,16 @@ void ControlLoop::ExpireConnections(std::chrono::steady_clock::time_point now) {
   for (auto it = connections_.begin(); it != connections_.end();) {
     Connection& conn = it->second;
     if (conn.closed) {
-      if (now >= *conn.close_at) {
+      if (now >= *conn.close_at && !conn.forced) {
+        // The peer does not read, so ZeroMQ's close waits behind replies.
+        ForceClose(conn);
+        conn.close_at = now + std::chrono::seconds(5);
+      } else if (now >= *conn.close_at) {
         it = connections_.erase(it);  // no disconnect notice came
         continue;
       }
-    } else if (conn.close_at) {
-      if (now >= *conn.close_at) CloseConnection(it->first, conn, now);  // refused
+    } else if (conn.refused) {
+      if (now >= *conn.close_at) CloseConnection(it->first, conn, now);
     } else if (!conn.reader.at_boundary() && now - conn.message_started > timeout) {
       spdlog::info("closing a connection of {}: a message stayed incomplete for {} ms "
                    "(server.client_timeout_ms)",
@@ -323,11 +363,15 @@ void ControlLoop::ExpireConnections(std::chrono::steady_clock::time_point now) {
       CloseConnection(it->first, conn, now);
     } else if (handler_->HasClientOn(it->first)) {
       conn.had_client = true;
-    } else if (now - conn.last_bytes > (conn.had_client ? 4 * timeout : timeout)) {
-      // Never a client: closed after client_timeout_ms of silence. A
-      // client the daemon dropped: its connection stays 4x as long, so the
-      // library hears kUnknownClient (and says Hello again) first.
-      spdlog::debug("closing an idle connection without a client");
+      conn.no_client_since.reset();
+    } else if (!conn.no_client_since) {
+      conn.no_client_since = now;  // its client was dropped
+    } else if (now - *conn.no_client_since > (conn.had_client ? 4 * timeout : timeout)) {
+      // A connection is for a client: without one for client_timeout_ms it
+      // is closed, whatever it sends meanwhile. A client the daemon
+      // dropped: its connection stays 4x as long, so the library hears
+      // kUnknownClient (and says Hello again) first.
+      spdlog::debug("closing a connection without a client");
       CloseConnection(it->first, conn, now);
     }
     ++it;
@@ -353,11 +397,12 @@ void ControlLoop::ReceiveRequests() {
       continue;
     }
     auto it = connections_.find(routing_id);
-    if (it == connections_.end() || it->second.close_at) continue;  // refused or closed: dropped
+    if (it == connections_.end() || it->second.refused || it->second.closed) {
+      continue;  // refused or closed: dropped
+    }
     Connection& conn = it->second;
     const auto now = std::chrono::steady_clock::now();
     if (conn.reader.at_boundary()) conn.message_started = now;
-    conn.last_bytes = now;
     conn.reader.Append(std::string_view(static_cast<const char*>(chunk.data()), chunk.size()));
     while (std::optional<wire::Frame> frame = conn.reader.Next()) {
       Incoming in;

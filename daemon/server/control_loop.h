@@ -86,16 +86,24 @@ class ControlLoop {
   struct Connection {
     std::optional<PeerCredentials> peer;
     wire::FrameReader reader;
-    // Refused at connect: whatever it sends is dropped unread, and it is
-    // closed at this time (after its error reply had time to leave); once
-    // closed, the entry waits a while for ZeroMQ's disconnect notice.
+    // The connection's socket as ZeroMQ accepted it (ZMQ_SRCFD of the
+    // connect notice) and its inode, so a close can be forced on exactly
+    // that socket (ForceClose) even when its peer never reads.
+    int fd = -1;
+    ino_t inode = 0;
+    bool refused = false;  // refused at connect: dropped unread, closed at close_at
+    // Refused: closed at this time (after its error reply had time to
+    // leave). Closed: when the close is forced, then when the entry is
+    // forgotten (ZeroMQ's disconnect notice normally comes first).
     std::optional<std::chrono::steady_clock::time_point> close_at;
     bool closed = false;
+    bool forced = false;
     bool admin = false;  // root, the daemon's uid or server.admin_uids
     bool had_client = false;  // a client said Hello on it at some point
-    // Last bytes received, and when the message now being received began
-    // (for the idle and incomplete-message timeouts).
-    std::chrono::steady_clock::time_point last_bytes{};
+    // Since when no client is on it (connect, or its client was dropped):
+    // a connection is for a client, whatever else it sends.
+    std::optional<std::chrono::steady_clock::time_point> no_client_since;
+    // When the message now being received began (incomplete-message timeout).
     std::chrono::steady_clock::time_point message_started{};
   };
   // Extra connections admin peers may open past server.max_connections, so
@@ -104,6 +112,9 @@ class ControlLoop {
   // Refused connections waiting for their error reply to leave; past this
   // many, a refused connection is closed at once without a reply.
   static constexpr size_t kMaxPendingRefusals = 64;
+  // A close ZeroMQ could not carry out this long (its peer does not read,
+  // so the close waits behind unsent replies) is forced on the socket.
+  static constexpr std::chrono::milliseconds kForceCloseAfter{1000};
 
   void ReceiveRequests();
   // A connection opened (routing id new) or closed (known).
@@ -115,9 +126,14 @@ class ControlLoop {
   // connections without a client, and messages left incomplete, each after
   // its time; forgets closed ones once their notice is overdue.
   void ExpireConnections(std::chrono::steady_clock::time_point now);
-  // Sends ZeroMQ's close for `routing_id` and marks the entry closed.
+  // Sends ZeroMQ's close for `routing_id` and marks the entry closed; the
+  // entry keeps counting against the limits until the connection is gone.
   void CloseConnection(const std::string& routing_id, Connection& conn,
                        std::chrono::steady_clock::time_point now);
+  // shutdown(2) on the connection's own socket (checked by inode, so a
+  // reused descriptor is never touched): ZeroMQ then sees the end of the
+  // stream, drops what it could not send and closes the descriptor.
+  static void ForceClose(Connection& conn);
   void ForwardExecutorReplies();
   void SendReply(const std::string& routing_id, const v1::Reply& reply);
   void ReplyDropped(const std::string& routing_id);

@@ -4,7 +4,8 @@
 // ranks never hangs (pad and shrink); two requests on 2-rank groups run at
 // once on disjoint ranks; an injected collective failure falls back to the
 // output rank alone with correct output and the group is rebuilt with the
-// next generation.
+// next generation. Two daemons on loopback form one group of 2 through a
+// TCPStore and decode correctly, also after an injected failure.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "tests/common/daemon_process.h"
+#include "tests/common/free_port.h"
 #include "vaed/client.h"
 #include "vaed/safetensors.h"
 #include "vaed/wire.h"
@@ -338,6 +340,87 @@ TEST(GroupShrinkTest, FewerTilesThanRanksShrinksTheGroup) {
   }
   EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
   std::remove(cfg.c_str());
+}
+
+// Two daemons (nodes 0 and 1, one rank each) on loopback form one group of
+// 2 through a TCPStore served by node 0. A request to node 0 asking for 2
+// ranks decodes its tiles on both daemons with the bytes of one rank, warm
+// requests too; an injected collective failure falls back to node 0 alone
+// and the next request meets at generation + 1. Node 1 leads no group of 2:
+// its own requests run on its rank alone.
+TEST(TwoDaemonGroupTest, TwoDaemonsFormOneGroupThroughATcpStore) {
+  if (!GoldenPresent()) GTEST_SKIP() << "../shared/golden/h3 is absent";
+  const int port = testing::FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  auto node_config = [&](int node) {
+    return GroupConfig("node" + std::to_string(node),
+                       "ranks = 1\nsize = 1\nqualified_sizes = [1, 2]\n"
+                       "collective_timeout_ms = 20000\nworld_nodes = 2\nnode_rank = " +
+                           std::to_string(node) + "\nstore_address = \"127.0.0.1:" +
+                           std::to_string(port) + "\"\n");
+  };
+  const std::string cfg0 = node_config(0), cfg1 = node_config(1);
+  DaemonProcess node0({"--config", cfg0});
+  ASSERT_TRUE(node0.ok()) << node0.Log();
+  DaemonProcess node1({"--config", cfg1});
+  ASSERT_TRUE(node1.ok()) << node1.Log();
+  auto c = client::Client::Connect({.socket = node0.socket(), .client_name = "two-daemons"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+
+  std::vector<int64_t> shape;
+  const std::vector<float> latent = GoldenLatent("grid_2x2", &shape);
+  auto reference = Decode(**c, "h3", shape, latent.data(), 1);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString() << node0.Log();
+  for (int i = 0; i < 2; ++i) {  // the first meets the other daemon; the second is warm
+    SCOPED_TRACE(i);
+    auto two = Decode(**c, "h3", shape, latent.data(), 2);
+    ASSERT_TRUE(two.ok()) << two.status().ToString() << node0.Log() << node1.Log();
+    EXPECT_TRUE(two->bytes == reference->bytes);
+    const v1::GroupReport& g = two->reply.group();
+    EXPECT_TRUE(g.fallback().empty()) << g.fallback() << node1.Log();
+    EXPECT_EQ(g.name(), "s2.b0");
+    ASSERT_EQ(g.ranks_size(), 2) << g.DebugString();
+    EXPECT_EQ(g.ranks(0).rank(), 0u);
+    EXPECT_EQ(g.ranks(1).rank(), 1u);
+    EXPECT_EQ(g.ranks(0).tiles(), 2u);  // tiles 0 and 2 of the 2 x 2
+    EXPECT_EQ(g.ranks(1).tiles(), 2u);  // tiles 1 and 3
+  }
+
+  auto failed = Decode(**c, "h3", shape, latent.data(), 2, {"collective_failure"});
+  ASSERT_TRUE(failed.ok()) << failed.status().ToString() << node0.Log();
+  EXPECT_TRUE(failed->bytes == reference->bytes);
+  EXPECT_THAT(failed->reply.group().fallback(), HasSubstr("injected collective failure"));
+  const uint64_t generation = failed->reply.group().generation();
+  auto next = Decode(**c, "h3", shape, latent.data(), 2);
+  ASSERT_TRUE(next.ok()) << next.status().ToString() << node0.Log() << node1.Log();
+  EXPECT_TRUE(next->bytes == reference->bytes);
+  EXPECT_TRUE(next->reply.group().fallback().empty())
+      << next->reply.group().fallback() << node1.Log();
+  EXPECT_EQ(next->reply.group().generation(), generation + 1);
+  EXPECT_EQ(next->reply.group().ranks_size(), 2);
+
+  // Node 1's view: its rank took part (runs counted under the group).
+  auto c1 = client::Client::Connect({.socket = node1.socket(), .client_name = "node1"});
+  ASSERT_TRUE(c1.ok()) << c1.status().ToString();
+  auto status1 = (*c1)->GetStatus();
+  ASSERT_TRUE(status1.ok());
+  bool seen = false;
+  for (const auto& g : status1->groups()) {
+    if (g.name() != "s2.b0") continue;
+    seen = true;
+    EXPECT_GE(g.runs(), 3u);
+    EXPECT_EQ(g.generation(), generation + 1);
+  }
+  EXPECT_TRUE(seen);
+  auto on_node1 = Decode(**c1, "h3", shape, latent.data(), 2);
+  ASSERT_TRUE(on_node1.ok()) << on_node1.status().ToString() << node1.Log();
+  EXPECT_TRUE(on_node1->bytes == reference->bytes);
+  EXPECT_EQ(on_node1->reply.group().ranks_size(), 1);
+
+  EXPECT_EQ(node1.Terminate(), 0) << node1.Log();
+  EXPECT_EQ(node0.Terminate(), 0) << node0.Log();
+  std::remove(cfg0.c_str());
+  std::remove(cfg1.c_str());
 }
 
 }  // namespace

@@ -429,6 +429,62 @@ TEST(HostileInputTest, IdleAndTricklingConnectionsAreClosedAfterTheClientTimeout
   std::filesystem::remove(cfg);
 }
 
+size_t OpenDescriptors(pid_t pid) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+// Connections that never say Hello are closed after client_timeout_ms even
+// when they keep sending (answered requests of unknown clients), and so
+// are connections that never read their replies: their close cannot pass
+// the unsent replies, so it is forced on the socket. Afterwards the
+// daemon holds no more descriptors than before (the review's attacks on
+// the idle timeout and on the close).
+TEST(HostileInputTest, ChattyAndNonReadingConnectionsAreClosedAndTheirDescriptorsFreed) {
+  const std::string cfg = WriteConfig(
+      "chatty", "[server]\nheartbeat_interval_ms = 200\nclient_timeout_ms = 1000\n"
+                "send_hwm = 16\n");
+  DaemonProcess daemon({"--config", cfg, "--intra-op-threads", "1"});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  ExpectStillServing(daemon);
+  const size_t before = OpenDescriptors(daemon.pid());
+  v1::Request status;
+  status.set_request_id(1);
+  status.set_client_id(424242);  // never said Hello: answered unknown_client
+  status.mutable_status();
+  const std::string one = wire::EncodeFrame(status.SerializeAsString());
+  std::string burst;
+  for (int i = 0; i < 3000; ++i) burst += one;
+  std::vector<std::unique_ptr<RawConnection>> deaf;
+  for (int i = 0; i < 8; ++i) {
+    deaf.push_back(std::make_unique<RawConnection>(daemon.socket()));
+    ASSERT_TRUE(deaf.back()->ok());
+    ASSERT_TRUE(deaf.back()->Write(burst));  // never reads a reply
+  }
+  RawConnection chatty(daemon.socket());
+  ASSERT_TRUE(chatty.ok());
+  bool chatty_closed = false;
+  const auto t0 = Clock::now();
+  while (!chatty_closed && Clock::now() - t0 < std::chrono::seconds(6)) {
+    if (!chatty.Write(one)) break;
+    (void)chatty.Read(300, &chatty_closed);
+  }
+  EXPECT_TRUE(chatty_closed) << "a connection sending requests without Hello stayed open";
+  size_t after = OpenDescriptors(daemon.pid());
+  for (int i = 0; i < 50 && after > before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    after = OpenDescriptors(daemon.pid());
+  }
+  EXPECT_LE(after, before) << "descriptors of closed connections are still open " << daemon.Log();
+  ExpectStillServing(daemon);
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+  std::filesystem::remove(cfg);
+}
+
 // Every connection and region holds a descriptor and libzmq aborts when
 // accept() runs out: the daemon refuses to start when the open-files limit
 // cannot cover its caps.
@@ -706,6 +762,11 @@ TEST(HostileInputTest, NonRootDaemonServesAClientOfAnotherUidInItsGroup) {
   ASSERT_EQ(mkdir(run.c_str(), 0750), 0);
   ASSERT_EQ(chown(run.c_str(), kDaemonUid, kDaemonGid), 0);
   const std::string socket = run + "/vaed.sock", log = root + "/vaed.log";
+  const std::string config = root + "/vaed.toml";
+  {
+    std::ofstream(config) << "[server]\nmax_connections_per_uid = 2\n";
+    ASSERT_EQ(chmod(config.c_str(), 0644), 0);
+  }
   const pid_t daemon = fork();
   if (daemon == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -715,7 +776,8 @@ TEST(HostileInputTest, NonRootDaemonServesAClientOfAnotherUidInItsGroup) {
       _exit(126);
     }
     const std::string bin = Binary("daemon/vaed");
-    execl(bin.c_str(), bin.c_str(), "--socket", socket.c_str(), "--intra-op-threads", "1", nullptr);
+    execl(bin.c_str(), bin.c_str(), "--socket", socket.c_str(), "--intra-op-threads", "1",
+          "--config", config.c_str(), nullptr);
     _exit(127);
   }
   struct stat st {};
@@ -735,6 +797,23 @@ TEST(HostileInputTest, NonRootDaemonServesAClientOfAnotherUidInItsGroup) {
         return setgroups(1, groups) == 0 && setgid(kClientGid) == 0 && setuid(kClientUid) == 0;
       });
   EXPECT_EQ(code, 0) << out;
+
+  // server.max_connections_per_uid = 2: the client uid's third connection
+  // is refused naming the limit (root, an admin, is not limited).
+  const std::string third = RunAndCapture(
+      {"/usr/bin/python3", "-c",
+       "import socket,time\n"
+       "c=[socket.socket(socket.AF_UNIX) for _ in range(3)]\n"
+       "[s.connect('" + socket + "') or time.sleep(0.2) for s in c]\n"
+       "c[2].settimeout(5)\n"
+       "print(c[2].recv(4096))\n"},
+      &code, [] {
+        const gid_t groups[] = {kDaemonGid};
+        return setgroups(1, groups) == 0 && setgid(kClientGid) == 0 && setuid(kClientUid) == 0;
+      });
+  EXPECT_EQ(code, 0) << third;
+  EXPECT_THAT(third, HasSubstr("uid 5601 already has 2 connections "
+                               "(server.max_connections_per_uid = 2)"));
 
   // A registered segment of this (root) process: the daemon's uid decodes
   // from it, a third uid in the daemon's group cannot open it.

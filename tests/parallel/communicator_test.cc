@@ -6,8 +6,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +13,8 @@
 #include <future>
 #include <thread>
 #include <vector>
+
+#include "tests/common/free_port.h"
 
 namespace vaed::parallel {
 namespace {
@@ -153,22 +153,10 @@ TEST(StoreTest, MalformedAddressesAreRefusedNamingTheField) {
   EXPECT_THAT(rank.status().message(), HasSubstr("group.node_rank 2"));
 }
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // Two processes (as two daemons would be) form one group of 2 through a
 // TCPStore served by node 0.
 TEST(CommunicatorTest, TwoProcessesRendezvousThroughATcpStore) {
-  const std::string address = "127.0.0.1:" + std::to_string(FreePort());
+  const std::string address = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
   const pid_t child = fork();
   if (child == 0) {
     auto store = MakeStore({.address = address, .node_rank = 1, .world_nodes = 2,
