@@ -18,6 +18,15 @@
 // the end-to-end speedup that implies when the VAE is a share s of a
 // generation (Amdahl: 1 / ((1 - s) + s / v)).
 //
+// With --group-sizes (and --group-ranks W, passed to the daemon, which then
+// qualifies sizes 1, 2, 4, ... W) every mode is also measured per VAE group
+// size S (DecodeRequest::group_size), each (mode, S) pair once per round in
+// turn like the modes; added per pair: the group the daemon used, tiles per
+// rank, each rank's decode seconds, the imbalance (max / mean, from the
+// reply's GroupReport), video_vae.tile_communication, and the VAE speedup
+// over the same mode at the smallest size listed (S=1 when listed). Output
+// bytes are compared with eager's first output at that size.
+//
 // No LibTorch here (client library only), so it builds in seconds.
 #include <fcntl.h>
 #include <signal.h>
@@ -35,6 +44,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -150,6 +160,13 @@ std::vector<std::string> RequiredCapabilities(const ModeSpec& m) {
   return caps;
 }
 
+// The label of a (mode, group size) pair: "eager", or "eager S=2" when the
+// benchmark measures group sizes (`group_size` > 0).
+std::string VariantName(const ModeSpec& m, uint32_t group_size) {
+  return group_size == 0 ? std::string(m.name)
+                         : std::string(m.name) + " S=" + std::to_string(group_size);
+}
+
 // ---------------------------------------------------------------- options
 
 struct MatrixOptions {
@@ -171,6 +188,13 @@ struct MatrixOptions {
   int64_t plan_cache_capacity = 8;
   int start_timeout_s = 600;
   int request_timeout_s = 3600;
+  // The daemon's --group-ranks (local VAE ranks; qualifies sizes 1, 2, 4,
+  // ... up to it); 0 = not passed (one rank).
+  uint32_t group_ranks = 0;
+  // VAE group sizes each mode is measured at, ascending after validation;
+  // the first is the baseline of the group speedups. Empty = requests ask
+  // for no size (the daemon's group.size) and no group figures are printed.
+  std::vector<uint32_t> group_sizes;
 };
 
 // Whole-option checks CLI11's per-option validators cannot make.
@@ -210,6 +234,18 @@ Status ValidateOptions(const MatrixOptions& o) {
       return vaed::InvalidArgument("--modes lists '" + m + "'; modes are " + JoinNames(known));
     }
     if (!seen.insert(m).second) return vaed::InvalidArgument("--modes lists '" + m + "' twice");
+  }
+  if (std::set<uint32_t>(o.group_sizes.begin(), o.group_sizes.end()).size() !=
+      o.group_sizes.size()) {
+    return vaed::InvalidArgument("--group-sizes lists a size twice");
+  }
+  const uint32_t ranks = std::max<uint32_t>(o.group_ranks, 1);
+  for (uint32_t size : o.group_sizes) {
+    if (size > ranks) {
+      return vaed::InvalidArgument("--group-sizes lists " + std::to_string(size) +
+                                   " but the daemon has " + std::to_string(ranks) +
+                                   " rank(s); raise --group-ranks");
+    }
   }
   for (double s : o.vae_shares) {
     if (!(s > 0.0 && s <= 1.0)) {
@@ -273,13 +309,14 @@ class BenchDaemon {
  public:
   // Makes a temporary directory holding the config (`config_toml`), the
   // socket and the daemon's log (its stdout and stderr), starts `binary
-  // --config ... --socket ...` and polls Client::Connect until a Hello is
-  // answered, for at most `timeout`. Errors: kIoError (directory, files,
+  // --config ... --socket ... <extra_args>` and polls Client::Connect until
+  // a Hello is answered, for at most `timeout`. Errors: kIoError (directory, files,
   // fork), kUnavailable when the daemon exits or does not answer in time;
   // the message then names the log and quotes its tail, and the directory
   // is kept.
   static Result<std::unique_ptr<BenchDaemon>> Start(const std::string& binary,
                                                     const std::string& config_toml,
+                                                    const std::vector<std::string>& extra_args,
                                                     std::chrono::seconds timeout,
                                                     int request_timeout_ms) {
     char tmpl[] = "/tmp/vaed-bench-XXXXXX";
@@ -295,6 +332,7 @@ class BenchDaemon {
     if (log_fd < 0) return vaed::ErrnoStatus(errno, "creating " + d->log_path_);
     // argv is built before fork: the child only makes async-signal-safe calls.
     std::vector<std::string> args = {binary, "--config", config_path, "--socket", d->socket_};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -495,9 +533,20 @@ const char* StateName(ModeState s) {
   return "?";
 }
 
-// Everything measured for one mode of one (dtype, shape) cell.
+// The figures of one position in the group (0 = the output rank), from the
+// replies' GroupReports. By position, not global rank: successive requests
+// of one size may run on different blocks (s1.b0, then s1.b1).
+struct RankStats {
+  uint32_t rank = 0;             // global rank, last run
+  uint32_t tiles = 0;            // last run
+  std::vector<double> decode_s;  // timed runs
+};
+
+// Everything measured for one mode (at one group size) of one (dtype,
+// shape) cell.
 struct ModeResult {
   const ModeSpec* spec = nullptr;
+  uint32_t group_size = 0;  // 0: not measured per group size
   client::DecodeRequest request;
   ModeState state = ModeState::kOk;
   std::string reason;  // why unsupported or failed: the daemon's message
@@ -519,7 +568,19 @@ struct ModeResult {
   std::optional<double> vae_median_s;
   std::optional<double> vae_speedup;   // eager VAE median / this VAE median
   std::optional<double> wall_speedup;  // eager wall median / this wall median
+  // VAE groups (replies' GroupReport). All runs: the groups used (name ->
+  // last generation) and fallbacks; per position in the group (output rank
+  // first): see RankStats; timed runs: imbalance.
+  std::map<std::string, uint64_t> groups_used;
+  std::vector<RankStats> rank_stats;
+  std::vector<double> imbalance;
+  int fallbacks = 0;
+  std::string last_fallback;
+  // Same mode at the baseline (first) group size: its median / this one's.
+  std::optional<double> group_vae_speedup;
+  std::optional<double> group_wall_speedup;
 
+  std::string name() const { return VariantName(*spec, group_size); }
   bool active() const { return state == ModeState::kOk; }
   std::optional<double> TimingMedian(const std::string& component) const {
     auto it = timing_s.find(component);
@@ -579,18 +640,26 @@ class CellRunner {
     std::vector<std::string> order = o_.modes;
     std::stable_partition(order.begin(), order.end(),
                           [](const std::string& m) { return m == "eager"; });
+    // Each mode at each group size, the baseline size first: eager at it
+    // is the byte reference.
+    std::vector<uint32_t> sizes = o_.group_sizes;
+    if (sizes.empty()) sizes.push_back(0);
     for (const std::string& name : order) {
-      ModeResult m;
-      m.spec = FindMode(name);
-      m.request.model = kModelName;
-      m.request.latent = {in_id_, 0, vaed::DType::kFloat32, shape};
-      m.request.output = {out_id_, 0, vaed::FromProto(plan.output_dtype()), cell_->output_shape};
-      m.request.format = client::OutputFormat::kUInt8NHWC;
-      m.request.profile = m.spec->profile;
-      m.request.stack_tiling = m.spec->stack_tiling;
-      m.request.compile = m.spec->compile;
-      CheckSupported(&m);
-      cell_->modes.push_back(std::move(m));
+      for (uint32_t size : sizes) {
+        ModeResult m;
+        m.spec = FindMode(name);
+        m.group_size = size;
+        m.request.group_size = size;
+        m.request.model = kModelName;
+        m.request.latent = {in_id_, 0, vaed::DType::kFloat32, shape};
+        m.request.output = {out_id_, 0, vaed::FromProto(plan.output_dtype()), cell_->output_shape};
+        m.request.format = client::OutputFormat::kUInt8NHWC;
+        m.request.profile = m.spec->profile;
+        m.request.stack_tiling = m.spec->stack_tiling;
+        m.request.compile = m.spec->compile;
+        CheckSupported(&m);
+        cell_->modes.push_back(std::move(m));
+      }
     }
 
     for (ModeResult& m : cell_->modes) {
@@ -622,14 +691,16 @@ class CellRunner {
   // a decode does).
   void CheckSupported(ModeResult* m) {
     std::vector<std::string> missing;
-    for (const std::string& cap : RequiredCapabilities(*m->spec)) {
+    std::vector<std::string> required = RequiredCapabilities(*m->spec);
+    if (m->group_size > 1) required.push_back("spatial_sharding");
+    for (const std::string& cap : required) {
       if (std::find(caps_.begin(), caps_.end(), cap) == caps_.end()) missing.push_back(cap);
     }
     auto planned = daemon_->client().PlanDecode(m->request);
     if (planned.ok()) {
       if (!missing.empty()) {
         spdlog::warn("{}: mode {}: the model lacks capability {} but the daemon accepts it",
-                     Label(), m->spec->name, JoinNames(missing));
+                     Label(), m->name(), JoinNames(missing));
       }
       return;
     }
@@ -637,7 +708,7 @@ class CellRunner {
       m->state = ModeState::kUnsupported;
       m->reason = planned.status().message();
       if (!missing.empty()) m->reason += " [model capabilities lack: " + JoinNames(missing) + "]";
-      spdlog::info("{}: mode {} unsupported: {}", Label(), m->spec->name, m->reason);
+      spdlog::info("{}: mode {} unsupported: {}", Label(), m->name(), m->reason);
       return;
     }
     m->state = ModeState::kFailed;
@@ -658,11 +729,11 @@ class CellRunner {
       if (phase == Phase::kFirst && reply.status().code() == vaed::StatusCode::kInvalidArgument) {
         m->state = ModeState::kUnsupported;
         m->reason = reply.status().message();
-        spdlog::info("{}: mode {} unsupported: {}", Label(), m->spec->name, m->reason);
+        spdlog::info("{}: mode {} unsupported: {}", Label(), m->name(), m->reason);
       } else {
         m->state = ModeState::kFailed;
         m->reason = std::string(phase_name) + " request: " + reply.status().ToString();
-        spdlog::error("{}: mode {} failed: {}", Label(), m->spec->name, m->reason);
+        spdlog::error("{}: mode {} failed: {}", Label(), m->name(), m->reason);
         (void)daemon_->HasExited();
       }
       return;
@@ -684,6 +755,7 @@ class CellRunner {
     m->compile_decision = r.compile_decision();
     m->profile = r.profile();
     m->compute_dtype = r.compute_dtype();
+    if (r.has_group()) RecordGroup(r.group(), phase, m);
 
     const uint8_t* out = out_->data();
     const uint64_t n = cell_->output_bytes;
@@ -700,26 +772,70 @@ class CellRunner {
       progress += " " + std::to_string(index + 1) + "/" +
                   std::to_string(phase == Phase::kWarmup ? o_.warmup : o_.iterations);
     }
-    progress += "] " + std::string(m->spec->name) + ": " + vaed::ops::FormatFixed(wall, 3) + " s";
+    progress += "] " + m->name() + ": " + vaed::ops::FormatFixed(wall, 3) + " s";
     if (vae) progress += " (vae " + vaed::ops::FormatFixed(*vae, 3) + " s)";
+    if (m->group_size > 0 && r.has_group()) {
+      progress += " group " + r.group().name() + " imbalance " +
+                  vaed::ops::FormatFixed(r.group().imbalance(), 2);
+    }
     if (phase == Phase::kFirst) progress += r.warm() ? " warm" : " cold";
     spdlog::info("{}", progress);
   }
 
+  // The group figures of one reply: the group used and its fallbacks from
+  // every run, the per-rank times and the imbalance from timed runs only.
+  static void RecordGroup(const vaed::v1::GroupReport& g, Phase phase, ModeResult* m) {
+    m->groups_used[g.name()] = g.generation();
+    if (m->rank_stats.size() < static_cast<size_t>(g.ranks_size())) {
+      m->rank_stats.resize(g.ranks_size());
+    }
+    for (int i = 0; i < g.ranks_size(); ++i) {
+      RankStats& stats = m->rank_stats[i];
+      stats.rank = g.ranks(i).rank();
+      stats.tiles = g.ranks(i).tiles();
+      if (phase == Phase::kTimed) stats.decode_s.push_back(g.ranks(i).decode_seconds());
+    }
+    if (phase == Phase::kTimed) m->imbalance.push_back(g.imbalance());
+    if (!g.fallback().empty()) {
+      ++m->fallbacks;
+      m->last_fallback = g.fallback();
+    }
+  }
+
   void Summarize() {
     const std::string vae = VaeComponent(o_.model_kind);
-    const ModeResult* eager = nullptr;
+    auto measured = [](const ModeResult& m) { return m.active() && !m.wall_s.empty(); };
     for (ModeResult& m : cell_->modes) {
-      if (m.active() && !m.wall_s.empty()) m.vae_median_s = m.TimingMedian(vae);
-      if (std::string(m.spec->name) == "eager" && m.active() && !m.wall_s.empty()) eager = &m;
+      if (measured(m)) m.vae_median_s = m.TimingMedian(vae);
     }
-    if (eager == nullptr) return;
     for (ModeResult& m : cell_->modes) {
-      if (!m.active() || m.wall_s.empty()) continue;
-      if (eager->vae_median_s && m.vae_median_s && *m.vae_median_s > 0) {
-        m.vae_speedup = *eager->vae_median_s / *m.vae_median_s;
+      if (!measured(m)) continue;
+      // Against eager at the same group size, and against the same mode at
+      // the baseline group size.
+      const ModeResult* eager = nullptr;
+      const ModeResult* baseline = nullptr;
+      for (const ModeResult& other : cell_->modes) {
+        if (!measured(other)) continue;
+        if (std::string(other.spec->name) == "eager" && other.group_size == m.group_size) {
+          eager = &other;
+        }
+        if (!o_.group_sizes.empty() && other.spec == m.spec &&
+            other.group_size == o_.group_sizes.front()) {
+          baseline = &other;
+        }
       }
-      m.wall_speedup = Median(eager->wall_s) / Median(m.wall_s);
+      if (eager != nullptr) {
+        if (eager->vae_median_s && m.vae_median_s && *m.vae_median_s > 0) {
+          m.vae_speedup = *eager->vae_median_s / *m.vae_median_s;
+        }
+        m.wall_speedup = Median(eager->wall_s) / Median(m.wall_s);
+      }
+      if (baseline != nullptr) {
+        if (baseline->vae_median_s && m.vae_median_s && *m.vae_median_s > 0) {
+          m.group_vae_speedup = *baseline->vae_median_s / *m.vae_median_s;
+        }
+        m.group_wall_speedup = Median(baseline->wall_s) / Median(m.wall_s);
+      }
     }
   }
 
@@ -749,13 +865,84 @@ std::string OrDash(const std::optional<double>& v, int decimals) {
   return v ? vaed::ops::FormatFixed(*v, decimals) : "-";
 }
 
-std::string BytesVerdict(const ModeResult& m) {
+// The byte reference: eager's first output at the baseline (first) group
+// size.
+bool IsReference(const MatrixOptions& o, const ModeResult& m) {
+  return std::string(m.spec->name) == "eager" &&
+         m.group_size == (o.group_sizes.empty() ? 0 : o.group_sizes.front());
+}
+
+std::string ReferenceName(const MatrixOptions& o) {
+  return o.group_sizes.empty() ? "eager" : "eager S=" + std::to_string(o.group_sizes.front());
+}
+
+std::string BytesVerdict(const MatrixOptions& o, const ModeResult& m) {
   if (m.runs_compared == 0)
-    return std::string(m.spec->name) == "eager" && m.first_request_s ? "reference" : "not compared";
+    return IsReference(o, m) && m.first_request_s ? "reference" : "not compared";
   if (m.max_bytes_differing == 0) {
-    return std::string(m.spec->name) == "eager" ? "reference (repeatable)" : "identical to eager";
+    return IsReference(o, m) ? "reference (repeatable)" : "identical to " + ReferenceName(o);
   }
-  return std::to_string(m.max_bytes_differing) + " bytes differ from eager";
+  return std::to_string(m.max_bytes_differing) + " bytes differ from " + ReferenceName(o);
+}
+
+// "a/b/c" over the group's positions (output rank first).
+std::string PerRank(const ModeResult& m, const std::function<std::string(const RankStats&)>& f) {
+  std::string s;
+  for (const RankStats& r : m.rank_stats) s += (s.empty() ? "" : "/") + f(r);
+  return s.empty() ? "-" : s;
+}
+
+// "s1.b0 g0, s1.b1 g0": the groups a (mode, size) ran on, with generations.
+std::string GroupsUsed(const ModeResult& m) {
+  std::string s;
+  for (const auto& [name, generation] : m.groups_used) {
+    s += (s.empty() ? "" : ", ") + name + " g" + std::to_string(generation);
+  }
+  return s.empty() ? "-" : s;
+}
+
+std::optional<double> RankDecodeMedian(const RankStats& r) {
+  return r.decode_s.empty() ? std::nullopt : std::optional<double>(Median(r.decode_s));
+}
+
+// Per (mode, group size): the group the daemon used and how evenly its
+// ranks worked.
+void PrintGroups(const MatrixOptions& o, const CellResult& cell, std::ostream& out) {
+  vaed::ops::TextTable t(
+      {"mode", "S", "group", "warm med s", "decode s", "vae s", "tile_dec s", "tile_comm s",
+       "tiles/rank", "rank decode s", "imbalance",
+       "vae vs S=" + std::to_string(o.group_sizes.front()), "bytes"},
+      {false, true, false, true, true, true, true, true, false, false, true, false, false});
+  for (const ModeResult& m : cell.modes) {
+    if (m.state != ModeState::kOk || m.wall_s.empty()) {
+      t.AddRow({m.spec->name, std::to_string(m.group_size), StateName(m.state)});
+      continue;
+    }
+    std::string speed = "-";
+    if (m.group_size == o.group_sizes.front()) {
+      speed = "baseline";
+    } else if (m.group_vae_speedup) {
+      speed = FormatSpeedup(*m.group_vae_speedup);
+    }
+    t.AddRow({m.spec->name, std::to_string(m.group_size), GroupsUsed(m),
+              vaed::ops::FormatFixed(Median(m.wall_s), 3), OrDash(m.TimingMedian("decode"), 3),
+              OrDash(m.vae_median_s, 3), OrDash(m.TimingMedian("video_vae.tile_decode"), 3),
+              OrDash(m.TimingMedian("video_vae.tile_communication"), 3),
+              PerRank(m, [](const RankStats& r) { return std::to_string(r.tiles); }),
+              PerRank(m, [](const RankStats& r) { return OrDash(RankDecodeMedian(r), 3); }),
+              m.imbalance.empty() ? "-" : vaed::ops::FormatFixed(Median(m.imbalance), 3), speed,
+              BytesVerdict(o, m)});
+  }
+  out << "   VAE groups ('group': the groups used, 'g' generation; tiles/rank, rank decode s:\n"
+         "   per position in the group, output rank first; rank decode s and imbalance\n"
+         "   (max/mean of them): medians of the timed runs):\n"
+      << t.Render();
+  for (const ModeResult& m : cell.modes) {
+    if (m.fallbacks > 0) {
+      out << "   " << m.name() << ": " << m.fallbacks
+          << " run(s) fell back to one rank; last: " << m.last_fallback << "\n";
+    }
+  }
 }
 
 // ------------------------------------------------------------------ output
@@ -778,7 +965,7 @@ void PrintCell(const MatrixOptions& o, const CellResult& cell, std::ostream& out
       {false, true, true, true, true, true, true, true, true, true, true, true, false, false});
   for (const ModeResult& m : cell.modes) {
     if (m.state != ModeState::kOk || m.wall_s.empty()) {
-      t.AddRow({m.spec->name, StateName(m.state)});
+      t.AddRow({m.name(), StateName(m.state)});
       continue;
     }
     std::string first = OrDash(m.first_request_s, 3) + (m.first_request_warm ? " (warm)" : "");
@@ -788,7 +975,7 @@ void PrintCell(const MatrixOptions& o, const CellResult& cell, std::ostream& out
     } else if (m.vae_speedup) {
       speed = FormatSpeedup(*m.vae_speedup);
     }
-    t.AddRow({m.spec->name, first, vaed::ops::FormatFixed(Median(m.wall_s), 3),
+    t.AddRow({m.name(), first, vaed::ops::FormatFixed(Median(m.wall_s), 3),
               vaed::ops::FormatFixed(*std::min_element(m.wall_s.begin(), m.wall_s.end()), 3),
               OrDash(m.TimingMedian("decode"), 3), OrDash(m.vae_median_s, 3),
               OrDash(m.TimingMedian("video_vae.tile_decode"), 3),
@@ -796,11 +983,11 @@ void PrintCell(const MatrixOptions& o, const CellResult& cell, std::ostream& out
               m.tiling ? std::to_string(m.tiling->max_tiles_per_call()) : "-",
               m.tiling ? std::to_string(m.tiling->decoder_calls()) : "-",
               vaed::ops::HumanBytes(m.peak_tensor_bytes), vaed::ops::HumanBytes(m.peak_rss_bytes),
-              speed, BytesVerdict(m)});
+              speed, BytesVerdict(o, m)});
   }
   out << t.Render();
   for (const ModeResult& m : cell.modes) {
-    out << "   " << m.spec->name << ": ";
+    out << "   " << m.name() << ": ";
     if (m.state != ModeState::kOk) {
       out << StateName(m.state) << ": " << m.reason << "\n";
       continue;
@@ -820,15 +1007,50 @@ void PrintCell(const MatrixOptions& o, const CellResult& cell, std::ostream& out
     if (!m.vae_speedup || std::string(m.spec->name) == "eager") continue;
     for (double s : o.vae_shares) {
       any = true;
-      a.AddRow({m.spec->name, vaed::ops::FormatFixed(*m.vae_speedup, 3),
-                vaed::ops::FormatFixed(s, 2), FormatSpeedup(EndToEndSpeedup(s, *m.vae_speedup))});
+      a.AddRow({m.name(), vaed::ops::FormatFixed(*m.vae_speedup, 3), vaed::ops::FormatFixed(s, 2),
+                FormatSpeedup(EndToEndSpeedup(s, *m.vae_speedup))});
     }
   }
   if (any) out << "   Amdahl (end-to-end = 1 / ((1 - s) + s / v)):\n" << a.Render();
+  if (!o.group_sizes.empty()) PrintGroups(o, cell, out);
 }
 
 nlohmann::json OptJson(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// The "group" object of a measured (mode, group size): size, groups_used
+// {name: last generation}, ranks [{rank, tiles, decode_s_median,
+// decode_s_runs}] per position in the group (output rank first),
+// imbalance_median / imbalance_runs (max / mean), tile_communication_median_s,
+// baseline_size, vae_ / wall_speedup_vs_baseline_size, output_reference,
+// output_identical_to_reference, fallbacks, last_fallback. Seconds.
+nlohmann::json GroupJson(const MatrixOptions& o, const ModeResult& m) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankStats& r : m.rank_stats) {
+    ranks.push_back({{"rank", r.rank},
+                     {"tiles", r.tiles},
+                     {"decode_s_median", OptJson(RankDecodeMedian(r))},
+                     {"decode_s_runs", r.decode_s}});
+  }
+  return {
+      {"size", m.group_size},
+      {"groups_used", m.groups_used},
+      {"ranks", ranks},
+      {"imbalance_median",
+       m.imbalance.empty() ? nlohmann::json(nullptr) : nlohmann::json(Median(m.imbalance))},
+      {"imbalance_runs", m.imbalance},
+      {"tile_communication_median_s", OptJson(m.TimingMedian("video_vae.tile_communication"))},
+      {"baseline_size", o.group_sizes.front()},
+      {"vae_speedup_vs_baseline_size", OptJson(m.group_vae_speedup)},
+      {"wall_speedup_vs_baseline_size", OptJson(m.group_wall_speedup)},
+      {"output_reference", ReferenceName(o)},
+      {"output_identical_to_reference",
+       m.runs_compared > 0 ? nlohmann::json(m.max_bytes_differing == 0) : nlohmann::json(nullptr)},
+      {"fallbacks", m.fallbacks},
+      {"last_fallback",
+       m.last_fallback.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.last_fallback)},
+  };
 }
 
 nlohmann::json ModeJson(const MatrixOptions& o, const CellResult& cell, const ModeResult& m) {
@@ -846,6 +1068,7 @@ nlohmann::json ModeJson(const MatrixOptions& o, const CellResult& cell, const Mo
       {"status", StateName(m.state)},
       {"reason", m.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.reason)},
   };
+  if (!o.group_sizes.empty()) j["request"]["group_size"] = m.group_size;
   if (m.state != ModeState::kOk || m.wall_s.empty()) return j;
   nlohmann::json components = nlohmann::json::object();
   for (const auto& [name, seconds] : m.timing_s) components[name] = Median(seconds);
@@ -883,6 +1106,7 @@ nlohmann::json ModeJson(const MatrixOptions& o, const CellResult& cell, const Mo
       m.runs_compared > 0 ? nlohmann::json(m.max_bytes_differing) : nlohmann::json(nullptr);
   j["output_identical_to_eager"] =
       m.runs_compared > 0 ? nlohmann::json(m.max_bytes_differing == 0) : nlohmann::json(nullptr);
+  if (!o.group_sizes.empty()) j["group"] = GroupJson(o, m);
   return j;
 }
 
@@ -920,7 +1144,14 @@ int main(int argc, char** argv) {
       "median VAE seconds / the mode's (x1.10 faster = 10% less time), same run. 'bytes':\n"
       "every run's output compared with eager's first output, byte for byte.\n"
       "Amdahl: with the VAE a share s of a generation's time and a VAE speedup v, the\n"
-      "end-to-end speedup is 1 / ((1 - s) + s / v).\n\n"
+      "end-to-end speedup is 1 / ((1 - s) + s / v).\n"
+      "VAE groups (--group-sizes): every mode runs at every size S, interleaved; the table\n"
+      "'VAE groups' adds per (mode, S): the groups used ('s2.b0 g0': size 2, block 0,\n"
+      "communicator generation 0), 'tile_comm s' (video_vae.tile_communication), tiles and\n"
+      "decode seconds per position in the group (the replies' GroupReport; output rank\n"
+      "first), 'imbalance' (max / mean of the ranks' decode seconds) and 'vae vs S=...'\n"
+      "(the same mode's median VAE seconds at the smallest size / this size's). Bytes are\n"
+      "compared with eager's first output at the smallest size.\n\n"
       "Examples:\n"
       "  vaed_bench_matrix --model-kind h3_video \\\n"
       "    --weights ../shared/golden/h3/video_tiny_weights.safetensors \\\n"
@@ -928,6 +1159,10 @@ int main(int argc, char** argv) {
       "  vaed_bench_matrix --model-kind taef2 \\\n"
       "    --weights ../shared/data/taef2/taef2_decoder.safetensors \\\n"
       "    --latent ../shared/data/taef2/video_bikes.safetensors --latent-key latent\n"
+      "  vaed_bench_matrix --model-kind h3_video \\\n"
+      "    --weights ../shared/golden/h3/video_tiny_weights.safetensors \\\n"
+      "    --config ../shared/golden/h3/video_tiny_config.json --shapes 1x24x12x20x20 \\\n"
+      "    --modes eager --group-ranks 2 --group-sizes 1,2\n"
       "Exit status: 0 all requested modes ran or are unsupported; 1 a daemon, a cell or a\n"
       "mode failed; 2 usage.";
   CLI::App app{
@@ -999,6 +1234,16 @@ int main(int argc, char** argv) {
                  "seconds to wait for any one reply (0 = forever)")
       ->capture_default_str()
       ->check(CLI::Range(0, 86400));
+  app.add_option("--group-ranks", o.group_ranks,
+                 "start the daemon with --group-ranks W: W local VAE ranks, qualifying group "
+                 "sizes 1, 2, 4, ... up to W (each rank has --threads intra-op threads)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--group-sizes", o.group_sizes,
+                 "also measure every mode at each VAE group size S (DecodeRequest::group_size), "
+                 "each at most --group-ranks; the smallest is the baseline of the group speedups "
+                 "and, with eager, of the output bytes")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
 
   // stdout is for the results; progress goes to stderr.
@@ -1009,6 +1254,9 @@ int main(int argc, char** argv) {
     std::cerr << "vaed_bench_matrix: " << s.message() << "\n";
     return 2;
   }
+  std::sort(o.group_sizes.begin(), o.group_sizes.end());
+  std::vector<std::string> daemon_args;
+  if (o.group_ranks > 0) daemon_args = {"--group-ranks", std::to_string(o.group_ranks)};
 
   std::vector<Latent> latents;
   if (!o.latent_path.empty()) {
@@ -1037,7 +1285,7 @@ int main(int argc, char** argv) {
     spdlog::info("starting {} ({} {}, {}) ...", o.vaed_binary, o.model_kind, dtype,
                  o.weights.empty() ? "random weights" : o.weights);
     auto started =
-        BenchDaemon::Start(o.vaed_binary, DaemonConfigToml(o, dtype),
+        BenchDaemon::Start(o.vaed_binary, DaemonConfigToml(o, dtype), daemon_args,
                            std::chrono::seconds(o.start_timeout_s), o.request_timeout_s * 1000);
     if (!started.ok()) {
       spdlog::error("{} daemon: {}", dtype, started.status().message());
@@ -1101,8 +1349,16 @@ int main(int argc, char** argv) {
             << daemon_version << ", intra_op_threads " << o.threads << ", host " << Hostname()
             << " (" << std::thread::hardware_concurrency() << " CPUs)\n"
             << "runs      first request + " << o.warmup << " warm-up + " << o.iterations
-            << " timed per mode, modes interleaved\n"
-            << "cold start (fork/exec to first Hello):";
+            << " timed per mode, modes interleaved\n";
+  if (o.group_ranks > 0 || !o.group_sizes.empty()) {
+    std::string sizes;
+    for (uint32_t size : o.group_sizes) sizes += (sizes.empty() ? "" : ", ") + std::to_string(size);
+    std::cout << "groups    --group-ranks " << std::max<uint32_t>(o.group_ranks, 1)
+              << (sizes.empty() ? std::string(", the daemon's group size")
+                                : ", sizes " + sizes + " (each mode at each size, interleaved)")
+              << "\n";
+  }
+  std::cout << "cold start (fork/exec to first Hello):";
   for (const std::string& dtype : o.dtypes) {
     std::cout << "  " << dtype << " "
               << (cold_start[dtype].is_null()
@@ -1130,7 +1386,7 @@ int main(int argc, char** argv) {
         for (double s : o.vae_shares) {
           amdahl.push_back({{"dtype", cell.dtype},
                             {"latent_shape", cell.latent.shape},
-                            {"mode", m.spec->name},
+                            {"mode", m.name()},
                             {"vae_share", s},
                             {"vae_speedup", *m.vae_speedup},
                             {"end_to_end_speedup", EndToEndSpeedup(s, *m.vae_speedup)}});
@@ -1159,6 +1415,10 @@ int main(int argc, char** argv) {
         {"runs", runs},
         {"amdahl", amdahl},
     };
+    if (o.group_ranks > 0 || !o.group_sizes.empty()) {
+      doc["settings"]["group_ranks"] = std::max<uint32_t>(o.group_ranks, 1);
+      doc["settings"]["group_sizes"] = o.group_sizes;
+    }
     std::error_code ec;
     const std::filesystem::path parent = std::filesystem::path(o.json_path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);

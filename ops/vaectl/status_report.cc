@@ -5,6 +5,24 @@
 #include "ops/common/text_format.h"
 
 namespace vaed::vaectl {
+namespace {
+
+// "2-3" for a contiguous ascending run (how the daemon forms its groups),
+// else "0, 2"; "-" when empty.
+std::string RankList(const google::protobuf::RepeatedField<uint32_t>& ranks) {
+  if (ranks.empty()) return "-";
+  bool contiguous = true;
+  for (int i = 1; i < ranks.size(); ++i) contiguous = contiguous && ranks[i] == ranks[i - 1] + 1;
+  if (contiguous) {
+    const std::string first = std::to_string(ranks[0]);
+    return ranks.size() == 1 ? first : first + "-" + std::to_string(ranks[ranks.size() - 1]);
+  }
+  std::string s;
+  for (uint32_t r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
+}  // namespace
 
 nlohmann::json QuarantineToJson(const v1::QuarantineEntry& q) {
   return {{"uid", q.uid()},
@@ -93,6 +111,17 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
   }
   nlohmann::json quarantined = nlohmann::json::array();
   for (const auto& q : s.quarantined()) quarantined.push_back(QuarantineToJson(q));
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : s.groups()) {
+    groups.push_back({{"name", g.name()},
+                      {"size", g.size()},
+                      {"ranks", std::vector<uint32_t>(g.ranks().begin(), g.ranks().end())},
+                      {"generation", g.generation()},
+                      {"state", g.state()},
+                      {"runs", g.runs()},
+                      {"failures", g.failures()},
+                      {"last_failure", g.last_failure()}});
+  }
   nlohmann::json client_list = nlohmann::json::array();
   for (const auto& c : s.client_list()) {
     client_list.push_back({{"client_id", c.client_id()},
@@ -132,7 +161,33 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
       {"rejected_connections", s.rejected_connections()},
       {"quarantined", quarantined},
       {"client_list", client_list},
+      {"ranks", s.ranks()},
+      {"groups", groups},
   };
+}
+
+std::string FormatGroups(const v1::StatusReply& s) {
+  if (s.groups_size() == 0) return "";
+  bool any_failure = false;
+  for (const auto& g : s.groups()) any_failure = any_failure || !g.last_failure().empty();
+  std::vector<std::string> header = {"group", "size",     "ranks", "generation",
+                                     "state", "runs",     "failures"};
+  if (any_failure) header.push_back("last failure");
+  ops::TextTable t(std::move(header), {false, true, false, true, false, true, true, false});
+  for (const auto& g : s.groups()) {
+    std::vector<std::string> row = {g.name(),
+                                    std::to_string(g.size()),
+                                    RankList(g.ranks()),
+                                    std::to_string(g.generation()),
+                                    g.state(),
+                                    std::to_string(g.runs()),
+                                    std::to_string(g.failures())};
+    if (any_failure) row.push_back(g.last_failure().empty() ? "-" : g.last_failure());
+    t.AddRow(std::move(row));
+  }
+  const uint32_t ranks = s.ranks();
+  return "\nVAE groups (" + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + ")\n" +
+         t.Render();
 }
 
 std::string FormatStatus(const v1::StatusReply& s) {
@@ -208,6 +263,7 @@ std::string FormatStatus(const v1::StatusReply& s) {
   out << "(* = default model";
   if (any_demo) out << "; DEMO = deterministic random weights, not a trained decoder";
   out << ")\n";
+  out << FormatGroups(s);
   return out.str();
 }
 

@@ -19,8 +19,9 @@ namespace vaed::vaectl {
 // client_faults, quarantines, quarantine_rejections, busy_rejections,
 // deadline_exceeded, rejected_connections, quarantined [QuarantineToJson],
 // client_list [{client_id, name, uid, pid, regions, region_bytes,
-// in_flight, faults_in_window, idle_seconds}]. Sizes in bytes, durations
-// in seconds.
+// in_flight, faults_in_window, idle_seconds}], ranks (the daemon's local
+// VAE ranks), groups [{name, size, ranks [global rank], generation, state,
+// runs, failures, last_failure}]. Sizes in bytes, durations in seconds.
 nlohmann::json StatusToJson(const v1::StatusReply& status);
 
 // {uid, pid, client_name, offences, remaining_seconds, duration_seconds,
@@ -32,8 +33,14 @@ nlohmann::json QuarantineToJson(const v1::QuarantineEntry& entry);
 // connected clients with their recent fault counts.
 std::string FormatQuarantine(const v1::StatusReply& status);
 
-// A few lines of summary plus a table of models, with human-readable
-// durations and sizes; demo models are flagged.
+// The daemon's VAE groups as a table headed "VAE groups (N ranks)": group,
+// size, ranks ("0-1"), generation, state, runs, failures, and a "last
+// failure" column only when some group has one. Empty when the reply lists
+// no groups (a daemon older than issue 7).
+std::string FormatGroups(const v1::StatusReply& status);
+
+// A few lines of summary, a table of models (human-readable durations and
+// sizes; demo models are flagged) and FormatGroups.
 std::string FormatStatus(const v1::StatusReply& status);
 
 }  // namespace vaed::vaectl

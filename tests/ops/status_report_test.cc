@@ -80,5 +80,65 @@ TEST(FormatStatusTest, UnhealthyDaemonIsShoutedOut) {
   EXPECT_THAT(FormatStatus(s), HasSubstr("is UNHEALTHY"));
 }
 
+// Three groups of a 2-rank daemon, one of them rebuilt after a failure.
+v1::StatusReply StatusWithGroups(bool with_failure) {
+  v1::StatusReply s = SampleStatus();
+  s.set_ranks(2);
+  auto add = [&s](const std::string& name, uint32_t size, std::vector<uint32_t> ranks) {
+    v1::GroupStatus* g = s.add_groups();
+    g->set_name(name);
+    g->set_size(size);
+    for (uint32_t r : ranks) g->add_ranks(r);
+    g->set_state("idle");
+    return g;
+  };
+  add("s1.b0", 1, {0})->set_runs(4);
+  add("s1.b1", 1, {1});
+  v1::GroupStatus* pair = add("s2.b0", 2, {0, 1});
+  pair->set_runs(7);
+  if (with_failure) {
+    pair->set_generation(1);
+    pair->set_failures(1);
+    pair->set_last_failure("collective gather timed out after 30000 ms");
+  }
+  return s;
+}
+
+TEST(StatusToJsonTest, CarriesRanksAndGroups) {
+  const auto j = StatusToJson(StatusWithGroups(/*with_failure=*/true));
+  EXPECT_EQ(j["ranks"], 2);
+  ASSERT_EQ(j["groups"].size(), 3u);
+  const auto& pair = j["groups"][2];
+  EXPECT_EQ(pair["name"], "s2.b0");
+  EXPECT_EQ(pair["size"], 2);
+  EXPECT_EQ(pair["ranks"], nlohmann::json({0, 1}));
+  EXPECT_EQ(pair["generation"], 1);
+  EXPECT_EQ(pair["state"], "idle");
+  EXPECT_EQ(pair["runs"], 7);
+  EXPECT_EQ(pair["failures"], 1);
+  EXPECT_EQ(pair["last_failure"], "collective gather timed out after 30000 ms");
+}
+
+TEST(FormatStatusTest, ListsGroupsWithoutLastFailureColumnWhenNoneFailed) {
+  const std::string text = FormatStatus(StatusWithGroups(/*with_failure=*/false));
+  EXPECT_THAT(text, HasSubstr("VAE groups (2 ranks)"));
+  EXPECT_THAT(text, HasSubstr("group  size  ranks  generation  state  runs  failures\n"));
+  EXPECT_THAT(text, HasSubstr("s2.b0     2  0-1             0  idle      7         0\n"));
+  EXPECT_THAT(text, HasSubstr("s1.b1     1  1               0  idle      0         0\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("last failure")));
+}
+
+TEST(FormatStatusTest, ShowsLastFailureWhenAGroupHasOne) {
+  const std::string text = FormatStatus(StatusWithGroups(/*with_failure=*/true));
+  EXPECT_THAT(text, HasSubstr("last failure"));
+  EXPECT_THAT(text, HasSubstr("s2.b0     2  0-1             1  idle      7         1  collective "
+                              "gather timed out after 30000 ms\n"));
+  EXPECT_THAT(text, HasSubstr("s1.b1     1  1               0  idle      0         0  -\n"));
+}
+
+TEST(FormatStatusTest, DaemonWithoutGroupsPrintsNoGroupTable) {
+  EXPECT_THAT(FormatStatus(SampleStatus()), ::testing::Not(HasSubstr("VAE groups")));
+}
+
 }  // namespace
 }  // namespace vaed::vaectl

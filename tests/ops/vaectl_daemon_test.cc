@@ -487,4 +487,72 @@ TEST_F(VaectlH3DaemonTest, MismatchedJointLengthsFailUnlessIndependentLengths) {
                                   "independent lengths"));
 }
 
+// --------------------------------------------------------- VAE groups
+
+// The golden tiny H3 video decoder on a daemon with 2 ranks (groups s1.b0,
+// s1.b1, s2.b0) whose requests decode on 2 ranks unless they ask.
+struct GroupDaemon {
+  static bool Present() { return vaed::testing::H3TinyVideoPresent(); }
+  static std::vector<std::string> Args() {
+    return {"--model",
+            "hv=h3_video:" + vaed::testing::SharedPath(vaed::testing::kH3TinyVideoWeights) + ":" +
+                vaed::testing::SharedPath(vaed::testing::kH3TinyVideoConfig),
+            "--default-model", "hv", "--group-ranks", "2", "--group-size", "2",
+            "--intra-op-threads", "1"};
+  }
+  static std::string Missing() { return kGolden + " (tiny video decoder) not present"; }
+};
+
+class VaectlGroupDaemonTest : public DaemonSuite<GroupDaemon> {};
+
+TEST_F(VaectlGroupDaemonTest, StatusListsRanksAndGroups) {
+  const CliRun text = Vaectl("status");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("VAE groups (2 ranks)"));
+  EXPECT_THAT(text.out, HasSubstr("group  size  ranks  generation  state  runs  failures\n"));
+  EXPECT_THAT(text.out, ::testing::ContainsRegex("s1\\.b0 +1 +0 +0 +idle"));
+  EXPECT_THAT(text.out, ::testing::ContainsRegex("s1\\.b1 +1 +1 +0 +idle"));
+  EXPECT_THAT(text.out, ::testing::ContainsRegex("s2\\.b0 +2 +0-1 +0 +idle"));
+  // No group has failed: no "last failure" column.
+  EXPECT_THAT(text.out, ::testing::Not(HasSubstr("last failure")));
+
+  const CliRun json = Vaectl("status --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["ranks"], 2);
+  std::vector<std::string> names;
+  for (const auto& g : j["groups"]) {
+    names.push_back(g["name"]);
+    EXPECT_EQ(g["generation"], 0);
+    EXPECT_EQ(g["failures"], 0);
+    EXPECT_EQ(g["last_failure"], "");
+    if (g["name"] == "s2.b0") {
+      EXPECT_EQ(g["size"], 2);
+      EXPECT_EQ(g["ranks"], nlohmann::json({0, 1}));
+    }
+  }
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("s1.b0", "s1.b1", "s2.b0"));
+}
+
+// A 2x2-tile golden case decodes on the daemon's default group (size 2), which
+// status then counts; the output still matches the reference exactly.
+TEST_F(VaectlGroupDaemonTest, DecodeOnTheDefaultGroupIsCountedInStatus) {
+  auto runs_of = [](const std::string& name) -> uint64_t {
+    const auto j = nlohmann::json::parse(Vaectl("status --json").out);
+    for (const auto& g : j["groups"]) {
+      if (g["name"] == name) return g["runs"].get<uint64_t>();
+    }
+    ADD_FAILURE() << "no group " << name;
+    return 0;
+  };
+  const uint64_t before = runs_of("s2.b0");
+  const CliRun r = Vaectl("decode '" + kGolden +
+                          "/video_case_grid_2x2.safetensors' --reference-key frames_u8 "
+                          "--format none --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["max_abs_diff_vs_reference"], 0);
+  EXPECT_EQ(runs_of("s2.b0"), before + 1);
+  EXPECT_THAT(Vaectl("status").out, ::testing::ContainsRegex("s2\\.b0 +2 +0-1 +0 +idle +[1-9]"));
+}
+
 }  // namespace
