@@ -81,8 +81,11 @@ int main(int argc, char** argv) {
     const rlim_t needed = rlim_t{options.server.max_connections} + 16 +
                           rlim_t{options.server.max_regions} + 512;
     struct rlimit lim {};
-    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < needed) {
-      lim.rlim_cur = std::min(lim.rlim_max, std::max(needed, rlim_t{65536}));
+    // Twice that where the hard limit allows: the control loop stops
+    // listening a quarter below the limit (connection storms, control_loop.h).
+    const rlim_t wanted = std::max(2 * needed, rlim_t{65536});
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < wanted) {
+      lim.rlim_cur = std::min(lim.rlim_max, wanted);
       (void)setrlimit(RLIMIT_NOFILE, &lim);
       (void)getrlimit(RLIMIT_NOFILE, &lim);
     }

@@ -122,8 +122,9 @@ Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& option
   }
   std::unique_ptr<Executor> e(new Executor(options, group, std::move(layout), std::move(registries),
                                            context, std::move(reply_endpoint)));
-  if (!group.store_address.empty()) {
-    // Node 0 serves the store for as long as this executor lives.
+  if (!group.store_address.empty() && group.node_rank == 0) {
+    // Node 0 serves the store for as long as this executor lives; the
+    // others connect per communicator and per watcher, when it is up.
     VAED_ASSIGN_OR_RETURN(
         e->store_, parallel::MakeStore(
                        {.address = group.store_address,
@@ -139,8 +140,10 @@ Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& option
   for (const parallel::GroupSpec& g : e->layout_.groups()) {
     bool member_here = false;
     for (int r : g.ranks) member_here = member_here || e->layout_.IsLocal(r);
-    if (member_here && g.leader_node != static_cast<int>(group.node_rank)) {
-      e->watchers_.emplace_back([raw = e.get(), spec = &g] { raw->WatchLeader(spec); });
+    if (member_here && e->SpansNodes(g)) {
+      const bool leading = g.leader_node == static_cast<int>(group.node_rank);
+      e->watchers_.emplace_back(
+          [raw = e.get(), spec = &g, leading] { raw->WatchStore(spec, leading); });
     }
   }
   // Serve only once every rank built its communicators (a group's
@@ -468,7 +471,7 @@ Executor::CommEntry* Executor::CommunicatorFor(int local_rank, const parallel::G
     }
     store = std::move(connected).value();
     if (index == 0 && SpansNodes(spec)) {
-      // Tell the other daemons which generation to meet at (WatchLeader).
+      // Tell the other daemons which generation to meet at (WatchStore).
       try {
         store->set(LatestKey(spec), Bytes(std::to_string(generation)));
       } catch (...) {
@@ -500,6 +503,7 @@ Executor::CommEntry* Executor::CommunicatorFor(int local_rank, const parallel::G
     GroupState& st = groups_[spec.name];
     // The leader's node rebuilds; other nodes follow its announcements.
     if (spec.leader_node == layout_.options().node_rank) st.needs_rebuild = true;
+    ++st.failures;
     st.last_failure = std::string(built.status().message());
     return nullptr;
   }
@@ -512,15 +516,23 @@ Executor::CommEntry* Executor::CommunicatorFor(int local_rank, const parallel::G
   return &entry;
 }
 
-void Executor::WatchLeader(const parallel::GroupSpec* spec) {
+void Executor::WatchStore(const parallel::GroupSpec* spec, bool leading) {
   // Check-only polling: a TCPStore wait that times out would leave a reply
   // in flight on the connection (communicator.h).
   constexpr auto kPoll = std::chrono::milliseconds(5);
   constexpr int kPollsPerGenerationCheck = 20;  // ~100 ms
+  constexpr int kPollsPerLayoutCheck = 200;     // ~1 s
+  const int node = static_cast<int>(group_options_.node_rank);
   c10::intrusive_ptr<c10d::Store> store;
-  int64_t generation = -1;  // the leader's latest announced generation
+  // The generation followed (>= 0), or: not looked at the store yet (a
+  // generation found then predates this daemon), or: follow the next one
+  // published (none was; or the store connection was lost, perhaps to a
+  // restarted leader with a new store).
+  constexpr int64_t kNeverLooked = -1, kFollowNext = -2;
+  int64_t generation = kNeverLooked;
   int64_t next_job = 0;
   int polls = 0;
+  bool layout_checked = false;
   SteadyClock::time_point last_complaint{};
   auto wait = [&](std::chrono::milliseconds d) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -534,26 +546,76 @@ void Executor::WatchLeader(const parallel::GroupSpec* spec) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!member_job) {
-        // Runs of older generations could meet nobody.
+        // Runs of other generations could meet nobody.
         std::erase_if(member_runs_, [&](const std::shared_ptr<GroupRun>& r) {
-          return r->spec == spec && r->generation < run->generation;
+          return r->spec == spec && r->generation != run->generation;
         });
       }
       member_runs_.push_back(std::move(run));
     }
     cv_.notify_all();
   };
+  auto read_int = [&](const std::string& key) {
+    const std::vector<uint8_t> value = store->get(key);
+    int64_t v = -1;
+    std::from_chars(reinterpret_cast<const char*>(value.data()),
+                    reinterpret_cast<const char*>(value.data()) + value.size(), v);
+    return v;
+  };
   while (!wait(kPoll)) {
     try {
       if (!store) {
         Result<c10::intrusive_ptr<c10d::Store>> connected = parallel::MakeStore(
             {.address = group_options_.store_address,
-             .node_rank = static_cast<int>(group_options_.node_rank),
+             .node_rank = node,
              .world_nodes = static_cast<int>(group_options_.world_nodes),
              .timeout = std::chrono::milliseconds(2000),
              .serve = false});
         if (!connected.ok()) throw std::runtime_error(connected.status().ToString());
         store = std::move(connected).value();
+        // Every node states its group.ranks, so that a mismatch (the groups
+        // would never meet) is reported instead of timing out forever.
+        store->set("layout/node" + std::to_string(node), Bytes(std::to_string(ranks_.size())));
+        layout_checked = false;
+      }
+      ++polls;
+      if (!layout_checked && polls % kPollsPerLayoutCheck == 1) {
+        bool all_seen = true;
+        for (int n = 0; n < static_cast<int>(group_options_.world_nodes); ++n) {
+          const std::string key = "layout/node" + std::to_string(n);
+          if (!store->check({key})) {
+            all_seen = false;
+            continue;
+          }
+          const int64_t theirs = read_int(key);
+          if (theirs != static_cast<int64_t>(ranks_.size())) {
+            const std::string why = "group.ranks differs between daemons: node " +
+                                    std::to_string(n) + " has " + std::to_string(theirs) +
+                                    ", node " + std::to_string(node) + " has " +
+                                    std::to_string(ranks_.size()) +
+                                    "; groups spanning them cannot meet";
+            spdlog::error("executor: group {}: {}", spec->name, why);
+            std::lock_guard<std::mutex> lock(mu_);
+            groups_[spec->name].last_failure = why;
+          }
+        }
+        layout_checked = all_seen;
+      }
+      if (leading) {
+        // A member daemon that (re)started asks for a new generation: the
+        // one built before holds its previous incarnation.
+        if (polls % kPollsPerGenerationCheck == 0 && store->check({spec->name + "/rejoin"})) {
+          store->deleteKey(spec->name + "/rejoin");
+          std::lock_guard<std::mutex> lock(mu_);
+          GroupState& st = groups_[spec->name];
+          if (!st.needs_rebuild) {
+            st.needs_rebuild = true;
+            spdlog::info("executor: group {}: a member daemon (re)joined; the next request "
+                         "builds generation {}",
+                         spec->name, st.generation + 1);
+          }
+        }
+        continue;
       }
       if (generation >= 0 &&
           store->check({JobKey(*spec, static_cast<uint64_t>(generation), next_job)})) {
@@ -561,19 +623,27 @@ void Executor::WatchLeader(const parallel::GroupSpec* spec) {
         queue_run(true);
         continue;
       }
-      if (generation < 0 || ++polls % kPollsPerGenerationCheck == 0) {
+      if (generation < 0 || polls % kPollsPerGenerationCheck == 0) {
         if (store->check({LatestKey(*spec)})) {
-          const std::vector<uint8_t> value = store->get(LatestKey(*spec));
-          int64_t latest = -1;
-          std::from_chars(reinterpret_cast<const char*>(value.data()),
-                          reinterpret_cast<const char*>(value.data()) + value.size(), latest);
-          if (latest > generation) {
+          const int64_t latest = read_int(LatestKey(*spec));
+          if (generation == kNeverLooked) {
+            // Built before this daemon started: its peer there is gone.
+            // Ask the leader for a new generation instead of joining it.
+            generation = latest;
+            store->set(spec->name + "/rejoin", Bytes(std::to_string(node)));
+            spdlog::info("executor: group {} (led by node {}): generation {} predates this "
+                         "daemon; asked the leader for a new one",
+                         spec->name, spec->leader_node, latest);
+          } else if (latest != generation) {
+            // Newer, or lower after the leader restarted (a new store).
             generation = latest;
             next_job = 0;
             spdlog::info("executor: group {} (led by node {}): meeting at generation {}",
                          spec->name, spec->leader_node, generation);
             queue_run(false);
           }
+        } else if (generation == kNeverLooked) {
+          generation = kFollowNext;  // nothing built yet: meet the first one
         }
       }
     } catch (...) {
@@ -582,11 +652,13 @@ void Executor::WatchLeader(const parallel::GroupSpec* spec) {
       const std::string why = models::CurrentTorchErrorStatus("store").ToString();
       if (SteadyClock::now() - last_complaint > std::chrono::seconds(30)) {
         last_complaint = SteadyClock::now();
-        spdlog::warn("executor: group {}: cannot watch its leader (node {}) through the store "
-                     "at {}: {}; retrying",
-                     spec->name, spec->leader_node, group_options_.store_address, why);
+        spdlog::warn("executor: group {}: cannot reach the store at {} ({}): {}; retrying",
+                     spec->name, group_options_.store_address,
+                     leading ? "leading" : "led by node " + std::to_string(spec->leader_node),
+                     why);
       }
       store.reset();
+      if (generation != kNeverLooked) generation = kFollowNext;
       if (wait(std::chrono::milliseconds(1000))) break;
     }
   }
@@ -814,7 +886,7 @@ void Executor::AnnounceJob(const Placement& where, const DecodeJob* job,
                            const torch::Tensor* latent) {
   parallel::Communicator* comm = where.comm;
   if (where.entry != nullptr && where.entry->store && SpansNodes(*where.spec)) {
-    // Wakes the other daemons' ranks (WatchLeader), which then enter the
+    // Wakes the other daemons' ranks (WatchStore), which then enter the
     // broadcasts below.
     try {
       where.entry->store->set(JobKey(*where.spec, where.generation, where.entry->jobs_announced),

@@ -21,7 +21,7 @@
 // Groups spanning daemons (group.store_address, world_nodes > 1): the
 // daemon holding a group's first rank leads it and takes its requests. It
 // announces each generation it builds ("<group>/latest") and each job
-// ("<group>/gen<g>/job<n>") in the TCPStore; the other daemons' WatchLeader
+// ("<group>/gen<g>/job<n>") in the TCPStore; the other daemons' WatchStore
 // threads poll for them and queue member runs on their ranks, ahead of
 // their own queue. Such groups meet at their first request (no daemon
 // waits for another at start-up) and are rebuilt by the next request after
@@ -179,7 +179,7 @@ class Executor {
   // One use of a group: a job (null for a rebuild only) on `spec` with
   // communicators of `generation`. Shared by the group's local rank threads.
   // On a node that does not lead the group (its output rank is on another
-  // daemon) runs come from WatchLeader: `member_job` = take part in the
+  // daemon) runs come from WatchStore: `member_job` = take part in the
   // leader's next job (announced through the store), else build only.
   struct GroupRun {
     std::unique_ptr<DecodeJob> job;
@@ -196,7 +196,7 @@ class Executor {
   };
   // A rank's communicator of one group. Groups spanning daemons keep the
   // store connection it was built through: the output rank announces each
-  // job under "<group>/gen<g>/job<n>" (n = jobs_announced) for WatchLeader
+  // job under "<group>/gen<g>/job<n>" (n = jobs_announced) for WatchStore
   // on the other nodes.
   struct CommEntry {
     std::unique_ptr<parallel::Communicator> comm;
@@ -237,9 +237,14 @@ class Executor {
   // members wait for, the model name, then the latent. `latent` null = the
   // job will not run and the members stand down.
   void AnnounceJob(const Placement& where, const DecodeJob* job, const torch::Tensor* latent);
-  // On a node that does not lead `spec`: polls the store for the leader's
-  // new generations and job announcements and queues member runs.
-  void WatchLeader(const parallel::GroupSpec* spec);
+  // A group spanning daemons, through the store. Every node states its
+  // group.ranks ("layout/node<k>") and reports a mismatch. The leader
+  // (`leading`) watches for "<group>/rejoin" from a member daemon that
+  // (re)started and then builds a new generation at the next request. A
+  // member polls for the leader's generations and job announcements and
+  // queues member runs; a generation it finds at start-up predates it, so
+  // it asks for a new one instead of joining.
+  void WatchStore(const parallel::GroupSpec* spec, bool leading);
   // Whether the group's ranks on this node are all idle (mu_ held).
   bool LocalRanksIdleLocked(const parallel::GroupSpec& spec) const;
   bool SpansNodes(const parallel::GroupSpec& spec) const;
@@ -264,7 +269,7 @@ class Executor {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<DecodeJob>> queue_;  // guarded by mu_
-  // Runs of groups led by other daemons (WatchLeader), before the queue.
+  // Runs of groups led by other daemons (WatchStore), before the queue.
   std::deque<std::shared_ptr<GroupRun>> member_runs_;  // guarded by mu_
   std::vector<std::thread> watchers_;
   bool stopping_ = false;                          // guarded by mu_

@@ -299,6 +299,12 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
     VAED_RETURN_IF_ERROR(r.String(*group, "group", "store_address", &o->group.store_address));
     VAED_RETURN_IF_ERROR(r.Integer(*group, "group", "world_nodes", &o->group.world_nodes, 1, 1024));
     VAED_RETURN_IF_ERROR(r.Integer(*group, "group", "node_rank", &o->group.node_rank, 0, 1023));
+    if (group->contains("ranks") && !group->contains("qualified_sizes")) {
+      // As --group-ranks: sizes 1, 2, 4, ... up to the ranks (of all nodes).
+      o->group.qualified_sizes = {1};
+      const uint32_t world = o->group.ranks * std::max<uint32_t>(1, o->group.world_nodes);
+      for (uint32_t s = 2; s <= world; s *= 2) o->group.qualified_sizes.push_back(s);
+    }
   }
 
   VAED_ASSIGN_OR_RETURN(const toml::table* log, r.Table(root, "log"));

@@ -1,5 +1,7 @@
 #include "daemon/server/control_loop.h"
 
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -88,6 +90,8 @@ ControlLoop::ControlLoop(const DaemonOptions& options, models::ModelRegistry* re
       replies_(context_, zmq::socket_type::pull) {}
 
 ControlLoop::~ControlLoop() {
+  stop_watching_.store(true);
+  if (descriptor_watcher_.joinable()) descriptor_watcher_.join();
   if (executor_) executor_->Stop();
   // Unlink our socket file so a stale path does not look served; never
   // another daemon's (Bind() may have failed because it is served).
@@ -114,6 +118,7 @@ Status ControlLoop::Bind(std::optional<gid_t> group) {
     }
     std::filesystem::remove(path, ec);
   }
+  socket_group_ = group;
   try {
     // Raw bytes in and out (vaed/framing.h frames the messages), with
     // connect / disconnect notices (ZMQ_STREAM_NOTIFY, on by default). A
@@ -123,17 +128,98 @@ Status ControlLoop::Bind(std::optional<gid_t> group) {
     stream_.set(zmq::sockopt::linger, 500);
     stream_.set(zmq::sockopt::rcvhwm, static_cast<int>(options_.server.recv_hwm));
     stream_.set(zmq::sockopt::sndhwm, static_cast<int>(options_.server.send_hwm));
-    stream_.bind("ipc://" + path);
     replies_.set(zmq::sockopt::linger, 0);
     replies_.bind(kReplyEndpoint);
+  } catch (const zmq::error_t& e) {
+    return ZmqErrorStatus(e, "binding the executor's reply socket");
+  }
+  VAED_RETURN_IF_ERROR(Listen());
+  struct rlimit lim {};
+  const size_t limit = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                           ? static_cast<size_t>(lim.rlim_cur)
+                           : size_t{1} << 20;
+  const size_t headroom = std::max<size_t>(512, limit / 4);
+  pause_at_ = limit > headroom ? limit - headroom : limit / 2;
+  resume_at_ = pause_at_ - std::min(pause_at_ / 2, headroom / 2);
+  return Status::Ok();
+}
+
+Status ControlLoop::Listen() {
+  const std::string& path = options_.server.socket;
+  try {
+    stream_.bind("ipc://" + path);
   } catch (const zmq::error_t& e) {
     return ZmqErrorStatus(e, "binding control socket ipc://" + path);
   }
   bound_ = true;
   // Members of the socket's group may connect (the directory's mode decides
   // who reaches the socket at all).
-  VAED_RETURN_IF_ERROR(SecureSocketFile(path, group));
-  return Status::Ok();
+  return SecureSocketFile(path, socket_group_);
+}
+
+namespace {
+
+// Open descriptors of this process (entries of /proc/self/fd).
+size_t OpenDescriptors() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return 0;
+  size_t n = 0;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  closedir(dir);
+  return n > 0 ? n - 1 : 0;  // less the directory's own descriptor
+}
+
+}  // namespace
+
+void ControlLoop::WatchDescriptors() {
+  while (!stop_watching_.load()) {
+    if (OpenDescriptors() >= pause_at_) descriptors_high_.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+void ControlLoop::GuardDescriptors(std::chrono::steady_clock::time_point now) {
+  const bool high = descriptors_high_.exchange(false);
+  if (!high && (accepting_ || now - last_descriptor_check_ < std::chrono::milliseconds(50))) {
+    return;
+  }
+  last_descriptor_check_ = now;
+  const size_t open = OpenDescriptors();
+  if (accepting_ && open >= pause_at_) {
+    try {
+      stream_.unbind("ipc://" + options_.server.socket);
+      accepting_ = false;
+      // ZeroMQ ends every connection accepted through the listener with
+      // it, without disconnect notices: their clients go now (in-flight
+      // decodes cancelled, regions released); client libraries reconnect
+      // once the daemon listens again, as after a daemon restart.
+      size_t clients = 0;
+      for (const auto& [id, c] : connections_) {
+        Retire(id);
+        if (c.refused || c.closed) continue;
+        if (handler_->HasClientOn(id)) ++clients;
+        handler_->OnDisconnected(id);
+      }
+      spdlog::warn("access: {} descriptors open (pausing at {}): stopped listening on {} and "
+                   "closed all {} connections ({} with clients) until their descriptors are "
+                   "gone (a connection storm?)",
+                   open, pause_at_, options_.server.socket, connections_.size(), clients);
+      connections_.clear();
+      socket_owner_.clear();
+    } catch (const zmq::error_t& e) {
+      spdlog::error("{}", ZmqErrorStatus(e, "pausing the control socket").ToString());
+    }
+  } else if (!accepting_ && open <= resume_at_) {
+    if (Status s = Listen(); !s.ok()) {
+      spdlog::error("access: cannot listen again: {}; retrying", s.ToString());
+      return;
+    }
+    accepting_ = true;
+    spdlog::warn("access: {} descriptors open: listening on {} again", open,
+                 options_.server.socket);
+  }
 }
 
 Status ControlLoop::Run() {
@@ -147,6 +233,7 @@ Status ControlLoop::Run() {
                access_.restricted() ? "by server.allowed_uids/allowed_groups"
                                     : "any peer that can reach the socket");
   notifier_.Ready("serving " + options_.server.socket);
+  descriptor_watcher_ = std::thread([this] { WatchDescriptors(); });
 
   bool stop = false;
   Status exit_status;
@@ -172,6 +259,7 @@ Status ControlLoop::Run() {
       handler_->Tick(now);
       ExpireConnections(now);
     }
+    GuardDescriptors(now);
     CheckHealth();
     if (unhealthy_since_) {
       // No watchdog pings while unhealthy: if exiting fails, systemd's
@@ -187,6 +275,8 @@ Status ControlLoop::Run() {
     exit_status = Internal("unhealthy: " + handler_->health() +
                            "; exiting so that systemd restarts vaed");
   }
+  stop_watching_.store(true);
+  if (descriptor_watcher_.joinable()) descriptor_watcher_.join();
   spdlog::info("vaed: {}; cancelling queued decodes",
                unhealthy_since_ ? "exiting unhealthy" : "stop requested");
   notifier_.Stopping(exit_status.ok() ? "stopping" : exit_status.message());
@@ -210,10 +300,15 @@ void ControlLoop::CheckHealth() {
 
 void ControlLoop::OnConnectionEvent(const std::string& routing_id, zmq::message_t& notice) {
   const auto now = std::chrono::steady_clock::now();
+  if (retired_.erase(routing_id) > 0) return;  // the late notice of a forgotten one
   if (auto it = connections_.find(routing_id); it != connections_.end()) {
     // The peer closed its socket or exited: its clients go now, not at
     // their timeout.
     const bool refused = it->second.refused;
+    if (auto o = socket_owner_.find(it->second.inode);
+        o != socket_owner_.end() && o->second == routing_id) {
+      socket_owner_.erase(o);
+    }
     connections_.erase(it);
     if (!refused) handler_->OnDisconnected(routing_id);
     return;
@@ -251,6 +346,24 @@ void ControlLoop::OnConnectionEvent(const std::string& routing_id, zmq::message_
     return;
   }
   conn.inode = st.st_ino;
+  // Descriptor numbers are reused at once, so a late notice (of a
+  // connection already gone unnoticed, e.g. in a pause) can name the socket
+  // of a newer connection. ZeroMQ numbers ZMQ_STREAM connections in
+  // increasing order (5-byte ids): of two notices naming one socket, the
+  // later-numbered is that socket's own, the other a stale one.
+  auto later = [](const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() > b.size() : a > b;
+  };
+  if (auto o = socket_owner_.find(conn.inode); o != socket_owner_.end()) {
+    if (!later(routing_id, o->second)) {
+      Retire(routing_id);
+      return;  // stale
+    }
+    Retire(o->second);
+    connections_.erase(o->second);  // the stale entry admitted before
+    socket_owner_.erase(o);
+  }
+  socket_owner_[conn.inode] = routing_id;
   Status admit = conn.peer ? access_.Admit(*conn.peer)
                            : PermissionDenied("peer address '" + address.substr(0, 64) +
                                               "' carries no credentials (SO_PEERCRED)");
@@ -331,6 +444,15 @@ void ControlLoop::CloseConnection(const std::string& routing_id, Connection& con
   conn.close_at = now + kForceCloseAfter;
 }
 
+void ControlLoop::Retire(const std::string& routing_id) {
+  if (!retired_.insert(routing_id).second) return;
+  retired_order_.push_back(routing_id);
+  while (retired_order_.size() > kMaxRetired) {
+    retired_.erase(retired_order_.front());
+    retired_order_.pop_front();
+  }
+}
+
 void ControlLoop::ForceClose(Connection& conn) {
   conn.forced = true;
   struct stat st{};
@@ -343,13 +465,31 @@ void ControlLoop::ExpireConnections(std::chrono::steady_clock::time_point now) {
   const auto timeout = std::chrono::milliseconds(options_.server.client_timeout_ms);
   for (auto it = connections_.begin(); it != connections_.end();) {
     Connection& conn = it->second;
+    struct stat st{};
+    if (fstat(conn.fd, &st) != 0 || st.st_ino != conn.inode) {
+      // Its socket is gone and ZeroMQ said nothing (connections ended by a
+      // pause, or notices still queued): forget it now.
+      if (!conn.refused && !conn.closed) handler_->OnDisconnected(it->first);
+      Retire(it->first);
+      if (auto o = socket_owner_.find(conn.inode);
+          o != socket_owner_.end() && o->second == it->first) {
+        socket_owner_.erase(o);
+      }
+      it = connections_.erase(it);
+      continue;
+    }
     if (conn.closed) {
       if (now >= *conn.close_at && !conn.forced) {
         // The peer does not read, so ZeroMQ's close waits behind replies.
         ForceClose(conn);
         conn.close_at = now + std::chrono::seconds(5);
       } else if (now >= *conn.close_at) {
-        it = connections_.erase(it);  // no disconnect notice came
+        Retire(it->first);  // no disconnect notice came (yet)
+        if (auto o = socket_owner_.find(conn.inode);
+            o != socket_owner_.end() && o->second == it->first) {
+          socket_owner_.erase(o);
+        }
+        it = connections_.erase(it);
         continue;
       }
     } else if (conn.refused) {
@@ -382,7 +522,7 @@ void ControlLoop::ReceiveRequests() {
   // Bounded batch so executor replies and stop requests are not starved by
   // one busy peer. Each message is a chunk of one connection's byte stream
   // (or, empty, a connect / disconnect notice).
-  for (int i = 0; i < 64; ++i) {
+  for (int i = 0; i < 64 && !descriptors_high_.load(std::memory_order_relaxed); ++i) {
     zmq::message_t routing, chunk;
     try {
       if (!stream_.recv(routing, zmq::recv_flags::dontwait)) return;

@@ -22,12 +22,16 @@
 
 #include <zmq.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "daemon/engine/executor.h"
 #include "daemon/models/model_registry.h"
@@ -139,6 +143,18 @@ class ControlLoop {
   void ReplyDropped(const std::string& routing_id);
   // Marks the daemon unhealthy once the executor reports a sticky error.
   void CheckHealth();
+  // Connection storms: ZeroMQ's I/O thread accepts connections without
+  // bound, faster than this loop can refuse and close them, and libzmq
+  // aborts the process when accept() fails with EMFILE. So a watcher thread
+  // counts the open descriptors every 2 ms (WatchDescriptors) and flags
+  // this loop, which then stops listening (unbinds the control socket: new
+  // connects fail, the client library retries) while pause_at_ or more are
+  // open, and listens again at resume_at_ or fewer.
+  // pause_at_ = open-files limit - max(512, limit / 4): room for what the
+  // I/O thread accepts before it processes the unbind.
+  void GuardDescriptors(std::chrono::steady_clock::time_point now);
+  void WatchDescriptors();
+  Status Listen();  // binds the control socket and secures its file
 
   const DaemonOptions options_;
   models::ModelRegistry* const registry_;
@@ -152,9 +168,25 @@ class ControlLoop {
   AccessPolicy access_;
   std::unique_ptr<RequestHandler> handler_;
   std::unordered_map<std::string, Connection> connections_;
+  // Routing ids of connections forgotten before ZeroMQ's disconnect notice
+  // came (forced closes, a pause): their late notice must not look like a
+  // new connection. Oldest first; at most kMaxRetired.
+  void Retire(const std::string& routing_id);
+  std::unordered_set<std::string> retired_;
+  // The routing id each live entry's socket (by inode) belongs to.
+  std::unordered_map<ino_t, std::string> socket_owner_;
+  std::deque<std::string> retired_order_;
+  static constexpr size_t kMaxRetired = 1 << 16;
   SystemdNotifier notifier_;
 
   bool bound_ = false;  // we own the socket path and unlink it at exit
+  std::optional<gid_t> socket_group_;
+  bool accepting_ = true;
+  std::atomic<bool> descriptors_high_{false};  // set by the watcher thread
+  std::atomic<bool> stop_watching_{false};
+  std::thread descriptor_watcher_;
+  size_t pause_at_ = 0, resume_at_ = 0;
+  std::chrono::steady_clock::time_point last_descriptor_check_{};
   std::chrono::steady_clock::time_point last_tick_{};
   std::chrono::steady_clock::time_point last_drop_log_{};
   std::chrono::steady_clock::time_point last_refusal_log_{};

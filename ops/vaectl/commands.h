@@ -57,6 +57,10 @@ struct DecodeCommandOptions {
   std::string audio_reference_key = "waveform";  // "" = no audio comparison
   // Waive the daemon's A/V length rule for a joint request.
   bool independent_lengths = false;
+  // Ranks of the daemon's VAE group that decode the video tile-parallel
+  // (DecodeRequest::group_size): 0 = the daemon's group.size, otherwise one
+  // of its group.qualified_sizes (the daemon refuses others). Same bytes.
+  uint32_t group_size = 0;
 };
 
 int RunStatus(const GlobalOptions& global);

@@ -203,6 +203,7 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
   if (options.compile == "auto") request.compile = client::Compile::kAuto;
   request.fps = options.fps;
   request.independent_lengths = options.independent_lengths;
+  request.group_size = options.group_size;
   if (latent) request.latent = {0, 0, latent->dtype, latent->shape};
   if (audio_latent) request.audio_latent = {0, 0, audio_latent->dtype, audio_latent->shape};
 
@@ -217,6 +218,11 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
         plan.status().message().find("independent_lengths") != std::string::npos) {
       std::cerr << "vaectl decode: --independent-lengths decodes audio and video lengths that "
                    "differ\n";
+    }
+    if (options.group_size != 0 &&
+        plan.status().message().find("options.group_size") != std::string::npos) {
+      std::cerr << "vaectl decode: --group-size sets options.group_size; vaectl status lists the "
+                   "daemon's groups and their sizes\n";
     }
     return code;
   }

@@ -77,6 +77,26 @@ std::string FormatFps(double fps) {
   return s;
 }
 
+// The reply's group report: null when it has none (audio-only).
+nlohmann::json GroupJson(const v1::DecodeReply& r) {
+  if (!r.has_group()) return nullptr;
+  const v1::GroupReport& g = r.group();
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const v1::RankReport& k : g.ranks()) {
+    ranks.push_back({{"rank", k.rank()},
+                     {"tiles", k.tiles()},
+                     {"decode_seconds", k.decode_seconds()},
+                     {"started_unix", k.started_unix()},
+                     {"finished_unix", k.finished_unix()}});
+  }
+  return {{"name", g.name()},
+          {"size", g.size()},
+          {"generation", g.generation()},
+          {"ranks", std::move(ranks)},
+          {"imbalance", FiniteOrNull(g.imbalance())},
+          {"fallback", g.fallback()}};
+}
+
 // "1.24e-06": audio differences span many decades.
 std::string Scientific(double x) {
   char buf[32];
@@ -406,6 +426,7 @@ nlohmann::json DecodeReportToJson(const DecodeReport& report) {
       {"independent_lengths", r.independent_lengths()},
       {"av_lengths_match", nullptr},
       {"audio", nullptr},
+      {"group", GroupJson(r)},
   };
   j["profile"] = r.profile();
   j["compile_decision"] = r.compile_decision();
@@ -602,6 +623,19 @@ std::string FormatDecodeReport(const DecodeReport& report) {
           << t.eager_calls() << " eager calls)\n";
     }
     for (const auto& f : t.fallbacks()) out << "FALLBACK     " << f << "\n";
+  }
+  if (r.has_group()) {
+    const v1::GroupReport& g = r.group();
+    out << "group        " << g.name() << " (" << Plural(g.size(), "rank") << ", generation "
+        << g.generation() << "):";
+    const char* sep = " ";
+    for (const v1::RankReport& k : g.ranks()) {
+      out << sep << "rank " << k.rank() << " " << Plural(k.tiles(), "tile") << " "
+          << ops::FormatFixed(k.decode_seconds(), 2) << " s";
+      sep = ", ";
+    }
+    out << "; imbalance " << ops::FormatFixed(g.imbalance(), 2) << "\n";
+    if (!g.fallback().empty()) out << "FALLBACK     group: " << g.fallback() << "\n";
   }
   if (r.nonfinite_outputs() != 0) {
     out << "WARNING      " << r.nonfinite_outputs() << " non-finite (NaN/Inf) output values\n";

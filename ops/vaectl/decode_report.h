@@ -186,7 +186,11 @@ struct DecodeReport {
 // latent_dtype, latent_shape, latent_frames, channels, samples,
 // sample_rate_hz, seconds, nonfinite, rms, peak_abs, clipped_fraction
 // (0..1), constant, max_abs_diff_vs_reference, values_compared,
-// reference_key, wav, wav_format}.
+// reference_key, wav, wav_format}; group: null (no GroupReport in the
+// reply, e.g. audio-only), or {name, size, generation, ranks [{rank (global),
+// tiles, decode_seconds, started_unix, finished_unix (wall clock, seconds)}],
+// imbalance (max / mean decode seconds; null if not finite), fallback ("" when
+// the request ran on the group as planned)}.
 // Audio-only: frames/height_px/width_px are 0, latent_shape is [],
 // latent_source, latent_dtype, video_seconds and video_sanity are null.
 // Comparisons that were not made are null, and so is an infinite PSNR
@@ -194,9 +198,11 @@ struct DecodeReport {
 nlohmann::json DecodeReportToJson(const DecodeReport& report);
 
 // The human-readable report: a summary (video, audio, A/V lengths), the
-// timing table (component, seconds, ms) and the quality lines. A decode by
-// demo weights starts with a loud warning; non-finite or constant outputs
-// get WARNING lines.
+// timing table (component, seconds, ms) and the quality lines. A reply with
+// a GroupReport gets a "group" line (name, ranks, generation, each rank's
+// tiles and decode seconds, imbalance) and, when the group fell back, a
+// "FALLBACK     group: <why>" line. A decode by demo weights starts with a
+// loud warning; non-finite or constant outputs get WARNING lines.
 std::string FormatDecodeReport(const DecodeReport& report);
 
 }  // namespace vaed::vaectl

@@ -43,6 +43,11 @@ constexpr const char* kDecodeFooter =
     "round(video frames / fps * 40) for H3 (fps: --fps, also the MP4's rate), unless\n"
     "--independent-lengths.\n"
     "\n"
+    "The video decodes tile-parallel on a group of the daemon's VAE ranks: --group-size N\n"
+    "(0 = the daemon's group.size; one of its group.qualified_sizes). The bytes do not\n"
+    "depend on it. The report's group line names the group, its generation, each rank's\n"
+    "tiles and decode seconds and the imbalance (max / mean), and any fallback.\n"
+    "\n"
     "Prints the daemon's timing per component, the geometry, output checks (audio rms,\n"
     "peak, clipped %, non-finite, constant), the A/V lengths, warm/cold and the model\n"
     "(loudly when it has demo weights). When the file also holds the original pixels\n"
@@ -64,6 +69,8 @@ constexpr const char* kDecodeFooter =
     "frames_u8 \\\n"
     "      --audio-latent ../shared/golden/h3/audio_case_odd_length.safetensors --model h3 "
     "--format mp4\n"
+    "  vaectl decode ../shared/golden/h3/video_case_grid_2x2.safetensors --model h3 --format "
+    "none --group-size 2\n"
     "  vaectl decode --random-audio-latent 2,32,40 --model h3 --wav-format float32 --json\n"
     "  vaectl decode --random-latent 2,32,16,16 --seed 7 --model demo --format none --json";
 
@@ -211,6 +218,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   decode_cmd->add_flag("--independent-lengths", decode.independent_lengths,
                        "let audio and video lengths differ (waives the daemon's A/V length rule)");
+  decode_cmd
+      ->add_option("--group-size", decode.group_size,
+                   "ranks of the daemon's VAE group that decode the video tile-parallel: 0 = the "
+                   "daemon's group.size, else one of its group.qualified_sizes (vaectl status "
+                   "lists the groups); same output, the report's group line shows the ranks")
+      ->capture_default_str()
+      ->type_name("N");
 
   CLI11_PARSE(app, argc, argv);
 

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -93,8 +94,10 @@ class DaemonProcess {
  public:
   // Starts `vaed` with `--socket <tmp>/vaed.sock` plus `extra_args`, and
   // waits up to `timeout` for the socket to appear. Check ok() afterwards.
+  // `before_exec` runs in the child just before exec (e.g. setrlimit).
   explicit DaemonProcess(std::vector<std::string> extra_args,
-                         std::chrono::seconds timeout = std::chrono::seconds(60)) {
+                         std::chrono::seconds timeout = std::chrono::seconds(60),
+                         std::function<void()> before_exec = {}) {
     char tmpl[] = "/tmp/vaed-it-XXXXXX";
     dir_ = mkdtemp(tmpl);
     socket_ = dir_ + "/vaed.sock";
@@ -109,6 +112,7 @@ class DaemonProcess {
       FILE* f = freopen(log_.c_str(), "w", stderr);
       (void)f;
       dup2(fileno(stderr), fileno(stdout));
+      if (before_exec) before_exec();
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);

@@ -15,6 +15,7 @@ namespace vaed::server {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 models::ModelInfo Model(std::string kind, bool tiled) {
   models::ModelInfo m;
@@ -264,6 +265,31 @@ struct Argv {
   std::vector<std::string> strings;
   std::vector<char*> pointers;
 };
+
+// [group]: ranks without qualified_sizes qualifies 1, 2, 4, ... (as
+// --group-ranks); groups spanning daemons need a store; the backend is
+// checked against the build.
+TEST(GroupConfigTest, RanksQualifyPowersOfTwoAndSpanningNeedsAStore) {
+  auto o = ParseConfigToml("[group]\nranks = 4\nsize = 2\n", "t.toml", DaemonOptions{});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->group.qualified_sizes, (std::vector<uint32_t>{1, 2, 4}));
+  auto two_nodes = ParseConfigToml(
+      "[group]\nranks = 2\nworld_nodes = 2\nnode_rank = 1\nstore_address = \"127.0.0.1:29500\"\n",
+      "t.toml", DaemonOptions{});
+  ASSERT_TRUE(two_nodes.ok()) << two_nodes.status().ToString();
+  EXPECT_EQ(two_nodes->group.qualified_sizes, (std::vector<uint32_t>{1, 2, 4}));
+  EXPECT_THAT(ValidateOptions(*two_nodes).message(), Not(HasSubstr("group."))) << "valid [group]";
+  auto listed = ParseConfigToml("[group]\nranks = 4\nqualified_sizes = [1, 4]\n", "t.toml",
+                                DaemonOptions{});
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->group.qualified_sizes, (std::vector<uint32_t>{1, 4}));
+  auto no_store = ParseConfigToml("[group]\nworld_nodes = 2\n", "t.toml", DaemonOptions{});
+  ASSERT_TRUE(no_store.ok());
+  EXPECT_THAT(ValidateOptions(*no_store).message(), HasSubstr("need group.store_address"));
+  auto backend = ParseConfigToml("[group]\nbackend = \"mpi\"\n", "t.toml", DaemonOptions{});
+  ASSERT_TRUE(backend.ok());
+  EXPECT_THAT(ValidateOptions(*backend).message(), HasSubstr("group.backend is 'mpi'"));
+}
 
 TEST(RuntimeConfigTest, StackTilingAndBudgetFlags) {
   Argv argv({"vaed", "--model", "h3=h3_video", "--model", "t=demo", "--default-model", "h3",

@@ -15,8 +15,10 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/common/daemon_process.h"
@@ -347,7 +349,8 @@ TEST(GroupShrinkTest, FewerTilesThanRanksShrinksTheGroup) {
 // ranks decodes its tiles on both daemons with the bytes of one rank, warm
 // requests too; an injected collective failure falls back to node 0 alone
 // and the next request meets at generation + 1. Node 1 leads no group of 2:
-// its own requests run on its rank alone.
+// its own requests run on its rank alone. Node 1 starts first, and after it
+// restarts the group meets again without a timed-out request.
 TEST(TwoDaemonGroupTest, TwoDaemonsFormOneGroupThroughATcpStore) {
   if (!GoldenPresent()) GTEST_SKIP() << "../shared/golden/h3 is absent";
   const int port = testing::FreeLoopbackPort();
@@ -360,10 +363,11 @@ TEST(TwoDaemonGroupTest, TwoDaemonsFormOneGroupThroughATcpStore) {
                            std::to_string(port) + "\"\n");
   };
   const std::string cfg0 = node_config(0), cfg1 = node_config(1);
+  // Node 1 first: no daemon waits for another at start-up.
+  auto node1 = std::make_unique<DaemonProcess>(std::vector<std::string>{"--config", cfg1});
+  ASSERT_TRUE(node1->ok()) << node1->Log();
   DaemonProcess node0({"--config", cfg0});
   ASSERT_TRUE(node0.ok()) << node0.Log();
-  DaemonProcess node1({"--config", cfg1});
-  ASSERT_TRUE(node1.ok()) << node1.Log();
   auto c = client::Client::Connect({.socket = node0.socket(), .client_name = "two-daemons"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
 
@@ -374,10 +378,10 @@ TEST(TwoDaemonGroupTest, TwoDaemonsFormOneGroupThroughATcpStore) {
   for (int i = 0; i < 2; ++i) {  // the first meets the other daemon; the second is warm
     SCOPED_TRACE(i);
     auto two = Decode(**c, "h3", shape, latent.data(), 2);
-    ASSERT_TRUE(two.ok()) << two.status().ToString() << node0.Log() << node1.Log();
+    ASSERT_TRUE(two.ok()) << two.status().ToString() << node0.Log() << node1->Log();
     EXPECT_TRUE(two->bytes == reference->bytes);
     const v1::GroupReport& g = two->reply.group();
-    EXPECT_TRUE(g.fallback().empty()) << g.fallback() << node1.Log();
+    EXPECT_TRUE(g.fallback().empty()) << g.fallback() << node1->Log();
     EXPECT_EQ(g.name(), "s2.b0");
     ASSERT_EQ(g.ranks_size(), 2) << g.DebugString();
     EXPECT_EQ(g.ranks(0).rank(), 0u);
@@ -392,15 +396,15 @@ TEST(TwoDaemonGroupTest, TwoDaemonsFormOneGroupThroughATcpStore) {
   EXPECT_THAT(failed->reply.group().fallback(), HasSubstr("injected collective failure"));
   const uint64_t generation = failed->reply.group().generation();
   auto next = Decode(**c, "h3", shape, latent.data(), 2);
-  ASSERT_TRUE(next.ok()) << next.status().ToString() << node0.Log() << node1.Log();
+  ASSERT_TRUE(next.ok()) << next.status().ToString() << node0.Log() << node1->Log();
   EXPECT_TRUE(next->bytes == reference->bytes);
   EXPECT_TRUE(next->reply.group().fallback().empty())
-      << next->reply.group().fallback() << node1.Log();
+      << next->reply.group().fallback() << node1->Log();
   EXPECT_EQ(next->reply.group().generation(), generation + 1);
   EXPECT_EQ(next->reply.group().ranks_size(), 2);
 
   // Node 1's view: its rank took part (runs counted under the group).
-  auto c1 = client::Client::Connect({.socket = node1.socket(), .client_name = "node1"});
+  auto c1 = client::Client::Connect({.socket = node1->socket(), .client_name = "node1"});
   ASSERT_TRUE(c1.ok()) << c1.status().ToString();
   auto status1 = (*c1)->GetStatus();
   ASSERT_TRUE(status1.ok());
@@ -413,11 +417,26 @@ TEST(TwoDaemonGroupTest, TwoDaemonsFormOneGroupThroughATcpStore) {
   }
   EXPECT_TRUE(seen);
   auto on_node1 = Decode(**c1, "h3", shape, latent.data(), 2);
-  ASSERT_TRUE(on_node1.ok()) << on_node1.status().ToString() << node1.Log();
+  ASSERT_TRUE(on_node1.ok()) << on_node1.status().ToString() << node1->Log();
   EXPECT_TRUE(on_node1->bytes == reference->bytes);
   EXPECT_EQ(on_node1->reply.group().ranks_size(), 1);
+  c1->reset();
 
-  EXPECT_EQ(node1.Terminate(), 0) << node1.Log();
+  // Node 1 restarts: it finds the generation its previous incarnation
+  // built and asks node 0 for a new one, which the next request meets.
+  EXPECT_EQ(node1->Terminate(), 0) << node1->Log();
+  node1 = std::make_unique<DaemonProcess>(std::vector<std::string>{"--config", cfg1});
+  ASSERT_TRUE(node1->ok()) << node1->Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  auto rejoined = Decode(**c, "h3", shape, latent.data(), 2);
+  ASSERT_TRUE(rejoined.ok()) << rejoined.status().ToString() << node0.Log() << node1->Log();
+  EXPECT_TRUE(rejoined->bytes == reference->bytes);
+  EXPECT_TRUE(rejoined->reply.group().fallback().empty())
+      << rejoined->reply.group().fallback() << node0.Log() << node1->Log();
+  EXPECT_GT(rejoined->reply.group().generation(), generation + 1);
+  EXPECT_EQ(rejoined->reply.group().ranks_size(), 2);
+
+  EXPECT_EQ(node1->Terminate(), 0) << node1->Log();
   EXPECT_EQ(node0.Terminate(), 0) << node0.Log();
   std::remove(cfg0.c_str());
   std::remove(cfg1.c_str());

@@ -38,6 +38,7 @@ namespace {
 
 using testing::DaemonProcess;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Clock = std::chrono::steady_clock;
 
 // A small demo-model decode: float32 [F, 32, h, w] -> uint8 [F, 8h, 8w, 3].
@@ -481,6 +482,53 @@ TEST(HostileInputTest, ChattyAndNonReadingConnectionsAreClosedAndTheirDescriptor
   }
   EXPECT_LE(after, before) << "descriptors of closed connections are still open " << daemon.Log();
   ExpectStillServing(daemon);
+  EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+  std::filesystem::remove(cfg);
+}
+
+// A connection storm (connects as fast as the kernel takes them, every one
+// held open) must not run the daemon out of descriptors (libzmq aborts on
+// EMFILE): it stops listening near its open-files limit and listens again
+// once the refused connections are gone. The daemon runs with 640
+// descriptors (its caps need 544).
+TEST(HostileInputTest, ConnectionStormNeverRunsTheDaemonOutOfDescriptors) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to lower the daemon's hard open-files limit";
+  const std::string cfg =
+      WriteConfig("storm", "[server]\nmax_connections = 8\nmax_regions = 8\n");
+  DaemonProcess daemon({"--config", cfg, "--intra-op-threads", "1"}, std::chrono::seconds(60),
+                       [] {
+                         struct rlimit lim {640, 640};
+                         (void)setrlimit(RLIMIT_NOFILE, &lim);
+                       });
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  struct rlimit own {};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &own), 0);
+  const rlimit saved = own;
+  own.rlim_cur = std::min<rlim_t>(own.rlim_max, 16384);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &own), 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", daemon.socket().c_str());
+  std::vector<int> held;
+  const auto t0 = Clock::now();
+  while (Clock::now() - t0 < std::chrono::seconds(4) && held.size() < 6000) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (fd < 0) break;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      held.push_back(fd);
+    } else {
+      close(fd);  // backlog full or not listening: try again
+    }
+  }
+  const size_t connected = held.size();
+  for (int fd : held) close(fd);
+  (void)setrlimit(RLIMIT_NOFILE, &saved);
+  std::printf("storm: %zu connections made and held in 4 s\n", connected);
+  EXPECT_GT(connected, 640u) << "the storm was too weak to test anything";
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ExpectStillServing(daemon);
+  EXPECT_THAT(daemon.Log(), Not(HasSubstr("Too many open files")));
+  if (::testing::Test::HasFailure()) std::printf("%s\n", daemon.Log().c_str());
   EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
   std::filesystem::remove(cfg);
 }

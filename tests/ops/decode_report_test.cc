@@ -560,7 +560,9 @@ TEST(DecodeReportToJsonTest, VideoOnlyKeepsEveryKeyAndHasNullAudio) {
       "values_differing_from_reference", "values_compared", "notes",
       // New with audio; null or false for a video-only TAEF2 decode.
       "fps", "video_seconds", "expected_audio_latent_frames", "independent_lengths",
-      "av_lengths_match", "audio", "video_sanity"};
+      "av_lengths_match", "audio", "video_sanity",
+      // New with VAE groups; null without a GroupReport.
+      "group"};
   for (const std::string& key : keys) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
@@ -569,6 +571,7 @@ TEST(DecodeReportToJsonTest, VideoOnlyKeepsEveryKeyAndHasNullAudio) {
   EXPECT_TRUE(j["expected_audio_latent_frames"].is_null());  // TAEF2 has no audio
   EXPECT_TRUE(j["av_lengths_match"].is_null());
   EXPECT_EQ(j["independent_lengths"], false);
+  EXPECT_TRUE(j["group"].is_null());
 }
 
 // An H3 reply for `video` (one_tile: 22 frames at 24 fps) and/or `audio`
@@ -786,6 +789,97 @@ TEST(FormatDecodeReportTest, DemoWeightsAreAnnouncedLoudly) {
   EXPECT_EQ(text.rfind("!!! DEMO WEIGHTS", 0), 0u) << text;
   EXPECT_THAT(text, HasSubstr("cold"));
   EXPECT_EQ(DecodeReportToJson(r)["demo_weights"], true);
+}
+
+// The group report of a 2x2-tile decode on group s2.b0 (ranks 0 and 1).
+void AddGroup(v1::DecodeReply* reply) {
+  v1::GroupReport* g = reply->mutable_group();
+  g->set_name("s2.b0");
+  g->set_size(2);
+  g->set_generation(0);
+  v1::RankReport* k = g->add_ranks();
+  k->set_rank(0);
+  k->set_tiles(2);
+  k->set_decode_seconds(0.61);
+  k->set_started_unix(1700000000.25);
+  k->set_finished_unix(1700000000.86);
+  k = g->add_ranks();
+  k->set_rank(1);
+  k->set_tiles(2);
+  k->set_decode_seconds(0.60);
+  k->set_started_unix(1700000000.26);
+  k->set_finished_unix(1700000000.86);
+  g->set_imbalance(1.0083);
+}
+
+TEST(FormatDecodeReportTest, GroupLineNamesEachRanksTilesAndTheImbalance) {
+  DecodeReport r = H3Report(/*video=*/true, 0);
+  AddGroup(&r.reply);
+  const std::string text = FormatDecodeReport(r);
+  EXPECT_THAT(text, HasSubstr("group        s2.b0 (2 ranks, generation 0): rank 0 2 tiles 0.61 s, "
+                              "rank 1 2 tiles 0.60 s; imbalance 1.01\n"));
+  EXPECT_THAT(text, Not(HasSubstr("FALLBACK")));
+}
+
+TEST(FormatDecodeReportTest, GroupOfOneRankIsSingular) {
+  DecodeReport r = H3Report(/*video=*/true, 0);
+  v1::GroupReport* g = r.reply.mutable_group();
+  g->set_name("s1.b1");
+  g->set_size(1);
+  g->set_generation(3);
+  v1::RankReport* k = g->add_ranks();
+  k->set_rank(1);
+  k->set_tiles(1);
+  k->set_decode_seconds(1.5);
+  g->set_imbalance(1);
+  EXPECT_THAT(FormatDecodeReport(r),
+              HasSubstr("group        s1.b1 (1 rank, generation 3): rank 1 1 tile 1.50 s; "
+                        "imbalance 1.00\n"));
+}
+
+TEST(FormatDecodeReportTest, GroupFallbackGetsItsOwnLine) {
+  DecodeReport r = H3Report(/*video=*/true, 0);
+  AddGroup(&r.reply);
+  r.reply.mutable_group()->set_fallback(
+      "collective gather of group s2.b0 generation 0 failed: injected; decoded on rank 0 alone");
+  EXPECT_THAT(FormatDecodeReport(r),
+              HasSubstr("FALLBACK     group: collective gather of group s2.b0 generation 0 "
+                        "failed: injected; decoded on rank 0 alone\n"));
+}
+
+TEST(FormatDecodeReportTest, ReplyWithoutGroupHasNoGroupLine) {
+  const std::string text = FormatDecodeReport(H3Report(/*video=*/false, 40));
+  EXPECT_THAT(text, Not(HasSubstr("group ")));
+  EXPECT_TRUE(DecodeReportToJson(H3Report(/*video=*/false, 40))["group"].is_null());
+}
+
+TEST(DecodeReportToJsonTest, GroupObjectHasEveryField) {
+  DecodeReport r = H3Report(/*video=*/true, 0);
+  AddGroup(&r.reply);
+  r.reply.mutable_group()->set_fallback("decoded on rank 0 alone");
+  const auto j = DecodeReportToJson(r);
+  ASSERT_TRUE(j["group"].is_object()) << j.dump();
+  const auto& g = j["group"];
+  EXPECT_EQ(g["name"], "s2.b0");
+  EXPECT_EQ(g["size"], 2);
+  EXPECT_EQ(g["generation"], 0);
+  EXPECT_DOUBLE_EQ(g["imbalance"].get<double>(), 1.0083);
+  EXPECT_EQ(g["fallback"], "decoded on rank 0 alone");
+  ASSERT_EQ(g["ranks"].size(), 2u);
+  EXPECT_EQ(g["ranks"][1]["rank"], 1);
+  EXPECT_EQ(g["ranks"][1]["tiles"], 2);
+  EXPECT_DOUBLE_EQ(g["ranks"][1]["decode_seconds"].get<double>(), 0.60);
+  EXPECT_DOUBLE_EQ(g["ranks"][0]["started_unix"].get<double>(), 1700000000.25);
+  EXPECT_DOUBLE_EQ(g["ranks"][0]["finished_unix"].get<double>(), 1700000000.86);
+}
+
+TEST(DecodeReportToJsonTest, NonFiniteImbalanceIsNull) {
+  DecodeReport r = H3Report(/*video=*/true, 0);
+  AddGroup(&r.reply);
+  r.reply.mutable_group()->set_imbalance(std::numeric_limits<double>::quiet_NaN());
+  const auto j = DecodeReportToJson(r);
+  EXPECT_TRUE(j["group"]["imbalance"].is_null());
+  EXPECT_NO_THROW(j.dump());
 }
 
 }  // namespace

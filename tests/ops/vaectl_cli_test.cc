@@ -136,6 +136,21 @@ TEST(VaectlCliTest, DecodeHelpDescribesAudioOptions) {
   }
 }
 
+TEST(VaectlCliTest, DecodeHelpDescribesGroupSize) {
+  const auto r = Vaectl("decode --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--group-size"));
+  EXPECT_THAT(r.out, HasSubstr("group.qualified_sizes"));
+}
+
+TEST(VaectlCliTest, DecodeRejectsANegativeGroupSize) {
+  const auto r =
+      Vaectl("--socket /nonexistent/x.sock decode --random-latent 1,32,4,4 --group-size -1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--group-size"));
+  EXPECT_THAT(r.out, Not(HasSubstr("not running")));  // refused before connecting
+}
+
 TEST(VaectlCliTest, DecodeRejectsMalformedRandomShape) {
   const auto r = Vaectl("--socket /nonexistent/x.sock decode --random-latent 1,a,4");
   EXPECT_EQ(r.exit_code, 1);

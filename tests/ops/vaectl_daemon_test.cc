@@ -550,9 +550,60 @@ TEST_F(VaectlGroupDaemonTest, DecodeOnTheDefaultGroupIsCountedInStatus) {
                           "/video_case_grid_2x2.safetensors' --reference-key frames_u8 "
                           "--format none --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["max_abs_diff_vs_reference"], 0);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["max_abs_diff_vs_reference"], 0);
+  EXPECT_EQ(j["group"]["name"], "s2.b0");
+  EXPECT_EQ(j["group"]["size"], 2);
+  EXPECT_EQ(j["group"]["ranks"].size(), 2u);
+  EXPECT_EQ(j["group"]["fallback"], "");
   EXPECT_EQ(runs_of("s2.b0"), before + 1);
   EXPECT_THAT(Vaectl("status").out, ::testing::ContainsRegex("s2\\.b0 +2 +0-1 +0 +idle +[1-9]"));
+}
+
+// --group-size picks the ranks: 1 decodes on one rank, 2 on both, the
+// output identical; the text report's group line and the JSON say which.
+TEST_F(VaectlGroupDaemonTest, GroupSizeChoosesHowManyRanksDecode) {
+  const std::string decode = "decode '" + kGolden +
+                             "/video_case_grid_2x2.safetensors' --reference-key frames_u8 "
+                             "--format none";
+  for (const int size : {1, 2}) {
+    SCOPED_TRACE("--group-size " + std::to_string(size));
+    const CliRun json = Vaectl(decode + " --json --group-size " + std::to_string(size));
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto j = nlohmann::json::parse(json.out);
+    EXPECT_EQ(j["max_abs_diff_vs_reference"], 0);
+    const auto& g = j["group"];
+    ASSERT_TRUE(g.is_object()) << json.out;
+    EXPECT_EQ(g["size"], size);
+    ASSERT_EQ(g["ranks"].size(), static_cast<size_t>(size));
+    EXPECT_THAT(g["name"].get<std::string>(), ::testing::StartsWith("s" + std::to_string(size)));
+    uint64_t tiles = 0;
+    for (const auto& k : g["ranks"]) {
+      tiles += k["tiles"].get<uint64_t>();
+      EXPECT_LE(k["started_unix"].get<double>(), k["finished_unix"].get<double>());
+    }
+    EXPECT_GT(tiles, 0u);
+    EXPECT_EQ(g["fallback"], "");
+
+    const CliRun text = Vaectl(decode + " --group-size " + std::to_string(size));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    const std::string ranks = size == 1 ? "1 rank" : "2 ranks";
+    EXPECT_THAT(text.out, ::testing::ContainsRegex(
+                              "group +s" + std::to_string(size) + "\\.b[01] \\(" + ranks +
+                              ", generation [0-9]+\\): rank [01] [0-9]+ tiles? "
+                              "[0-9.]+ s.*; imbalance [0-9.]+\n"))
+        << text.out;
+    EXPECT_THAT(text.out, ::testing::Not(HasSubstr("FALLBACK")));
+  }
+}
+
+TEST_F(VaectlGroupDaemonTest, UnqualifiedGroupSizeIsRefusedWithTheDaemonsReason) {
+  const CliRun r = Vaectl("decode '" + kGolden +
+                          "/video_case_grid_2x2.safetensors' --format none --group-size 3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("options.group_size is 3"));
+  EXPECT_THAT(r.err, HasSubstr("group.qualified_sizes"));
+  EXPECT_THAT(r.err, HasSubstr("--group-size sets options.group_size"));
 }
 
 }  // namespace
