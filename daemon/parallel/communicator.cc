@@ -69,11 +69,7 @@ class GlooCommunicator : public Communicator {
  private:
   template <typename Fn>
   Status Run(const char* op, Fn&& fn) {
-    if (aborted()) return Failed(op, "the communicator was aborted: " + abort_reason());
-    if (Status injected = InjectedFailure(op); !injected.ok()) {
-      Abort(std::string(injected.message()));
-      return injected;
-    }
+    VAED_RETURN_IF_ERROR(BeginCollective(op));
     try {
       fn();
       return Status::Ok();
@@ -106,9 +102,12 @@ void Communicator::MarkAborted(const std::string& why) {
   abort_reason_ = why;
 }
 
-Status Communicator::InjectedFailure(const char* op) {
+Status Communicator::BeginCollective(const char* op) {
+  if (aborted()) return Failed(op, "the communicator was aborted: " + abort_reason());
   if (fail_countdown_ <= 0 || --fail_countdown_ > 0) return Status::Ok();
-  return Failed(op, "injected collective failure (fault injection)");
+  Status injected = Failed(op, "injected collective failure (fault injection)");
+  Abort(std::string(injected.message()));
+  return injected;
 }
 
 Status Communicator::Failed(const char* op, const std::string& what) const {

@@ -83,8 +83,10 @@ class Communicator : public models::TileGroup {
 
  protected:
   explicit Communicator(CommunicatorOptions options) : options_(std::move(options)) {}
-  // Counts an injected failure down; returns the error when it fires.
-  Status InjectedFailure(const char* op);
+  // The start of every collective `op` of a backend: refused once the
+  // communicator was aborted; an armed injected failure counts down and,
+  // when it fires, aborts the communicator and is returned. OK = go on.
+  Status BeginCollective(const char* op);
   // Marks the communicator aborted with `why` (first reason wins).
   void MarkAborted(const std::string& why);
   Status Failed(const char* op, const std::string& what) const;

@@ -346,11 +346,7 @@ class NcclCommunicator : public Communicator {
   // any failure abort and answer as communicator.h says.
   template <typename Fn>
   Status Run(const char* op, Fn&& fn) {
-    if (aborted()) return Failed(op, "the communicator was aborted: " + abort_reason());
-    if (Status injected = InjectedFailure(op); !injected.ok()) {
-      Abort(std::string(injected.message()));
-      return injected;
-    }
+    VAED_RETURN_IF_ERROR(BeginCollective(op));
     const Clock::time_point deadline = Clock::now() + options_.timeout;
     Status s;
     {
