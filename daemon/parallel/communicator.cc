@@ -12,18 +12,6 @@ namespace vaed::parallel {
 
 namespace {
 
-std::string ExceptionMessage() {
-  try {
-    throw;
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
 class GlooCommunicator : public Communicator {
  public:
   GlooCommunicator(CommunicatorOptions options, c10::intrusive_ptr<c10d::ProcessGroupGloo> pg)
@@ -115,6 +103,18 @@ Status Communicator::Failed(const char* op, const std::string& what) const {
                      " generation " + std::to_string(options_.generation) + " (rank " +
                      std::to_string(options_.rank) + " of " + std::to_string(options_.size) +
                      ") failed: " + what);
+}
+
+std::string ExceptionMessage() {
+  try {
+    throw;
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
 }
 
 Result<c10::intrusive_ptr<c10d::Store>> MakeStore(const StoreOptions& options) {

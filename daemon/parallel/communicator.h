@@ -100,6 +100,10 @@ class Communicator : public models::TileGroup {
   int fail_countdown_ = 0;
 };
 
+// Inside a catch block: the exception's message (LibTorch's without its
+// backtrace). Shared by the backends' error paths.
+std::string ExceptionMessage();
+
 // The rendezvous store of the daemon's groups.
 struct StoreOptions {
   // "" = one daemon: an in-process store (c10d HashStore). Otherwise the

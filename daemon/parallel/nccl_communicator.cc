@@ -32,18 +32,6 @@ using Clock = std::chrono::steady_clock;
 // waiting rank thread not to keep a core busy.
 constexpr auto kPollInterval = std::chrono::microseconds(50);
 
-std::string ExceptionMessage() {
-  try {
-    throw;
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
 // The NCCL adapter, the one place an ncclResult_t becomes text:
 // "<call>: <error string> (nccl error <n>)[: <ncclGetLastError>]". Every
 // NCCL failure of a communicator is kUnavailable (communicator.h), so the
