@@ -1,0 +1,387 @@
+// vaed_client._core: the pybind11 binding of the C++ client library
+// (client/include/vaed/client.h). It links neither LibTorch nor Python's
+// numpy C API: tensors cross as (region id, byte offset, dtype name, shape),
+// regions expose the buffer protocol, and replies become plain dicts.
+//
+// Errors: every failing call raises the exception that
+// vaed_client.errors.from_status() builds for the C++ Status (code name,
+// message, retry_after_ms), so Python sees ValidationError, Quarantined,
+// Busy, DaemonUnavailable, ... with the daemon's message.
+//
+// The GIL is released while a call talks to the daemon, so other Python
+// threads run during a decode; the C++ Client serializes calls on its one
+// socket.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vaed/client.h"
+#include "vaed/status.h"
+#include "vaed/tensor_ref.h"
+
+namespace py = pybind11;
+
+namespace vaed::python {
+namespace {
+
+namespace pb = google::protobuf;
+
+// A failed Status on its way to Python; the translator below turns it into
+// the vaed_client.errors class for its code.
+class StatusException : public std::exception {
+ public:
+  explicit StatusException(Status status)
+      : status_(std::move(status)), what_(status_.ToString()) {}
+  const Status& status() const { return status_; }
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  Status status_;
+  std::string what_;
+};
+
+void ThrowIfError(const Status& status) {
+  if (!status.ok()) throw StatusException(status);
+}
+
+template <typename T>
+T ValueOrThrow(Result<T> result) {
+  if (!result.ok()) throw StatusException(result.status());
+  return std::move(*result);
+}
+
+py::object FieldValue(const pb::Message& message, const pb::FieldDescriptor* field, int index);
+
+// A protobuf message as a dict keyed by proto field names. Scalars keep
+// their Python type (int64/uint64 stay ints, not the strings of proto3
+// JSON); enums are their value names (e.g. "DTYPE_UINT8"); repeated fields
+// are lists; unset message fields and unset oneof members are left out,
+// scalar fields are always present (proto3 defaults).
+py::dict MessageToDict(const pb::Message& message) {
+  py::dict out;
+  const pb::Descriptor* descriptor = message.GetDescriptor();
+  const pb::Reflection* reflection = message.GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const pb::FieldDescriptor* field = descriptor->field(i);
+    py::str key(field->name());
+    if (field->is_repeated()) {
+      py::list values;
+      const int n = reflection->FieldSize(message, field);
+      for (int k = 0; k < n; ++k) values.append(FieldValue(message, field, k));
+      out[key] = std::move(values);
+    } else if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE ||
+               field->containing_oneof() != nullptr) {
+      if (reflection->HasField(message, field)) out[key] = FieldValue(message, field, -1);
+    } else {
+      out[key] = FieldValue(message, field, -1);
+    }
+  }
+  return out;
+}
+
+// One value of `field` (element `index` of a repeated field, or the
+// singular value when index < 0).
+py::object FieldValue(const pb::Message& message, const pb::FieldDescriptor* field, int index) {
+  const pb::Reflection* r = message.GetReflection();
+  const bool rep = index >= 0;
+  switch (field->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_INT32:
+      return py::int_(rep ? r->GetRepeatedInt32(message, field, index) : r->GetInt32(message, field));
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+      return py::int_(rep ? r->GetRepeatedInt64(message, field, index) : r->GetInt64(message, field));
+    case pb::FieldDescriptor::CPPTYPE_UINT32:
+      return py::int_(rep ? r->GetRepeatedUInt32(message, field, index)
+                          : r->GetUInt32(message, field));
+    case pb::FieldDescriptor::CPPTYPE_UINT64:
+      return py::int_(rep ? r->GetRepeatedUInt64(message, field, index)
+                          : r->GetUInt64(message, field));
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE:
+      return py::float_(rep ? r->GetRepeatedDouble(message, field, index)
+                            : r->GetDouble(message, field));
+    case pb::FieldDescriptor::CPPTYPE_FLOAT:
+      return py::float_(rep ? r->GetRepeatedFloat(message, field, index)
+                            : r->GetFloat(message, field));
+    case pb::FieldDescriptor::CPPTYPE_BOOL:
+      return py::bool_(rep ? r->GetRepeatedBool(message, field, index) : r->GetBool(message, field));
+    case pb::FieldDescriptor::CPPTYPE_ENUM: {
+      const pb::EnumValueDescriptor* value =
+          rep ? r->GetRepeatedEnum(message, field, index) : r->GetEnum(message, field);
+      return py::str(value->name());
+    }
+    case pb::FieldDescriptor::CPPTYPE_STRING: {
+      const std::string s =
+          rep ? r->GetRepeatedString(message, field, index) : r->GetString(message, field);
+      if (field->type() == pb::FieldDescriptor::TYPE_BYTES) return py::bytes(s);
+      return py::str(s);
+    }
+    case pb::FieldDescriptor::CPPTYPE_MESSAGE:
+      return MessageToDict(rep ? r->GetRepeatedMessage(message, field, index)
+                               : r->GetMessage(message, field));
+  }
+  return py::none();
+}
+
+// "float32" / "float16" / "bfloat16" / "uint8" -> DType; raises
+// ValidationError naming `field` otherwise.
+DType ParseDTypeField(const std::string& name, const char* field) {
+  Result<DType> dtype = ParseDType(name);
+  if (!dtype.ok() || *dtype == DType::kUnknown) {
+    throw StatusException(InvalidArgument(std::string(field) + ".dtype '" + name +
+                                          "' is not one of float32, float16, bfloat16, uint8"));
+  }
+  return *dtype;
+}
+
+// A tensor argument from Python: (region_id, offset_bytes, dtype, shape),
+// or None for "not sent".
+using TensorArg = std::optional<std::tuple<uint64_t, uint64_t, std::string, std::vector<int64_t>>>;
+
+client::TensorView ToView(const TensorArg& arg, const char* field) {
+  if (!arg) return {};
+  const auto& [region_id, offset, dtype, shape] = *arg;
+  return {region_id, offset, ParseDTypeField(dtype, field), shape};
+}
+
+// The decode knobs shared by plan() and decode(), as Python keyword
+// arguments with the C++ defaults.
+struct DecodeArgs {
+  std::string model;
+  TensorArg latent, output, audio_latent, audio_output;
+  int format = 1;
+  int stack_tiling = 0;
+  int compile = 0;
+  double fps = 0;
+  bool independent_lengths = false;
+  std::string profile;
+  uint32_t deadline_ms = 0;
+  uint32_t group_size = 0;
+  std::vector<std::string> inject_faults;
+  std::optional<std::pair<uint32_t, uint32_t>> tiling;
+
+  client::DecodeRequest ToRequest() const {
+    if (format < 1 || format > 3) {
+      throw StatusException(InvalidArgument("format " + std::to_string(format) +
+                                            " is not 1 (uint8 NHWC), 2 (float32 NCHW) or 3 "
+                                            "(float32 NCHW in [0, 1])"));
+    }
+    if (stack_tiling < 0 || stack_tiling > 3 || compile < 0 || compile > 3) {
+      throw StatusException(
+          InvalidArgument("stack_tiling and compile must be 0 (default), 1 (off), 2 (on) or 3 (auto)"));
+    }
+    client::DecodeRequest request;
+    request.model = model;
+    request.latent = ToView(latent, "video_latent");
+    request.output = ToView(output, "output");
+    request.audio_latent = ToView(audio_latent, "audio_latent");
+    request.audio_output = ToView(audio_output, "audio_output");
+    request.format = static_cast<client::OutputFormat>(format);
+    request.stack_tiling = static_cast<client::StackTiling>(stack_tiling);
+    request.compile = static_cast<client::Compile>(compile);
+    request.fps = fps;
+    request.independent_lengths = independent_lengths;
+    request.profile = profile;
+    request.deadline_ms = deadline_ms;
+    request.group_size = group_size;
+    request.inject_faults = inject_faults;
+    if (tiling) request.tiling = client::DecodeRequest::Tiling{tiling->first, tiling->second};
+    return request;
+  }
+};
+
+DecodeArgs MakeArgs(std::string model, TensorArg latent, TensorArg output, TensorArg audio_latent,
+                    TensorArg audio_output, int format, int stack_tiling, int compile, double fps,
+                    bool independent_lengths, std::string profile, uint32_t deadline_ms,
+                    uint32_t group_size, std::vector<std::string> inject_faults,
+                    std::optional<std::pair<uint32_t, uint32_t>> tiling) {
+  return {std::move(model), std::move(latent), std::move(output), std::move(audio_latent),
+          std::move(audio_output), format, stack_tiling, compile, fps, independent_lengths,
+          std::move(profile), deadline_ms, group_size, std::move(inject_faults), tiling};
+}
+
+// A POSIX shm segment this process owns (SharedRegion), with the buffer
+// protocol: a writable 1-D uint8 buffer of `nbytes` bytes. numpy views of
+// it keep the Region (and so the mapping) alive.
+class Region {
+ public:
+  explicit Region(uint64_t nbytes, const std::string& name) {
+    region_ = ValueOrThrow(name.empty() ? client::SharedRegion::Create(nbytes)
+                                        : client::SharedRegion::Create(name, nbytes));
+  }
+  client::SharedRegion& get() { return *region_; }
+  uint64_t nbytes() const { return region_->size(); }
+  const std::string& name() const { return region_->name(); }
+  uintptr_t address() const { return reinterpret_cast<uintptr_t>(region_->data()); }
+  py::buffer_info Buffer() {
+    return py::buffer_info(region_->data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                           {static_cast<py::ssize_t>(region_->size())}, {1}, /*readonly=*/false);
+  }
+
+ private:
+  std::unique_ptr<client::SharedRegion> region_;
+};
+
+class PyClient {
+ public:
+  PyClient(const std::string& socket, const std::string& client_name, int connect_timeout_ms,
+           int request_timeout_ms, int reconnect_timeout_ms, int wait_heartbeat_interval_ms,
+           bool heartbeats) {
+    client::ClientOptions options;
+    options.socket = socket;
+    options.client_name = client_name;
+    options.connect_timeout_ms = connect_timeout_ms;
+    options.request_timeout_ms = request_timeout_ms;
+    options.reconnect_timeout_ms = reconnect_timeout_ms;
+    options.wait_heartbeat_interval_ms = wait_heartbeat_interval_ms;
+    options.heartbeats = heartbeats;
+    Result<std::unique_ptr<client::Client>> c = [&] {
+      py::gil_scoped_release release;
+      return client::Client::Connect(options);
+    }();
+    client_ = ValueOrThrow(std::move(c));
+  }
+
+  // Closes the connection (Goodbye); later calls raise DaemonUnavailable.
+  void Close() {
+    std::unique_ptr<client::Client> c = std::move(client_);
+    py::gil_scoped_release release;
+    c.reset();
+  }
+
+  client::Client& get() {
+    if (!client_) throw StatusException(Unavailable("this vaed_client.Client is closed"));
+    return *client_;
+  }
+
+  uint64_t RegisterRegion(Region& region) {
+    client::Client& c = get();
+    py::gil_scoped_release release;
+    return ValueOrThrow(c.RegisterRegion(region.get()));
+  }
+  void UnregisterRegion(uint64_t id) {
+    client::Client& c = get();
+    py::gil_scoped_release release;
+    ThrowIfError(c.UnregisterRegion(id));
+  }
+  py::dict Plan(const DecodeArgs& args) {
+    const client::DecodeRequest request = args.ToRequest();
+    client::Client& c = get();
+    Result<v1::DecodeReply> reply = [&] {
+      py::gil_scoped_release release;
+      return c.PlanDecode(request);
+    }();
+    return MessageToDict(ValueOrThrow(std::move(reply)));
+  }
+  py::dict Decode(const DecodeArgs& args) {
+    const client::DecodeRequest request = args.ToRequest();
+    client::Client& c = get();
+    Result<v1::DecodeReply> reply = [&] {
+      py::gil_scoped_release release;
+      return c.Decode(request);
+    }();
+    return MessageToDict(ValueOrThrow(std::move(reply)));
+  }
+  // Benchmark helper: `iterations` Decode calls from a C++ loop (no Python
+  // between them); wall seconds of each.
+  std::vector<double> TimeDecodes(const DecodeArgs& args, int iterations) {
+    const client::DecodeRequest request = args.ToRequest();
+    client::Client& c = get();
+    std::vector<double> seconds;
+    py::gil_scoped_release release;
+    for (int i = 0; i < iterations; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      ThrowIfError(c.Decode(request).status());
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return seconds;
+  }
+  py::dict GetStatus() {
+    client::Client& c = get();
+    Result<v1::StatusReply> reply = [&] {
+      py::gil_scoped_release release;
+      return c.GetStatus();
+    }();
+    return MessageToDict(ValueOrThrow(std::move(reply)));
+  }
+  py::dict ReleaseQuarantine(const std::string& who) {
+    client::Client& c = get();
+    Result<v1::ReleaseQuarantineReply> reply = [&] {
+      py::gil_scoped_release release;
+      return c.ReleaseQuarantine(who);
+    }();
+    return MessageToDict(ValueOrThrow(std::move(reply)));
+  }
+
+ private:
+  std::unique_ptr<client::Client> client_;
+};
+
+}  // namespace
+}  // namespace vaed::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace vaed::python;
+  m.doc() =
+      "Binding of the vaed C++ client library (vaed/client.h). Use the vaed_client package, "
+      "not this module: it manages regions and builds numpy views.";
+
+  // Status -> vaed_client.errors.from_status(code, code_name, message,
+  // retry_after_ms), raised as its own class.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusException& e) {
+      const vaed::Status& s = e.status();
+      py::object errors = py::module_::import("vaed_client.errors");
+      py::object exc = errors.attr("from_status")(static_cast<int>(s.code()),
+                                                  std::string(vaed::StatusCodeName(s.code())),
+                                                  s.message(), s.retry_after_ms());
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+    }
+  });
+
+  py::class_<Region>(m, "Region", py::buffer_protocol())
+      .def(py::init<uint64_t, const std::string&>(), py::arg("nbytes"), py::arg("name") = "")
+      .def_property_readonly("nbytes", &Region::nbytes)
+      .def_property_readonly("name", &Region::name)
+      .def_property_readonly("address", &Region::address)
+      .def_buffer(&Region::Buffer);
+
+  py::class_<DecodeArgs>(m, "DecodeArgs")
+      .def(py::init(&MakeArgs), py::kw_only(), py::arg("model") = "",
+           py::arg("latent") = py::none(), py::arg("output") = py::none(),
+           py::arg("audio_latent") = py::none(), py::arg("audio_output") = py::none(),
+           py::arg("format") = 1, py::arg("stack_tiling") = 0, py::arg("compile") = 0,
+           py::arg("fps") = 0.0, py::arg("independent_lengths") = false,
+           py::arg("profile") = "", py::arg("deadline_ms") = 0, py::arg("group_size") = 0,
+           py::arg("inject_faults") = std::vector<std::string>{}, py::arg("tiling") = py::none());
+
+  py::class_<PyClient>(m, "Client")
+      .def(py::init<const std::string&, const std::string&, int, int, int, int, bool>(),
+           py::kw_only(), py::arg("socket"), py::arg("client_name"), py::arg("connect_timeout_ms"),
+           py::arg("request_timeout_ms"), py::arg("reconnect_timeout_ms"),
+           py::arg("wait_heartbeat_interval_ms"), py::arg("heartbeats"))
+      .def("close", &PyClient::Close)
+      .def_property_readonly("client_id", [](PyClient& c) { return c.get().client_id(); })
+      .def_property_readonly("reconnects", [](PyClient& c) { return c.get().reconnects(); })
+      .def("hello", [](PyClient& c) { return MessageToDict(c.get().hello()); })
+      .def("register_region", &PyClient::RegisterRegion, py::arg("region"))
+      .def("unregister_region", &PyClient::UnregisterRegion, py::arg("region_id"))
+      .def("plan", &PyClient::Plan, py::arg("args"))
+      .def("decode", &PyClient::Decode, py::arg("args"))
+      .def("time_decodes", &PyClient::TimeDecodes, py::arg("args"), py::arg("iterations"))
+      .def("status", &PyClient::GetStatus)
+      .def("release_quarantine", &PyClient::ReleaseQuarantine, py::arg("client"));
+
+  m.attr("DEFAULT_SOCKET") = vaed::client::kDefaultSocket;
+}

@@ -1,0 +1,33 @@
+"""vaed_client: decode diffusion VAE latents through the vaed daemon.
+
+A DiT worker hands its latents to the node's vaed daemon and gets frames
+and audio back, zero-copy through POSIX shared memory::
+
+    import vaed_client
+
+    with vaed_client.Client("/run/vaed/vaed.sock") as vae:
+        latent = vae.alloc_latent((1, 24, 7, 16, 16))   # H3 video latent, in place
+        latent[...] = dit_output                         # write it there
+        result = vae.decode(latent, audio_latent, fps=24)
+        result.frames      # uint8 [frames, height_px, width_px, 3], a view of shm
+        result.audio       # float32 [channels, samples]
+        result.timings     # {"decode": 1.23, "video_vae.decode_latent": ...}
+
+No PyTorch import here: torch tensors are read through DLPack. Errors raise
+the classes in :mod:`vaed_client.errors`.
+"""
+
+from .errors import (Busy, ClientFault, DaemonUnavailable, DeadlineExceeded, NotFound,
+                     PermissionDenied, Quarantined, ResourceExhausted, VaedError,
+                     ValidationError, VersionMismatch)
+from ._client import DEFAULT_SOCKET, Client, DecodeResult, SharedRegion
+from .safetensors import read_safetensors
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "DecodeResult", "SharedRegion", "DEFAULT_SOCKET", "read_safetensors",
+    "VaedError", "ValidationError", "NotFound", "Quarantined", "Busy", "DaemonUnavailable",
+    "ResourceExhausted", "DeadlineExceeded", "PermissionDenied", "ClientFault",
+    "VersionMismatch",
+]
