@@ -14,6 +14,7 @@ packages=(
   libssl-dev libacl1-dev
   libgloo-dev
   ffmpeg
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-venv python3-torch
   clang libclang-rt-14-dev
 )
 missing=()

@@ -132,7 +132,9 @@ class DecodeResult:
         clamp(x, 0, 1) * 255). ``"float32"``: float32 ``[frames, 3,
         height_px, width_px]``, the decoder's raw output (H3: ImageNet-
         normalised RGB, not clamped). ``"float32_unit"``: float32 ``[frames,
-        3, height_px, width_px]`` RGB in [0, 1].
+        3, height_px, width_px]`` RGB in [0, 1] after the model's official
+        post-processing (H3: inverse ImageNet normalisation and clamp;
+        TAEF2: its raw output, unclamped).
     audio
         float32 ``[channels, samples]`` planar waveform (H3: 32000 Hz,
         channels 1 mono or 2 = left, right), or None without an audio latent.
