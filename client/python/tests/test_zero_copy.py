@@ -97,3 +97,36 @@ def test_staging_region_is_reused_and_grown(client):
     grown = client._staging["video_latent"]
     assert grown is not first and grown.nbytes >= 3 * 32 * 16 * 16 * 4
     assert not first.registered
+
+
+def test_alloc_latent_regions_are_freed(client):
+    before = set(client._regions)
+    buf = client.alloc_latent((1, 32, 8, 8))
+    region_id = next(iter(set(client._regions) - before))
+    view = buf[0]        # a view keeps the region
+    del buf
+    client.decode(latent(12, (1, 32, 8, 8)), model="demo")
+    assert region_id in client._regions
+    del view             # the last reference: freed at the next call
+    client.decode(latent(12, (1, 32, 8, 8)), model="demo")
+    assert region_id not in client._regions
+
+    explicit = client.alloc_latent((1, 32, 8, 8))
+    ids = set(client._regions)
+    client.free_latent(explicit)
+    assert len(set(client._regions)) == len(ids) - 1
+    with pytest.raises(vaed_client.ValidationError, match="not in a region of this client"):
+        client.free_latent(np.zeros(4, np.float32))
+
+
+def test_a_previous_output_fed_back_as_input_is_copied(client):
+    # float32 output of the right shape for... itself: the raw decode of a
+    # 64x64 latent is [N, 3, 64, 64]; use a slice shaped like a latent.
+    first = client.decode(latent(13, (1, 32, 8, 8)), model="demo", format="float32")
+    fake_latent = first.frames.reshape(-1)[:32 * 8 * 8].reshape(1, 32, 8, 8)
+    expected = client.decode(fake_latent.copy(), model="demo", format="float32", copy=True)
+    again = client.decode(latent(13, (1, 32, 8, 8)), model="demo", format="float32")
+    fake_latent = again.frames.reshape(-1)[:32 * 8 * 8].reshape(1, 32, 8, 8)
+    result = client.decode(fake_latent, model="demo", format="float32")
+    assert result.inputs_in_place == {"video_latent": False}
+    assert np.array_equal(result.frames, expected.frames)

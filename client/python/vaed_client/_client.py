@@ -22,11 +22,13 @@ This module never imports torch; DLPack objects are read through
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import threading
+import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -206,7 +208,11 @@ def _as_host_array(obj: TensorLike, field_name: str) -> np.ndarray:
         try:
             return np.from_dlpack(obj)
         except (TypeError, RuntimeError, BufferError, ValueError) as e:
-            raise ValidationError(f"{field_name}: cannot read it through DLPack ({e})",
+            hint = ""
+            if "dtype" in str(e).lower():
+                hint = ("; vaed takes float32, float16 and uint8 latents: convert it first "
+                        "(e.g. tensor.float())")
+            raise ValidationError(f"{field_name}: cannot read it through DLPack ({e}){hint}",
                                   code=1, code_name="invalid_argument") from e
     try:
         return np.asarray(memoryview(obj))
@@ -301,6 +307,8 @@ class Client:
         # Plans by request shape: (video out shape, dtype, audio out shape).
         self._plans: Dict[Tuple, Dict[str, Any]] = {}
         self._plans_reconnects = 0
+        # Region ids of collected alloc_latent arrays (appended by finalizers).
+        self._pending_free: Deque[int] = collections.deque()
 
     # -- lifetime -----------------------------------------------------------
 
@@ -383,8 +391,34 @@ class Client:
             raise ValidationError(f"alloc_latent: shape {list(shape)} must have positive dims",
                                   code=1, code_name="invalid_argument")
         nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        self._free_pending()
         region = self.register_region(nbytes)
-        return region.ndarray(shape, dt)
+        array = region.ndarray(shape, dt)
+        # When the array and every view of it are gone, the region is
+        # unregistered at this client's next call (not from the garbage
+        # collector's thread, which may interrupt a call of this client).
+        weakref.finalize(array, self._pending_free.append, region.region_id)
+        return array
+
+    def free_latent(self, array: np.ndarray) -> None:
+        """Unregisters the region of an :meth:`alloc_latent` array now
+        (otherwise that happens once the array and its views are gone).
+        The array must not be used for decodes afterwards. Raises
+        ValidationError for an array that is not in one of this client's
+        regions."""
+        with self._lock:
+            found = self._find_region(array) if isinstance(array, np.ndarray) else None
+            if found is None:
+                raise ValidationError("free_latent: the array is not in a region of this client",
+                                      code=1, code_name="invalid_argument")
+            self.unregister_region(found[0])
+
+    def _free_pending(self) -> None:
+        """Unregisters the regions of alloc_latent arrays that were collected."""
+        while self._pending_free:
+            region = self._regions.get(self._pending_free.popleft())
+            if region is not None:
+                self.unregister_region(region)
 
     @property
     def output_region(self) -> Optional[SharedRegion]:
@@ -406,7 +440,11 @@ class Client:
         dtype = _dtype_name(array, field_name)
         shape = [int(d) for d in array.shape]
         found = self._find_region(array)
-        if found is not None:
+        # The output region is rewritten by this very decode, and a staging
+        # region by the other latent's copy: an input there (say, a previous
+        # result) is copied, never read in place.
+        if found is not None and found[0] is not self._output and \
+                found[0] not in self._staging.values():
             region, offset = found
             return (region.region_id, offset, dtype, shape), True
         nbytes = _align(max(array.nbytes, 1))
@@ -532,6 +570,7 @@ class Client:
             raise ValidationError("decode needs video_latent, audio_latent or both",
                                   code=1, code_name="invalid_argument")
         with self._lock:
+            self._free_pending()
             in_place: Dict[str, bool] = {}
             latent = audio = None
             if video_latent is not None:
@@ -572,11 +611,11 @@ class Client:
             return result.copy() if copy else result
 
     def _time_cpp_decodes(self, video_latent: TensorLike, iterations: int,
-                          model: str = "") -> List[float]:
-        """Benchmark helper: decodes ``video_latent`` (already placed as in
+                          model: str = "") -> List[Tuple[float, float]]:
+        """Benchmark helper: decodes ``video_latent`` (placed as in
         :meth:`decode`) ``iterations`` times from a C++ loop on the same
-        connection and regions, returning the wall seconds of each call of
-        the C++ client's Decode (no Python in between)."""
+        connection and regions. Returns, per call of the C++ client's Decode
+        (no Python in between), (wall seconds, the daemon's "decode" seconds)."""
         with self._lock:
             latent, _ = self._place_input(video_latent, "video_latent")
             plan = self._cached_plan(model, latent, None, "uint8", None, False)
