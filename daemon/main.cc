@@ -16,6 +16,7 @@
 #include "daemon/models/tensor_memory.h"
 #include "daemon/server/config.h"
 #include "daemon/server/control_loop.h"
+#include "daemon/server/logging.h"
 
 namespace {
 
@@ -61,8 +62,11 @@ int main(int argc, char** argv) {
   if (cli.exit_now) return cli.exit_code;
   const vaed::server::DaemonOptions& options = cli.options;
 
-  spdlog::set_level(spdlog::level::from_str(options.log.level));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  if (vaed::Status s = vaed::server::SetupLogging(options.log.format, options.log.level);
+      !s.ok()) {
+    std::fprintf(stderr, "vaed: %s\n", s.message().c_str());
+    return 2;
+  }
   spdlog::info("vaed {} starting (config: {})", VAED_VERSION, options.source);
   at::set_num_threads(options.executor.intra_op_threads);
   // Count tensor memory from the first weight on (peaks in replies, the

@@ -1,7 +1,28 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages vaed needs to build, test and run.
 # Idempotent; run as root. Set VAED_SKIP_APT_UPDATE=1 to skip `apt-get update`.
+#
+# --test-tools (scripts/test.sh) also puts Prometheus' `promtool` at
+# /usr/local/bin/promtool for the metrics tests: extracted from Debian's
+# prometheus package without installing it (installing it would also set
+# up and start a Prometheus server).
 set -euo pipefail
+test_tools=0
+[ "${1:-}" = "--test-tools" ] && test_tools=1
+
+install_promtool() {
+  if command -v promtool >/dev/null; then return 0; fi
+  local dir
+  dir=$(mktemp -d)
+  if (cd "$dir" && apt-get download -q prometheus >/dev/null 2>&1) &&
+     dpkg-deb -x "$dir"/prometheus_*.deb "$dir/x" && [ -x "$dir/x/usr/bin/promtool" ]; then
+    install -m 0755 "$dir/x/usr/bin/promtool" /usr/local/bin/promtool
+    echo "install-deps: promtool from Debian's prometheus package -> /usr/local/bin/promtool"
+  else
+    echo "install-deps: could not fetch promtool (the metrics tests use their own checker)"
+  fi
+  rm -rf "$dir"
+}
 packages=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev libopenblas0-pthread
@@ -9,6 +30,8 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libboost-dev
   libtomlplusplus-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
+  libcpp-httplib-dev             # Prometheus endpoint (daemon/server/metrics_http.cc)
+  python3-matplotlib             # benchmark charts (PNG)
   libsystemd-dev systemd
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev libacl1-dev
@@ -21,11 +44,12 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+export DEBIAN_FRONTEND=noninteractive
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages already installed"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  if [ "${VAED_SKIP_APT_UPDATE:-0}" != 1 ]; then apt-get update -q; fi
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-if [ "${VAED_SKIP_APT_UPDATE:-0}" != 1 ]; then apt-get update -q; fi
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [ "$test_tools" = 1 ]; then install_promtool; fi

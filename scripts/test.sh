@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
+scripts/install-deps.sh --test-tools
 cmake --preset default
 cmake --build --preset default -j "$(nproc)"
 # Integration tests start daemons and decode real video; run them one at a

@@ -107,6 +107,16 @@ void GrantDaemonAccess(const std::string& name, const std::string& socket) {
 }  // namespace
 
 struct Client::Impl {
+  // The process that connected (see "fork()" in client.h).
+  const pid_t owner_pid = ::getpid();
+  // kFailedPrecondition in a forked child, else OK.
+  Status CheckProcess() const {
+    if (::getpid() == owner_pid) return Status::Ok();
+    return FailedPrecondition("this vaed Client was connected by process " +
+                              std::to_string(owner_pid) + "; process " +
+                              std::to_string(::getpid()) +
+                              " (a fork) must connect a Client of its own");
+  }
   // A region this client registered, as needed to register it again.
   struct Region {
     std::string name;
@@ -133,6 +143,8 @@ struct Client::Impl {
   std::string connection_id;
   wire::FrameReader reader{kMaxReplyBytes};
   uint64_t next_request_id = 1;           // guarded by mu
+  // The running Decode's progress callback, or null; guarded by mu.
+  const std::function<void(const v1::Progress&)>* on_progress = nullptr;
   // The daemon was found gone (heartbeats unanswered, or the connection
   // dropped) or answered kUnknownClient: the next call reconnects before it
   // sends. Guarded by mu.
@@ -275,6 +287,12 @@ struct Client::Impl {
           if (std::find(ping_ids.begin(), ping_ids.end(), id) != ping_ids.end()) continue;
           if (expect_id != 0 && id != expect_id && id != 0) {
             continue;  // a late reply to a request that timed out
+          }
+          if (reply.has_progress()) {
+            // Never the reply itself: progress of this request, or of an
+            // earlier one that timed out.
+            if (on_progress && id == expect_id) (*on_progress)(reply.progress());
+            continue;
           }
           return reply;
         }
@@ -449,6 +467,7 @@ struct Client::Impl {
   // found gone before, and reconnecting and resending once when it is found
   // gone or answers kUnknownClient now.
   Result<v1::Reply> CallLocked(const Builder& build, int timeout_ms) {
+    VAED_RETURN_IF_ERROR(CheckProcess());
     if (broken && MayReconnect()) VAED_RETURN_IF_ERROR(Reconnect());
     for (int attempt = 0;; ++attempt) {
       v1::Request req;
@@ -467,6 +486,7 @@ struct Client::Impl {
   }
 
   Result<v1::Reply> Call(const Builder& build, int timeout_ms) {
+    VAED_RETURN_IF_ERROR(CheckProcess());  // before the lock: a fork may have copied it held
     std::lock_guard<std::mutex> lock(mu);
     return CallLocked(build, timeout_ms);
   }
@@ -547,6 +567,13 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Client::~Client() {
+  if (::getpid() != impl_->owner_pid) {
+    // A forked child: the heartbeat thread, the socket and the ZeroMQ
+    // context belong to the parent; joining, closing or destroying them
+    // here would hang or corrupt them. The memory stays with the child.
+    (void)impl_.release();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(impl_->hb_mu);
     impl_->hb_stop = true;
@@ -569,6 +596,7 @@ const v1::HelloReply& Client::hello() const { return *impl_->hello.load(); }
 uint64_t Client::reconnects() const { return impl_->reconnects.load(); }
 
 Result<uint64_t> Client::RegisterRegion(const SharedRegion& region) {
+  VAED_RETURN_IF_ERROR(impl_->CheckProcess());
   // Under one lock with the call, so a reconnect by another thread cannot
   // slip between the registration and its bookkeeping.
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -594,6 +622,7 @@ Result<uint64_t> Client::RegisterRegion(const SharedRegion& region) {
 }
 
 Status Client::UnregisterRegion(uint64_t region_id) {
+  VAED_RETURN_IF_ERROR(impl_->CheckProcess());
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->regions.find(region_id);
   if (it != impl_->regions.end() && !it->second.lost.ok()) {
@@ -709,20 +738,25 @@ Result<v1::DecodeReply> Client::PlanDecode(const DecodeRequest& request) {
 }
 
 Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
+  VAED_RETURN_IF_ERROR(impl_->CheckProcess());
   Impl* impl = impl_.get();
-  VAED_ASSIGN_OR_RETURN(
-      v1::Reply reply,
-      impl->Call(
-          [&](v1::Request* req) {
-            // Runs under impl->mu, per attempt: ids map to the current daemon.
-            return BuildDecode(
-                request, /*plan_only=*/false,
-                [impl](uint64_t id, std::string_view field) {
-                  return impl->DaemonRegionId(id, field);
-                },
-                req->mutable_decode());
-          },
-          impl->options.request_timeout_ms));
+  std::lock_guard<std::mutex> lock(impl->mu);
+  impl->on_progress = request.progress ? &request.progress : nullptr;
+  Result<v1::Reply> called = impl->CallLocked(
+      [&](v1::Request* req) {
+        // Runs under impl->mu, per attempt: ids map to the current daemon.
+        VAED_RETURN_IF_ERROR(BuildDecode(
+            request, /*plan_only=*/false,
+            [impl](uint64_t id, std::string_view field) {
+              return impl->DaemonRegionId(id, field);
+            },
+            req->mutable_decode()));
+        if (request.progress) req->mutable_decode()->mutable_options()->set_progress(true);
+        return Status::Ok();
+      },
+      impl->options.request_timeout_ms);
+  impl->on_progress = nullptr;
+  VAED_ASSIGN_OR_RETURN(v1::Reply reply, std::move(called));
   VAED_RETURN_IF_ERROR(CheckReply(reply, v1::Reply::kDecode, "decode"));
   return reply.decode();
 }
@@ -752,6 +786,7 @@ Result<v1::ReleaseQuarantineReply> Client::ReleaseQuarantine(const std::string& 
 }
 
 Result<v1::Reply> Client::SendRaw(const std::string& bytes) {
+  VAED_RETURN_IF_ERROR(impl_->CheckProcess());
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->broken && impl_->MayReconnect()) VAED_RETURN_IF_ERROR(impl_->Reconnect());
   // Match the reply by the message's own request id when it has one.

@@ -63,14 +63,16 @@ SharedRegion::SharedRegion(std::string name, std::unique_ptr<Mapping> mapping)
     : name_(std::move(name)),
       mapping_(std::move(mapping)),
       data_(static_cast<uint8_t*>(mapping_->region.get_address())),
-      size_(mapping_->region.get_size()) {}
+      size_(mapping_->region.get_size()),
+      owner_pid_(static_cast<int>(::getpid())) {}
 
 SharedRegion::~SharedRegion() {
   // Unlink first so no new opener finds the name; the daemon's existing
   // mapping stays valid until it unmaps. mapping_'s destructor unmaps ours.
   // remove() reports failure by returning false and never throws; a name
   // that is already gone is not an error worth surfacing from a destructor.
-  if (mapping_) bip::shared_memory_object::remove(name_.c_str());
+  // A forked child that inherited the object leaves the name to its owner.
+  if (mapping_ && ::getpid() == owner_pid_) bip::shared_memory_object::remove(name_.c_str());
 }
 
 Result<std::unique_ptr<SharedRegion>> SharedRegion::Create(uint64_t bytes) {

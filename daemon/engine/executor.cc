@@ -257,7 +257,31 @@ void Executor::FillGroups(v1::StatusReply* status) const {
     out->set_runs(st.runs);
     out->set_failures(st.failures);
     out->set_last_failure(st.last_failure);
+    out->set_last_imbalance(st.last_imbalance);
   }
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    v1::RankStatus* r = status->add_rank_status();
+    r->set_rank(static_cast<uint32_t>(GlobalRank(static_cast<int>(i))));
+    r->set_busy_seconds(ranks_[i].busy_seconds);
+    r->set_tiles(ranks_[i].tiles);
+    r->set_last_imbalance(ranks_[i].last_imbalance);
+  }
+}
+
+size_t Executor::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return running_.size();
+}
+
+void Executor::CountRankWork(int local_rank, const models::DecodeReport& report,
+                             double started_unix, double finished_unix) {
+  double work = report.timings.Get("video_vae.tile_decode");
+  if (work <= 0) work = report.timings.Get("taef2.tiles");
+  if (work <= 0) work = std::max(0.0, finished_unix - started_unix);
+  std::lock_guard<std::mutex> lock(mu_);
+  RankState& rank = ranks_[static_cast<size_t>(local_rank)];
+  rank.busy_seconds += work;
+  rank.tiles += static_cast<uint64_t>(std::max<int64_t>(0, report.tiling.tiles_decoded_here));
 }
 
 bool Executor::SpansNodes(const parallel::GroupSpec& spec) const {
@@ -698,7 +722,7 @@ void Executor::RunTask(int local_rank, const std::shared_ptr<GroupRun>& run,
     v1::Reply reply;
     reply.set_request_id(job.request_id);
     const auto t0 = SteadyClock::now();
-    const bool decoded = Execute(job, where, &reply);
+    const bool decoded = Execute(job, where, replies, &reply);
     const double seconds = SecondsSince(t0);
     bool fatal = false;
     {
@@ -774,7 +798,8 @@ void Executor::SendReply(zmq::socket_t& socket, const DecodeJob& job, const v1::
   }
 }
 
-bool Executor::Execute(const DecodeJob& job, const Placement& where, v1::Reply* reply) {
+bool Executor::Execute(const DecodeJob& job, const Placement& where, zmq::socket_t& replies,
+                       v1::Reply* reply) {
   // A job cancelled or past its deadline while queued never starts.
   if (Status s = job.cancel->Check("while queued (the decode never started)"); !s.ok()) {
     spdlog::info("decode request {} of client {} not started: {}", job.request_id,
@@ -784,7 +809,7 @@ bool Executor::Execute(const DecodeJob& job, const Placement& where, v1::Reply* 
     return false;
   }
   v1::DecodeReply decoded;
-  Status s = DecodeInto(job, where, &decoded);
+  Status s = DecodeInto(job, where, replies, &decoded);
   if (s.ok()) {
     *reply->mutable_decode() = std::move(decoded);
     return true;
@@ -965,6 +990,7 @@ void Executor::DecodeAsMember(int local_rank, const DecodeJob* job, const Placem
                                   ? model->Decode(latent, settings, &report)
                                   : Result<torch::Tensor>(NotFound("model on this rank"));
   const double finished = UnixNow();
+  CountRankWork(local_rank, report, started, finished);
   if (!out.ok()) {
     // The output rank must not wait for this rank's tiles until its timeout.
     if (!comm->aborted()) {
@@ -1003,8 +1029,38 @@ void FillGroupReport(const parallel::GroupSpec& spec, uint64_t generation,
 
 }  // namespace
 
-Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, v1::DecodeReply* out) {
+Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, zmq::socket_t& replies,
+                            v1::DecodeReply* out) {
   const auto t_start = SteadyClock::now();
+  // Progress (DecodeOptions.progress): the fraction of the request done,
+  // over its stages: the video's units, then the audio counted as one more
+  // unit of the video's size (the whole request when there is no video).
+  // Kept monotonic: a retry after a failure reports from 0 again and is
+  // not forwarded until it passes what was sent.
+  double progress_sent = -1.0;
+  auto send_progress = [&](const char* stage, const models::DecodeProgress& p) {
+    if (!job.progress || p.total <= 0) return;
+    const double units = job.video && job.audio ? double(p.total) + 1.0 : double(p.total);
+    double fraction = std::string_view(stage) == "audio"
+                          ? 1.0
+                          : std::min(1.0, double(p.done) / units);
+    if (fraction <= progress_sent) return;
+    progress_sent = fraction;
+    const double elapsed = SecondsSince(t_start);
+    v1::Reply message;
+    message.set_request_id(job.request_id);
+    v1::Progress* pr = message.mutable_progress();
+    pr->set_stage(stage);
+    pr->set_done(static_cast<uint32_t>(p.done));
+    pr->set_total(static_cast<uint32_t>(p.total));
+    pr->set_unit(p.unit);
+    pr->set_fraction(fraction);
+    pr->set_elapsed_seconds(elapsed);
+    pr->set_eta_seconds(fraction >= 1.0 ? 0.0 : elapsed * (1.0 - fraction) / fraction);
+    pr->set_tiles_done(static_cast<uint32_t>(p.tiles_done));
+    pr->set_tiles_total(static_cast<uint32_t>(p.tiles_total));
+    SendReply(replies, job, message);
+  };
   ResetPeakRss();
   models::ResetPeakTensorBytes();
   models::DecodeReport report;
@@ -1059,6 +1115,9 @@ Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, v1::De
   // Decode: video first, then audio (the official pipeline's order).
   models::DecodeSettings settings = job.settings;
   settings.cancel = job.cancel.get();
+  if (job.progress) {
+    settings.progress = [&](const models::DecodeProgress& p) { send_progress("video", p); };
+  }
   torch::Tensor raw, wave;
   v1::GroupReport group_report;
   if (job.video) {
@@ -1115,6 +1174,7 @@ Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, v1::De
       report.tiling = retry.tiling;
       report.tiling.fallbacks.insert(report.tiling.fallbacks.begin(), "group: " + fallback);
     }
+    CountRankWork(where.local_rank, report, started, finished);
     VAED_ASSIGN_OR_RETURN(raw, std::move(decoded));
     latent = torch::Tensor();
     std::vector<torch::Tensor> figures;
@@ -1126,6 +1186,14 @@ Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, v1::De
     }
     if (!figures.empty()) {
       FillGroupReport(*where.spec, where.generation, figures, &group_report);
+      std::lock_guard<std::mutex> lock(mu_);
+      groups_[where.spec->name].last_imbalance = group_report.imbalance();
+      for (int r : where.spec->ranks) {
+        if (layout_.IsLocal(r)) {
+          ranks_[static_cast<size_t>(layout_.LocalRank(r))].last_imbalance =
+              group_report.imbalance();
+        }
+      }
     } else {
       // This rank alone (a group of one, or after a fallback).
       parallel::GroupSpec alone = *where.spec;
@@ -1140,6 +1208,7 @@ Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, v1::De
     VAED_RETURN_IF_ERROR(job.cancel->Check("before the audio decode (video done)"));
     VAED_ASSIGN_OR_RETURN(wave, model->DecodeAudio(audio_latent, &report));
     audio_latent = torch::Tensor();
+    send_progress("audio", {.done = 1, .total = 1, .unit = "audio"});
   }
 
   // Sanity checks (reported, never fatal) and output formatting.
@@ -1255,7 +1324,9 @@ Status Executor::DecodeInto(const DecodeJob& job, const Placement& where, v1::De
             std::to_string(job.audio->plan.channels) + "x" +
             std::to_string(job.audio->plan.samples) + " samples";
   }
-  spdlog::info("decode: request {} client {} model {} {} {} {} in {:.3f} s{}", job.request_id,
+  // The request's info-level record comes from the control loop
+  // (RequestHandler::FinishDecode, logging.h); this is the geometry detail.
+  spdlog::debug("decode: request {} client {} model {} {} {} {} in {:.3f} s{}", job.request_id,
                job.client_id, info.name, what, info.compute_dtype, warm ? "warm" : "cold",
                SecondsSince(t_start), info.demo_weights ? " [DEMO weights]" : "");
   for (const std::string& f : tiling.fallbacks) {

@@ -113,6 +113,9 @@ struct DecodeJob {
   RequestFacts av;
   // DecodeOptions.group_size (0 = group.size); validated as qualified.
   uint32_t requested_group_size = 0;
+  // DecodeOptions.progress: send Progress messages (before the reply) after
+  // each unit of work.
+  bool progress = false;
   std::chrono::steady_clock::time_point received;
   // Deadline (DecodeOptions.deadline_ms, from `received`) and cancellation
   // (client gone or quarantined, shutdown); never null for queued jobs.
@@ -162,6 +165,8 @@ class Executor {
   void Stop();
 
   size_t queue_depth() const;
+  // Decodes running now (jobs taken from the queue and not yet answered).
+  size_t running() const;
 
   // Milliseconds until a job submitted now would likely start: (queued + 1)
   // x the moving average of recent decode times; at least 50 ms.
@@ -193,6 +198,7 @@ class Executor {
     bool needs_rebuild = false;
     uint64_t runs = 0, failures = 0;
     std::string last_failure;
+    double last_imbalance = 0.0;  // of its last run with figures from every rank
   };
   // A rank's communicator of one group. Groups spanning daemons keep the
   // store connection it was built through: the output rank announces each
@@ -206,6 +212,10 @@ class Executor {
   struct RankState {
     models::ModelRegistry* registry = nullptr;
     bool busy = false;                       // guarded by mu_
+    // Work done since start-up (status: RankStatus); guarded by mu_.
+    double busy_seconds = 0.0;               // model decode (tile work) seconds
+    uint64_t tiles = 0;                      // tiles decoded (tiled models)
+    double last_imbalance = 0.0;
     std::shared_ptr<GroupRun> task;          // guarded by mu_
     // By group name; this rank's thread only.
     std::map<std::string, CommEntry> comms;
@@ -250,13 +260,20 @@ class Executor {
   bool SpansNodes(const parallel::GroupSpec& spec) const;
   // Runs one job and fills `reply`; false when it was answered without
   // decoding (cancelled or past its deadline while queued).
-  bool Execute(const DecodeJob& job, const Placement& where, v1::Reply* reply);
+  // `replies` carries the job's Progress messages (DecodeJob::progress).
+  bool Execute(const DecodeJob& job, const Placement& where, zmq::socket_t& replies,
+               v1::Reply* reply);
   uint32_t EstimatedWaitMsLocked() const;  // mu_ held
-  Status DecodeInto(const DecodeJob& job, const Placement& where, v1::DecodeReply* out);
+  Status DecodeInto(const DecodeJob& job, const Placement& where, zmq::socket_t& replies,
+                    v1::DecodeReply* out);
   // A member rank's part of a job on a group; `job` is null when the
   // output rank is on another daemon (everything comes from AnnounceJob).
   void DecodeAsMember(int local_rank, const DecodeJob* job, const Placement& where);
   void SendReply(zmq::socket_t& socket, const DecodeJob& job, const v1::Reply& reply);
+  // Adds a finished model decode on `local_rank` to its RankStatus figures
+  // (tile-decode seconds, or the decode's wall time for untiled models).
+  void CountRankWork(int local_rank, const models::DecodeReport& report, double started_unix,
+                     double finished_unix);
   int GlobalRank(int local_rank) const { return layout_.GlobalRank(local_rank); }
 
   const ExecutorOptions options_;

@@ -244,6 +244,11 @@ void BeforeFrameBatch(const DecodeSettings& settings, int64_t begin, int64_t fra
   }
 }
 
+// Progress after a frame batch: `done` of `frames` pixel frames decoded.
+void AfterFrameBatch(const DecodeSettings& settings, int64_t done, int64_t frames) {
+  if (settings.progress) settings.progress({.done = done, .total = frames, .unit = "frames"});
+}
+
 }  // namespace
 
 Result<Taef2TilePlan> PlanTaef2Tiles(int64_t height_latent, int64_t width_latent,
@@ -521,6 +526,7 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
     if (plan.frames <= batch) {
       BeforeFrameBatch(settings, 0, plan.frames);
       out = Forward(latent);
+      AfterFrameBatch(settings, plan.frames, plan.frames);
     } else {
       out = torch::empty({plan.frames, plan.channels, plan.height_px, plan.width_px},
                          torch::TensorOptions().dtype(torch::kFloat));
@@ -528,6 +534,7 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
         const int64_t n = std::min(batch, plan.frames - begin);
         BeforeFrameBatch(settings, begin, plan.frames);
         out.narrow(0, begin, n).copy_(Forward(latent.narrow(0, begin, n)));
+        AfterFrameBatch(settings, begin + n, plan.frames);
       }
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
@@ -608,6 +615,7 @@ Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& laten
       if (!distributed) {
         for (int64_t i = 0; i < tiles.num_tiles(); ++i) accumulate(i, tail(i));
         tiles_seconds += Clock::now() - t1;
+        AfterFrameBatch(settings, begin + n, plan.frames);
         continue;
       }
       std::vector<torch::Tensor> mine;
@@ -627,6 +635,7 @@ Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& laten
       }
       tiles_seconds += Clock::now() - t1 -
                        std::chrono::duration<double>(communication.seconds - communication_before);
+      AfterFrameBatch(settings, begin + n, plan.frames);
     }
     const std::chrono::duration<double> elapsed = Clock::now() - start;
     if (report != nullptr) {

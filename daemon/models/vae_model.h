@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -195,6 +196,20 @@ struct TilingOverride {
 };
 
 // Per-request settings, already validated against the model's capabilities.
+// How far a Decode() has come (DecodeSettings::progress): `done` of `total`
+// units finished, in order. Units: "window" (temporal windows of a tiled
+// decode, H3) or "frames" (pixel frames of an untiled or hybrid-tiled
+// decode, TAEF2, reported after each frame batch). tiles_done / tiles_total:
+// tiles of a tiled decode (0 otherwise).
+struct DecodeProgress {
+  int64_t done = 0;
+  int64_t total = 0;
+  const char* unit = "";
+  int64_t tiles_done = 0;
+  int64_t tiles_total = 0;
+};
+using DecodeProgressFn = std::function<void(const DecodeProgress&)>;
+
 struct DecodeSettings {
   StackTiling stack_tiling = StackTiling::kDefault;
   CompileMode compile = CompileMode::kOff;
@@ -209,6 +224,10 @@ struct DecodeSettings {
   // undefined tensor (their tiles went to rank 0). A failed collective
   // returns kUnavailable "collective failed: ...".
   TileGroup* group = nullptr;
+  // Called on the decoding thread after each unit of work (null = none).
+  // Must not throw. A retry after a failure (e.g. out of memory) reports
+  // from 0 again; the caller keeps what it forwards monotonic.
+  DecodeProgressFn progress = nullptr;
 };
 
 // What a tiled decode did (zero/false for untiled models).

@@ -31,6 +31,12 @@ allow_fault_injection = false
 
 [log]
 level = "info"
+format = "text"
+
+[metrics]
+enabled = true
+address = "127.0.0.1"
+port = 9464
 
 [profiles]
 default = "safe"
@@ -199,8 +205,8 @@ Status ParseModelEntry(const TomlReader& r, const toml::table& t, size_t index,
 
 Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o) {
   VAED_RETURN_IF_ERROR(
-      r.CheckKeys(root, "", {"server", "executor", "group", "log", "models", "profiles",
-                             "quarantine"}));
+      r.CheckKeys(root, "", {"server", "executor", "group", "log", "metrics", "models",
+                             "profiles", "quarantine"}));
 
   VAED_ASSIGN_OR_RETURN(const toml::table* server, r.Table(root, "server"));
   if (server) {
@@ -309,8 +315,17 @@ Status ApplyToml(const toml::table& root, const TomlReader& r, DaemonOptions* o)
 
   VAED_ASSIGN_OR_RETURN(const toml::table* log, r.Table(root, "log"));
   if (log) {
-    VAED_RETURN_IF_ERROR(r.CheckKeys(*log, "log", {"level"}));
+    VAED_RETURN_IF_ERROR(r.CheckKeys(*log, "log", {"level", "format"}));
     VAED_RETURN_IF_ERROR(r.String(*log, "log", "level", &o->log.level));
+    VAED_RETURN_IF_ERROR(r.String(*log, "log", "format", &o->log.format));
+  }
+
+  VAED_ASSIGN_OR_RETURN(const toml::table* metrics, r.Table(root, "metrics"));
+  if (metrics) {
+    VAED_RETURN_IF_ERROR(r.CheckKeys(*metrics, "metrics", {"enabled", "address", "port"}));
+    VAED_RETURN_IF_ERROR(r.Bool(*metrics, "metrics", "enabled", &o->metrics.enabled));
+    VAED_RETURN_IF_ERROR(r.String(*metrics, "metrics", "address", &o->metrics.address));
+    VAED_RETURN_IF_ERROR(r.Integer(*metrics, "metrics", "port", &o->metrics.port, 0, 65535));
   }
 
   VAED_ASSIGN_OR_RETURN(const toml::table* profiles, r.Table(root, "profiles"));
@@ -385,6 +400,34 @@ Result<models::ModelConfig> ParseModelFlag(const std::string& spec) {
     m.audio_config_path = fields[4];
   }
   return m;
+}
+
+// Parses --metrics-address: "HOST:PORT", IPv6 hosts in brackets
+// ("[::1]:9464").
+Status ParseMetricsAddress(const std::string& spec, MetricsOptions* out) {
+  const std::string usage = "--metrics-address '" + spec +
+                            "' must look like HOST:PORT, e.g. 127.0.0.1:9464 or [::1]:9464 "
+                            "(PORT 0..65535; 0 = any free port)";
+  const size_t colon = spec.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) {
+    return InvalidArgument(usage);
+  }
+  std::string host = spec.substr(0, colon);
+  const std::string port = spec.substr(colon + 1);
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return InvalidArgument(usage);
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string::npos) {
+    return InvalidArgument(usage);  // an IPv6 host needs its brackets
+  }
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) {
+    return InvalidArgument(usage);
+  }
+  const unsigned long value = std::stoul(port);
+  if (value > 65535) return InvalidArgument(usage);
+  out->address = std::move(host);
+  out->port = static_cast<uint32_t>(value);
+  return Status::Ok();
 }
 
 void AddOrReplaceModel(std::vector<models::ModelConfig>* entries, models::ModelConfig m) {
@@ -487,6 +530,17 @@ Status ValidateOptions(const DaemonOptions& o) {
     return InvalidArgument("log.level '" + o.log.level +
                            "' is not one of trace, debug, info, warn, error, critical, off");
   }
+  if (o.log.format != "text" && o.log.format != "json") {
+    return InvalidArgument("log.format is '" + o.log.format + "'; must be \"text\" or \"json\"");
+  }
+  if (o.metrics.address.empty()) {
+    return InvalidArgument("metrics.address must not be empty (\"127.0.0.1\" serves local "
+                           "scrapers only; set metrics.enabled = false for no endpoint)");
+  }
+  if (o.metrics.port > 65535) {
+    return InvalidArgument("metrics.port is " + std::to_string(o.metrics.port) +
+                           "; must be 0..65535");
+  }
   if (o.models.entries.empty()) return InvalidArgument("models.entry: no model is configured");
   std::set<std::string> names;
   for (const auto& m : o.models.entries) {
@@ -535,6 +589,21 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   app.add_option("--queue-capacity", queue_capacity, "waiting decode requests (executor.queue_capacity)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|critical|off (log.level)");
+  std::string log_format;
+  app.add_option("--log-format", log_format,
+                 "log line format: text, or json (one object per line) for log shippers "
+                 "(log.format)")
+      ->check(CLI::IsMember({"text", "json"}));
+  std::string metrics_address;
+  bool no_metrics = false;
+  CLI::Option* metrics_address_option =
+      app.add_option("--metrics-address", metrics_address,
+                     "HOST:PORT of the Prometheus endpoint, e.g. 127.0.0.1:9464 or [::1]:0 "
+                     "(port 0 = any free port); enables metrics (metrics.address, "
+                     "metrics.port)");
+  app.add_flag("--no-metrics", no_metrics,
+               "no Prometheus endpoint and no metrics collection (metrics.enabled = false)")
+      ->excludes(metrics_address_option);
   app.add_option("--model", model_flags,
                  "add or replace a model: "
                  "NAME=KIND[:WEIGHTS[:CONFIG[:AUDIO_WEIGHTS[:AUDIO_CONFIG]]]], e.g. "
@@ -597,6 +666,12 @@ CommandLine ParseCommandLine(int argc, char** argv) {
   if (group_size > 0) o.group.size = group_size;
   if (queue_capacity > 0) o.executor.queue_capacity = queue_capacity;
   if (!log_level.empty()) o.log.level = log_level;
+  if (!log_format.empty()) o.log.format = log_format;
+  if (!metrics_address.empty()) {
+    if (Status s = ParseMetricsAddress(metrics_address, &o.metrics); !s.ok()) return fail(s);
+    o.metrics.enabled = true;
+  }
+  if (no_metrics) o.metrics.enabled = false;
   for (const auto& spec : model_flags) {
     auto m = ParseModelFlag(spec);
     if (!m.ok()) return fail(m.status());
@@ -701,7 +776,10 @@ std::string ToToml(const DaemonOptions& o) {
                            {"world_nodes", int64_t{o.group.world_nodes}},
                            {"node_rank", int64_t{o.group.node_rank}},
                        });
-  root.insert("log", toml::table{{"level", o.log.level}});
+  root.insert("log", toml::table{{"level", o.log.level}, {"format", o.log.format}});
+  root.insert("metrics", toml::table{{"enabled", o.metrics.enabled},
+                                     {"address", o.metrics.address},
+                                     {"port", int64_t{o.metrics.port}}});
   toml::array allowed;
   for (const std::string& p : o.profiles.allowed) allowed.push_back(p);
   root.insert("profiles",

@@ -132,6 +132,25 @@ struct ExecutorOptions {
 struct LogOptions {
   // spdlog level: trace, debug, info, warn, error, critical, off.
   std::string level = "info";
+  // Line format (logging.h): "text" (human-readable, as before) or "json"
+  // (one JSON object per line with ts, level, msg, for log shippers; the
+  // per-request decode records carry their fields as JSON keys).
+  std::string format = "text";
+};
+
+// The Prometheus endpoint (metrics_http.h). Collection itself always runs
+// while enabled; the endpoint serves it over HTTP.
+struct MetricsOptions {
+  // Off: no endpoint and no collection (vaectl status then has no component
+  // latencies).
+  bool enabled = true;
+  // Address the endpoint binds: loopback by default, so that only local
+  // scrapers (or a proxy) reach it; "0.0.0.0" or a node address exposes it
+  // to the network (the endpoint has no authentication).
+  std::string address = "127.0.0.1";
+  // TCP port; 0 = any free port (the start-up log says which). 9464 is the
+  // port OpenTelemetry's Prometheus exporters use by convention.
+  uint32_t port = 9464;
 };
 
 struct ModelsOptions {
@@ -178,6 +197,7 @@ struct DaemonOptions {
   ExecutorOptions executor;
   GroupOptions group;
   LogOptions log;
+  MetricsOptions metrics;
   ModelsOptions models;
   ProfileOptions profiles;
   QuarantineOptions quarantine;
@@ -224,7 +244,8 @@ struct CommandLine {
 };
 
 // Parses argv: --config FILE, --socket PATH, --intra-op-threads N,
-// --queue-capacity N, --log-level L,
+// --queue-capacity N, --log-level L, --log-format text|json,
+// --metrics-address HOST:PORT (also enables metrics), --no-metrics,
 // --model NAME=KIND[:WEIGHTS[:CONFIG[:AUDIO_WEIGHTS[:AUDIO_CONFIG]]]] (repeatable),
 // --vae-stack-tiling auto|true|false (every tiled model's stack_tiling),
 // --memory-budget-mib N,

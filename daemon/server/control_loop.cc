@@ -50,6 +50,7 @@ class ControlLoop::ExecutorSink : public JobSink {
   }
   size_t queue_depth() const override { return executor_->queue_depth(); }
   void FillGroups(v1::StatusReply* status) const override { executor_->FillGroups(status); }
+  size_t running() const override { return executor_->running(); }
 
  private:
   engine::Executor* const executor_;
@@ -77,6 +78,28 @@ Result<std::unique_ptr<ControlLoop>> ControlLoop::Create(
   loop->sink_ = std::make_unique<ExecutorSink>(loop->executor_.get());
   loop->handler_ = std::make_unique<RequestHandler>(options, registry, loop->sink_.get(),
                                                     &loop->access_, std::move(pid_alive));
+  if (options.metrics.enabled) {
+    // Collection runs whether or not the endpoint can be served: a port
+    // another process holds must not stop decoding (status still has the
+    // component latencies); the warning says what to change.
+    loop->metrics_ = std::make_unique<Metrics>();
+    Result<std::unique_ptr<MetricsServer>> server = MetricsServer::Start(
+        loop->metrics_.get(), options.metrics.address, static_cast<uint16_t>(options.metrics.port));
+    std::string url;
+    if (server.ok()) {
+      loop->metrics_server_ = std::move(server).value();
+      url = loop->metrics_server_->url();
+      spdlog::info("metrics: Prometheus endpoint {}", url);
+    } else {
+      spdlog::warn("metrics: no Prometheus endpoint: {}; metrics are still collected (vaectl "
+                   "status); set metrics.address / metrics.port (--metrics-address HOST:PORT, "
+                   "port 0 = any free port) or metrics.enabled = false",
+                   server.status().ToString());
+    }
+    loop->handler_->set_metrics(loop->metrics_.get(), url);
+  } else {
+    spdlog::info("metrics: disabled (metrics.enabled = false)");
+  }
   return loop;
 }
 
@@ -612,7 +635,11 @@ void ControlLoop::ForwardExecutorReplies() {
     }
     handler_->OnJobReply(client_id, reply, std::chrono::steady_clock::now());
     const std::string routing_id = routing.to_string();
-    if (!SendFramed(routing_id, payload.to_string())) ReplyDropped(routing_id);
+    // A Progress message that does not fit the peer's queue is skipped:
+    // only replies count against a client that does not read.
+    if (!SendFramed(routing_id, payload.to_string()) && !reply.has_progress()) {
+      ReplyDropped(routing_id);
+    }
   }
 }
 

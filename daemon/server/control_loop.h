@@ -38,6 +38,8 @@
 #include "daemon/server/access_control.h"
 #include "daemon/server/client_registry.h"
 #include "daemon/server/config.h"
+#include "daemon/server/metrics.h"
+#include "daemon/server/metrics_http.h"
 #include "daemon/server/request_handler.h"
 #include "daemon/server/systemd_notify.h"
 #include "vaed/framing.h"
@@ -163,6 +165,10 @@ class ControlLoop {
   zmq::context_t context_;
   zmq::socket_t stream_;  // ZMQ_STREAM on ipc://<server.socket>
   zmq::socket_t replies_;
+  // Prometheus metrics (metrics.enabled): the registry the handler feeds and
+  // its HTTP endpoint; declared before the handler, which points at them.
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<engine::Executor> executor_;
   std::unique_ptr<ExecutorSink> sink_;
   AccessPolicy access_;

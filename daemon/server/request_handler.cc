@@ -8,8 +8,11 @@
 #include <limits>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "daemon/models/av_sync.h"
 #include "daemon/server/decode_options.h"
+#include "daemon/server/logging.h"
 #include "vaed/wire.h"
 
 namespace vaed::server {
@@ -210,6 +213,178 @@ void RequestHandler::ApplyQuarantine(const PeerIdentity& who, Clock::time_point 
 }
 
 std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_point now) {
+  decode_.reset();
+  std::optional<v1::Reply> reply = HandleMessage(in, now);
+  if (decode_) {
+    if (reply) {
+      FinishDecode(decode_->model, clients_.Find(decode_->client_id), *reply);
+    } else {
+      // A job: its outcome comes with the sink's reply (OnJobReply).
+      if (job_models_.size() >= 65536) job_models_.clear();  // bounded, never expected
+      job_models_[{decode_->client_id, decode_->request_id}] = decode_->model;
+    }
+  }
+  return reply;
+}
+
+namespace {
+
+// The outcome label of a Decode answered with `code` (metrics.h).
+const char* OutcomeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kProtocolError:
+    case StatusCode::kPermissionDenied:
+      return "validation_error";
+    case StatusCode::kQuarantined:
+      return "quarantined";
+    case StatusCode::kBusy:
+      return "busy";
+    case StatusCode::kDeadlineExceeded:
+      return "deadline";
+    case StatusCode::kResourceExhausted:
+      return "resource_exhausted";
+    case StatusCode::kCancelled:
+      return "cancelled";
+    case StatusCode::kClientFault:
+      return "client_fault";
+    default:
+      return "error";
+  }
+}
+
+// The fallbacks a successful decode took, once each: "oom_fallback" (the
+// failure ladder stepped down, or plans were released, after out of
+// memory), "compile_fallback" (a compiled plan failed to build or run and
+// the bucket went eager), "collective_fallback" (the VAE group failed or
+// was unavailable and the output rank decoded alone).
+std::vector<const char*> FallbacksOf(const v1::DecodeReply& d) {
+  bool oom = false, compile = false, collective = !d.group().fallback().empty();
+  for (const std::string& f : d.tiling().fallbacks()) {
+    if (f.rfind("group: ", 0) == 0) {
+      collective = true;
+    } else if (f.find("out of memory") != std::string::npos) {
+      oom = true;
+    } else if (f.find("eager-only") != std::string::npos || f.find("plan") != std::string::npos) {
+      compile = true;
+    }
+  }
+  std::vector<const char*> out;
+  if (oom) out.push_back("oom_fallback");
+  if (compile) out.push_back("compile_fallback");
+  if (collective) out.push_back("collective_fallback");
+  return out;
+}
+
+nlohmann::json ShapeJson(const google::protobuf::RepeatedField<int64_t>& shape) {
+  return nlohmann::json(std::vector<int64_t>(shape.begin(), shape.end()));
+}
+
+}  // namespace
+
+void RequestHandler::FinishDecode(const std::string& model, const ClientState* client,
+                                  const v1::Reply& reply) {
+  // Bounded label values: a configured model, else "unknown".
+  std::string label = model.empty() ? registry_->default_model() : model;
+  if (registry_->Find(label) == nullptr) label = "unknown";
+  const Status status = reply.has_error() ? FromProtoError(reply.error()) : Status::Ok();
+  const char* outcome = reply.has_decode() ? "ok" : OutcomeName(status.code());
+  ++outcomes_[outcome];
+  nlohmann::json record = {{"request_id", reply.request_id()}, {"model", label},
+                           {"outcome", outcome}};
+  if (client != nullptr) {
+    record["client_id"] = client->id;
+    record["client"] = client->name;
+    record["pid"] = client->pid;
+  }
+  if (!reply.has_decode()) {
+    if (metrics_ != nullptr) metrics_->CountOutcome(label, outcome);
+    record["error"] = status.ToString();
+    LogDecodeRecord(record);
+    return;
+  }
+  const v1::DecodeReply& d = reply.decode();
+  peak_rss_bytes_ = std::max<uint64_t>(peak_rss_bytes_, d.peak_rss_bytes());
+  const std::vector<const char*> fallbacks = FallbacksOf(d);
+  for (const char* f : fallbacks) ++outcomes_[f];
+  std::vector<std::pair<std::string, double>> timings;
+  nlohmann::json timing_json = nlohmann::json::object();
+  for (const v1::Timing& t : d.timings()) {
+    timings.emplace_back(t.component(), t.seconds());
+    timing_json[t.component()] = t.seconds();
+  }
+  const std::string stack =
+      d.has_tiling() ? (d.tiling().max_tiles_per_call() > 1 ? "stacked" : "sequential")
+                     : "untiled";
+  const uint32_t group_size = d.has_group() && d.group().size() > 0 ? d.group().size() : 1;
+  if (metrics_ != nullptr) {
+    DecodeLabels labels;
+    labels.model = label;
+    labels.profile = d.profile();
+    labels.resolution = d.frames() > 0 ? std::to_string(d.height_px()) + "x" +
+                                             std::to_string(d.width_px())
+                                       : "audio";
+    labels.stack = stack;
+    labels.group_size = group_size;
+    metrics_->ObserveDecode(labels, timings);
+    for (const char* f : fallbacks) metrics_->CountOutcome(label, f);
+  }
+  if (d.latent_shape_size() > 0) {
+    record["latent_shape"] = ShapeJson(d.latent_shape());
+    record["output_shape"] = ShapeJson(d.output_shape());
+  }
+  if (d.has_audio()) {
+    record["audio_latent_shape"] = ShapeJson(d.audio().latent_shape());
+    record["audio_output_shape"] = ShapeJson(d.audio().output_shape());
+  }
+  record["mode"] = d.profile();
+  record["warm"] = d.warm();
+  record["stack"] = stack;
+  record["stack_decision"] = d.has_tiling() ? d.tiling().stack_decision() : d.stack_decision();
+  record["compile"] = d.compile_decision();
+  record["group_size"] = group_size;
+  if (!fallbacks.empty()) {
+    record["fallbacks"] = std::vector<std::string>(fallbacks.begin(), fallbacks.end());
+  }
+  record["timings"] = std::move(timing_json);
+  LogDecodeRecord(record);
+}
+
+void RequestHandler::PublishMetrics(Clock::time_point now) {
+  v1::StatusReply s;
+  FillStatus(&s, now);
+  metrics_->SetGauge("vaed_up", 1);
+  metrics_->SetGauge("vaed_healthy", s.healthy() ? 1 : 0);
+  metrics_->SetGauge("vaed_uptime_seconds", s.uptime_seconds());
+  metrics_->SetGauge("vaed_queue_depth", s.queue_depth());
+  metrics_->SetGauge("vaed_in_flight", s.in_flight());
+  metrics_->SetGauge("vaed_clients", s.clients());
+  metrics_->SetGauge("vaed_quarantined_clients", s.quarantined_size());
+  metrics_->SetGauge("vaed_resident_weight_bytes", static_cast<double>(s.resident_weight_bytes()));
+  metrics_->SetGauge("vaed_plan_cache_entries", s.plan_cache_entries());
+  metrics_->SetGauge("vaed_peak_rss_bytes", static_cast<double>(s.peak_rss_bytes()));
+  for (const v1::GroupStatus& g : s.groups()) {
+    metrics_->SetGauge("vaed_group_generation", static_cast<double>(g.generation()), "group",
+                       g.name());
+  }
+  for (const v1::RankStatus& r : s.rank_status()) {
+    const std::string rank = std::to_string(r.rank());
+    metrics_->SetCounter("vaed_rank_busy_seconds_total", r.busy_seconds(), "rank", rank);
+    metrics_->SetCounter("vaed_rank_tiles_total", static_cast<double>(r.tiles()), "rank", rank);
+  }
+  metrics_->SetCounter("vaed_client_faults_total", static_cast<double>(s.client_faults()));
+  metrics_->SetCounter("vaed_protocol_errors_total", static_cast<double>(s.protocol_errors()));
+  metrics_->SetCounter("vaed_rejected_connections_total",
+                       static_cast<double>(s.rejected_connections()));
+}
+
+std::optional<v1::Reply> RequestHandler::HandleMessage(const Incoming& in, Clock::time_point now) {
   const PeerIdentity who = IdentityOf(in);
   v1::Reply reply;
   auto fail = [&](const Status& s, std::optional<FaultKind> kind,
@@ -226,6 +401,9 @@ std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_
   v1::Request req;
   const bool parsed =
       well_formed && req.ParseFromArray(in.payload.data(), static_cast<int>(in.payload.size()));
+  if (parsed && req.body_case() == v1::Request::kDecode && !req.decode().plan_only()) {
+    decode_ = DecodeInFlight{req.decode().model(), req.client_id(), req.request_id()};
+  }
   if (!parsed || !AllowedInQuarantine(req.body_case())) {
     if (Status q = quarantine_.Check(who, now); !q.ok()) {
       ++quarantine_rejections_;
@@ -673,6 +851,7 @@ Result<bool> RequestHandler::HandleDecode(ClientState* client, const std::string
   job->settings.faults = options.faults;
   job->settings.tiling = options.tiling;
   job->requested_group_size = d.options().group_size();
+  job->progress = d.options().progress();
   job->video = std::move(video);
   job->audio = std::move(audio);
   job->av = av;
@@ -753,6 +932,14 @@ Status RequestHandler::HandleReleaseQuarantine(const Incoming& in, const v1::Rel
 
 void RequestHandler::OnJobReply(uint64_t client_id, const v1::Reply& reply, Clock::time_point now) {
   ClientState* c = clients_.Find(client_id);
+  if (reply.has_progress()) {  // not the end of the job: its reply follows
+    if (c != nullptr) c->last_seen = now;
+    return;
+  }
+  if (auto it = job_models_.find({client_id, reply.request_id()}); it != job_models_.end()) {
+    FinishDecode(it->second, c, reply);
+    job_models_.erase(it);
+  }
   if (c != nullptr) {
     if (c->in_flight > 0) --c->in_flight;
     // The silence timeout counts from the last exchange, and a reply is
@@ -810,6 +997,10 @@ void RequestHandler::OnDisconnected(const std::string& routing_id) {
 }
 
 void RequestHandler::Tick(Clock::time_point now) {
+  if (metrics_ != nullptr && now - metrics_published_ >= std::chrono::seconds(1)) {
+    metrics_published_ = now;
+    PublishMetrics(now);
+  }
   for (const auto& e : clients_.FindExpired(now, milliseconds(options_.server.client_timeout_ms))) {
     const ClientState* c = clients_.Find(e.client_id);
     const size_t cancelled = sink_->CancelClient(
@@ -865,6 +1056,33 @@ void RequestHandler::FillStatus(v1::StatusReply* s, Clock::time_point now) const
     }
   }
   s->set_default_model(registry_->default_model());
+  uint64_t weight_bytes = 0;
+  uint32_t plans = 0;
+  for (const v1::ModelInfo& m : s->models()) {
+    weight_bytes += m.resident_bytes();
+    plans += static_cast<uint32_t>(m.plan_cache().buckets_size());
+  }
+  // Every local rank holds its own copy of the models.
+  s->set_resident_weight_bytes(weight_bytes * std::max<uint32_t>(1, s->ranks()));
+  s->set_plan_cache_entries(plans * std::max<uint32_t>(1, s->ranks()));
+  s->set_peak_rss_bytes(peak_rss_bytes_);
+  s->set_in_flight(static_cast<uint32_t>(sink_->running()));
+  for (const auto& [outcome, count] : outcomes_) {
+    v1::OutcomeCount* o = s->add_outcomes();
+    o->set_outcome(outcome);
+    o->set_count(count);
+  }
+  if (metrics_ != nullptr) {
+    for (const ComponentSummary& c : metrics_->Components()) {
+      v1::ComponentStats* out = s->add_components();
+      out->set_component(c.component);
+      out->set_count(c.count);
+      out->set_sum_seconds(c.sum_seconds);
+      out->set_p50_seconds(c.p50_seconds);
+      out->set_p95_seconds(c.p95_seconds);
+    }
+  }
+  s->set_metrics_url(metrics_url_);
   s->set_clients(static_cast<uint32_t>(clients_.client_count()));
   s->set_regions(static_cast<uint32_t>(clients_.region_count()));
   s->set_requests_served(requests_served_);

@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,7 @@
 #include "daemon/server/access_control.h"
 #include "daemon/server/client_registry.h"
 #include "daemon/server/config.h"
+#include "daemon/server/metrics.h"
 #include "daemon/server/peer.h"
 #include "daemon/server/quarantine.h"
 #include "vaed/status.h"
@@ -57,6 +59,8 @@ class JobSink {
   virtual size_t queue_depth() const = 0;
   // Status: the ranks and VAE groups serving the jobs.
   virtual void FillGroups(v1::StatusReply* status) const { (void)status; }
+  // Jobs running now.
+  virtual size_t running() const { return 0; }
 };
 
 // One message as the control socket received it.
@@ -80,6 +84,14 @@ class RequestHandler {
   // Handles one message. Returns the reply to send to in.routing_id now, or
   // nullopt when the request became a job (the sink replies).
   std::optional<v1::Reply> Handle(const Incoming& in, Clock::time_point now);
+
+  // Metrics (metrics.h) to feed: decode outcomes and component timings as
+  // replies go out, gauges from Tick() once a second. Null = none (status
+  // then has no component latencies). Must outlive the handler.
+  void set_metrics(Metrics* metrics, std::string url) {
+    metrics_ = metrics;
+    metrics_url_ = std::move(url);
+  }
 
   // The sink's reply to a job of `client_id`: updates the client's in-flight
   // count and the counters, and counts a client_fault / invalid_argument
@@ -124,6 +136,16 @@ class RequestHandler {
   // Identity of a message's sender: its peer credentials' uid and pid, or
   // without them the one shared identity {uid -1, pid 0}.
   PeerIdentity IdentityOf(const Incoming& in) const;
+  // Handle() without the per-request accounting below.
+  std::optional<v1::Reply> HandleMessage(const Incoming& in, Clock::time_point now);
+  // The end of a Decode request (not plan-only): counts its outcome (and,
+  // for a decode, the fallbacks it took), observes its timings and writes
+  // its one log record (logging.h). `client` may be null (unknown).
+  void FinishDecode(const std::string& model, const ClientState* client, const v1::Reply& reply);
+  // Outcomes of the decodes answered so far ("ok", "busy", ...).
+  std::map<std::string, uint64_t> outcomes_;
+  // Sets the metrics gauges and counters from the daemon's state.
+  void PublishMetrics(Clock::time_point now);
   // Counts `status` as a fault of `who` when its code is a client's fault
   // (see the header comment); quarantines and acts when it trips.
   void CountFault(const PeerIdentity& who, const std::string& client_name, const Status& status,
@@ -160,6 +182,22 @@ class RequestHandler {
   uint64_t deadline_exceeded_ = 0;
   uint64_t rejected_connections_ = 0;
   uint64_t dropped_replies_ = 0;
+  uint64_t peak_rss_bytes_ = 0;  // highest DecodeReply.peak_rss_bytes
+
+  Metrics* metrics_ = nullptr;
+  std::string metrics_url_;
+  Clock::time_point metrics_published_{};
+  // The Decode request HandleMessage() is handling (set once the request
+  // parsed; plan-only requests leave it unset).
+  struct DecodeInFlight {
+    std::string model;  // as sent ("" = the default model)
+    uint64_t client_id = 0;
+    uint64_t request_id = 0;
+  };
+  std::optional<DecodeInFlight> decode_;
+  // Request ids of Decode jobs in flight, with their model as sent, to
+  // label their outcome when the sink replies.
+  std::map<std::pair<uint64_t, uint64_t>, std::string> job_models_;
 };
 
 }  // namespace vaed::server

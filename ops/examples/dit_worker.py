@@ -24,7 +24,7 @@ place, and the files written. MP4 needs the ffmpeg CLI (skipped without it).
 
 Run it against a running daemon, from the repository root:
 
-    PYTHONPATH=build/python python3 ops/examples/dit_worker.py \
+    PYTHONPATH=build/python /usr/bin/python3 ops/examples/dit_worker.py \
         --socket /run/vaed/vaed.sock --out out/examples
 
 Exit status: 0 on success (also when the shared files are absent: skipped),

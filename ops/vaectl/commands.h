@@ -61,9 +61,34 @@ struct DecodeCommandOptions {
   // (DecodeRequest::group_size): 0 = the daemon's group.size, otherwise one
   // of its group.qualified_sizes (the daemon refuses others). Same bytes.
   uint32_t group_size = 0;
+  // Per-window progress on stderr: auto (a bar on a terminal), bar, lines
+  // or none (ParseProgressMode).
+  std::string progress = "auto";
+};
+
+// `vaectl top`.
+struct TopCommandOptions {
+  // Seconds between refreshes (GetStatus polls); must be finite and > 0.
+  // Shorter shows rates over shorter, noisier spans.
+  double interval_seconds = 1.0;
+  // Frames to show before exiting; 0 = until 'q', SIGINT or SIGTERM.
+  int64_t iterations = 0;
+  // Append each frame (followed by a blank line) instead of clearing the
+  // screen and redrawing: for logs, pipes and tests.
+  bool no_clear = false;
 };
 
 int RunStatus(const GlobalOptions& global);
+// `vaectl top`: a live view of the daemon (frames from RenderTop in
+// top_view.h) refreshed every interval_seconds until options.iterations
+// frames were shown, SIGINT or SIGTERM arrives, or 'q' is typed (when stdin
+// is a terminal, which is put in non-canonical no-echo mode meanwhile and
+// restored). A daemon that cannot be reached is shown as "daemon
+// unavailable: <reason>" and polled again next refresh; it never ends the
+// command. Exit code: that of the last refresh (kExitOk the daemon
+// answered, kExitUnavailable it did not); kExitFailure for invalid options
+// or global --json (not supported: use `vaectl status --json`).
+int RunTop(const GlobalOptions& global, const TopCommandOptions& options);
 // `vaectl quarantine list`: quarantined client processes and clients.
 int RunQuarantineList(const GlobalOptions& global);
 // `vaectl quarantine release TARGET` (a client id, pid:N, uid:N, a client

@@ -1,4 +1,7 @@
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -279,8 +282,26 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
                             Shape(plan->audio().output_shape())};
   }
 
+  auto progress_mode =
+      ParseProgressMode(options.progress, isatty(STDERR_FILENO) == 1, global.json);
+  if (!progress_mode.ok()) return ReportFailure("decode", progress_mode.status());
+  bool bar_open = false;
+  if (*progress_mode != ProgressMode::kNone) {
+    request.progress = [mode = *progress_mode, &bar_open](const v1::Progress& p) {
+      if (mode == ProgressMode::kLines) {
+        std::fprintf(stderr, "%s\n", FormatProgressLine(p).c_str());
+      } else {
+        // Redrawn in place; "\x1b[K" clears what a longer line left.
+        std::fprintf(stderr, "\r%s\x1b[K", FormatProgressBar(p, 30).c_str());
+        bar_open = p.fraction() < 1.0;
+        if (!bar_open) std::fputc('\n', stderr);
+      }
+      std::fflush(stderr);
+    };
+  }
   const auto start = std::chrono::steady_clock::now();
   auto reply = client->Decode(request);
+  if (bar_open) std::fputc('\n', stderr);  // the decode failed before 100 %
   const double round_trip =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!reply.ok()) return ReportFailure("decode", reply.status());

@@ -23,6 +23,19 @@
 
 namespace vaed::vaectl {
 
+// `vaectl decode --progress`: how Progress messages are shown (on stderr).
+enum class ProgressMode { kNone, kBar, kLines };
+// "auto" (a bar when stderr is a terminal and the report is not --json,
+// else none), "bar", "lines" or "none". Errors: kInvalidArgument naming
+// --progress.
+Result<ProgressMode> ParseProgressMode(const std::string& text, bool stderr_is_tty, bool json);
+// One progress line, e.g. "progress  50%  video window 2/4 (8/16 tiles)
+// elapsed 1.2 s, ETA 1.2 s".
+std::string FormatProgressLine(const v1::Progress& p);
+// A terminal progress bar `width` cells wide, without the leading '\r':
+// "[##########----------]  50% video window 2/4  1.2 s elapsed, ETA 1.2 s".
+std::string FormatProgressBar(const v1::Progress& p, int width);
+
 // Output formats of `vaectl decode --format`.
 enum class OutputKind { kPngSequence, kPngImage, kMp4, kRaw, kNone };
 

@@ -14,6 +14,7 @@ constexpr const char* kFooter =
     "Examples:\n"
     "  vaectl status\n"
     "  vaectl --socket /tmp/vaed/vaed.sock status --json\n"
+    "  vaectl top --interval 2\n"
     "  vaectl quarantine list\n"
     "  vaectl quarantine release pid:4242\n"
     "  vaectl decode ../shared/data/taef2/video_bikes.safetensors --model taef2 --format mp4\n"
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   using vaed::vaectl::GlobalOptions;
   GlobalOptions global;
   DecodeCommandOptions decode;
+  vaed::vaectl::TopCommandOptions top;
 
   CLI::App app{kDescription, "vaectl"};
   app.footer(kFooter);
@@ -102,6 +104,40 @@ int main(int argc, char** argv) {
       "weights path and sha256, resident memory); connected clients, registered regions,\n"
       "requests served/failed, protocol errors, queue depth and intra-op threads.\n"
       "Exit status: 0 healthy, 2 not running, 3 unhealthy.");
+
+  CLI::App* top_cmd = app.add_subcommand(
+      "top", "Live view: requests/s, outcomes, queue, latency per component, rank utilisation");
+  top_cmd->footer(
+      "Polls the daemon's status every --interval seconds and redraws: version, pid, uptime,\n"
+      "health and socket; requests/s and totals; outcome counts; queue depth, in-flight\n"
+      "decodes, clients and quarantined clients; memory and the metrics endpoint; each\n"
+      "component's count, p50/p95/mean since start and mean over the last refresh; each\n"
+      "rank's utilisation over the last refresh (busy seconds gained / wall seconds) and\n"
+      "last imbalance (max / mean rank time); the VAE groups. The first frame shows\n"
+      "averages since the daemon started. A daemon that goes away is shown as \"daemon\n"
+      "unavailable\" and polled again. Quit with q (stdin a terminal), Ctrl-C or SIGTERM.\n"
+      "Exit status: that of the last refresh: 0 answered, 2 not running.");
+  top_cmd
+      ->add_option("--interval", top.interval_seconds, "seconds between refreshes (> 0)")
+      ->capture_default_str()
+      ->type_name("SECONDS")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            try {
+              const double s = std::stod(v);
+              if (s > 0 && s <= 86400) return "";  // false for NaN
+            } catch (const std::exception&) {
+            }
+            return "--interval " + v + " must be a number of seconds in (0, 86400]";
+          },
+          ""));
+  top_cmd
+      ->add_option("--iterations", top.iterations,
+                   "frames to show, then exit (0 = until q, Ctrl-C or SIGTERM)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  top_cmd->add_flag("--no-clear", top.no_clear,
+                    "append each frame instead of clearing the screen (logs, pipes)");
 
   CLI::App* quarantine = app.add_subcommand(
       "quarantine", "List quarantined client processes, or release one (list | release TARGET)");
@@ -225,10 +261,18 @@ int main(int argc, char** argv) {
                    "lists the groups); same output, the report's group line shows the ranks")
       ->capture_default_str()
       ->type_name("N");
+  decode_cmd
+      ->add_option("--progress", decode.progress,
+                   "progress while the daemon decodes, on stderr: auto (a bar with ETA when "
+                   "stderr is a terminal and not --json), bar, lines (one line per temporal "
+                   "window / frame batch / audio) or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
 
   CLI11_PARSE(app, argc, argv);
 
   if (status->parsed()) return vaed::vaectl::RunStatus(global);
+  if (top_cmd->parsed()) return vaed::vaectl::RunTop(global, top);
   if (quarantine_list->parsed()) return vaed::vaectl::RunQuarantineList(global);
   if (quarantine_release->parsed()) {
     return vaed::vaectl::RunQuarantineRelease(global, release_target);

@@ -1,5 +1,6 @@
 #include "ops/vaectl/status_report.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "ops/common/text_format.h"
@@ -23,6 +24,31 @@ std::string RankList(const google::protobuf::RepeatedField<uint32_t>& ranks) {
 }
 
 }  // namespace
+
+std::string FormatImbalance(double imbalance) {
+  if (!std::isfinite(imbalance) || imbalance <= 0) return "-";
+  return ops::FormatFixed(imbalance, 2) + "x";
+}
+
+std::string FormatOutcomes(const v1::StatusReply& s) {
+  std::string line;
+  for (const auto& o : s.outcomes()) {
+    if (o.count() == 0 && o.outcome() != "ok") continue;
+    line += (line.empty() ? "" : ", ") + o.outcome() + " " + std::to_string(o.count());
+  }
+  return line.empty() ? "-" : line;
+}
+
+std::string FormatLatency(const v1::StatusReply& s) {
+  if (s.components_size() == 0) return "";
+  ops::TextTable t({"component", "count", "p50", "p95", "mean"}, {false, true, true, true, true});
+  for (const auto& c : s.components()) {
+    const double mean = c.count() > 0 ? c.sum_seconds() / static_cast<double>(c.count()) : -1.0;
+    t.AddRow({c.component(), std::to_string(c.count()), ops::HumanDuration(c.p50_seconds()),
+              ops::HumanDuration(c.p95_seconds()), ops::HumanDuration(mean)});
+  }
+  return "\nlatency (since start)\n" + t.Render();
+}
 
 nlohmann::json QuarantineToJson(const v1::QuarantineEntry& q) {
   return {{"uid", q.uid()},
@@ -120,7 +146,8 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
                       {"state", g.state()},
                       {"runs", g.runs()},
                       {"failures", g.failures()},
-                      {"last_failure", g.last_failure()}});
+                      {"last_failure", g.last_failure()},
+                      {"last_imbalance", g.last_imbalance()}});
   }
   nlohmann::json client_list = nlohmann::json::array();
   for (const auto& c : s.client_list()) {
@@ -133,6 +160,24 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
                            {"in_flight", c.in_flight()},
                            {"faults_in_window", c.faults_in_window()},
                            {"idle_seconds", c.idle_seconds()}});
+  }
+  nlohmann::json components = nlohmann::json::object();
+  for (const auto& c : s.components()) {
+    components[c.component()] = {
+        {"count", c.count()},
+        {"sum_seconds", c.sum_seconds()},
+        {"p50_seconds", c.p50_seconds()},
+        {"p95_seconds", c.p95_seconds()},
+        {"mean_seconds", c.count() > 0 ? c.sum_seconds() / static_cast<double>(c.count()) : 0.0}};
+  }
+  nlohmann::json outcomes = nlohmann::json::object();
+  for (const auto& o : s.outcomes()) outcomes[o.outcome()] = o.count();
+  nlohmann::json rank_status = nlohmann::json::array();
+  for (const auto& r : s.rank_status()) {
+    rank_status.push_back({{"rank", r.rank()},
+                           {"busy_seconds", r.busy_seconds()},
+                           {"tiles", r.tiles()},
+                           {"last_imbalance", r.last_imbalance()}});
   }
   return {
       {"healthy", s.healthy()},
@@ -163,17 +208,34 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
       {"client_list", client_list},
       {"ranks", s.ranks()},
       {"groups", groups},
+      {"components", components},
+      {"outcomes", outcomes},
+      {"in_flight", s.in_flight()},
+      {"resident_weight_bytes", s.resident_weight_bytes()},
+      {"plan_cache_entries", s.plan_cache_entries()},
+      {"peak_rss_bytes", s.peak_rss_bytes()},
+      {"rank_status", rank_status},
+      {"metrics_url", s.metrics_url()},
   };
 }
 
 std::string FormatGroups(const v1::StatusReply& s) {
   if (s.groups_size() == 0) return "";
   bool any_failure = false;
-  for (const auto& g : s.groups()) any_failure = any_failure || !g.last_failure().empty();
+  bool any_imbalance = false;
+  for (const auto& g : s.groups()) {
+    any_failure = any_failure || !g.last_failure().empty();
+    any_imbalance = any_imbalance || FormatImbalance(g.last_imbalance()) != "-";
+  }
   std::vector<std::string> header = {"group", "size",     "ranks", "generation",
                                      "state", "runs",     "failures"};
+  std::vector<bool> right_align = {false, true, false, true, false, true, true};
+  if (any_imbalance) {
+    header.push_back("last imbalance");
+    right_align.push_back(true);
+  }
   if (any_failure) header.push_back("last failure");
-  ops::TextTable t(std::move(header), {false, true, false, true, false, true, true, false});
+  ops::TextTable t(std::move(header), std::move(right_align));
   for (const auto& g : s.groups()) {
     std::vector<std::string> row = {g.name(),
                                     std::to_string(g.size()),
@@ -182,6 +244,7 @@ std::string FormatGroups(const v1::StatusReply& s) {
                                     g.state(),
                                     std::to_string(g.runs()),
                                     std::to_string(g.failures())};
+    if (any_imbalance) row.push_back(FormatImbalance(g.last_imbalance()));
     if (any_failure) row.push_back(g.last_failure().empty() ? "-" : g.last_failure());
     t.AddRow(std::move(row));
   }
@@ -202,8 +265,21 @@ std::string FormatStatus(const v1::StatusReply& s) {
   summary.AddRow({"requests", std::to_string(s.requests_served()) + " served, " +
                                   std::to_string(s.requests_failed()) + " failed, " +
                                   std::to_string(s.protocol_errors()) + " protocol errors"});
+  summary.AddRow({"outcomes", FormatOutcomes(s)});
   summary.AddRow({"executor", "queue depth " + std::to_string(s.queue_depth()) + ", " +
+                                  std::to_string(s.in_flight()) + " in flight, " +
                                   std::to_string(s.intra_op_threads()) + " intra-op threads"});
+  summary.AddRow(
+      {"memory", "resident weights " + ops::HumanBytes(s.resident_weight_bytes()) +
+                     " (all models, all ranks), " + std::to_string(s.plan_cache_entries()) +
+                     " plan-cache entries, peak RSS " + ops::HumanBytes(s.peak_rss_bytes())});
+  // An empty URL: metrics disabled (then there are no components either),
+  // or the endpoint could not be served (the daemon's log says why).
+  summary.AddRow(
+      {"metrics", s.metrics_url().empty()
+                      ? std::string(s.components_size() == 0 ? "endpoint: off (no latency data)"
+                                                             : "endpoint: off")
+                      : s.metrics_url()});
   summary.AddRow({"reliability",
                   std::to_string(s.client_faults()) + " client faults, " +
                       std::to_string(s.quarantined_size()) + " quarantined now (" +
@@ -263,6 +339,16 @@ std::string FormatStatus(const v1::StatusReply& s) {
   out << "(* = default model";
   if (any_demo) out << "; DEMO = deterministic random weights, not a trained decoder";
   out << ")\n";
+  out << FormatLatency(s);
+  if (s.rank_status_size() > 0) {
+    out << "\nranks (since start)\n";
+    ops::TextTable ranks({"rank", "busy", "tiles", "last imbalance"}, {true, true, true, true});
+    for (const auto& r : s.rank_status()) {
+      ranks.AddRow({std::to_string(r.rank()), ops::HumanDuration(r.busy_seconds()),
+                    std::to_string(r.tiles()), FormatImbalance(r.last_imbalance())});
+    }
+    out << ranks.Render();
+  }
   out << FormatGroups(s);
   return out.str();
 }

@@ -21,7 +21,15 @@ namespace vaed::vaectl {
 // client_list [{client_id, name, uid, pid, regions, region_bytes,
 // in_flight, faults_in_window, idle_seconds}], ranks (the daemon's local
 // VAE ranks), groups [{name, size, ranks [global rank], generation, state,
-// runs, failures, last_failure}]. Sizes in bytes, durations in seconds.
+// runs, failures, last_failure, last_imbalance}], and the observability
+// fields: components {<component>: {count, sum_seconds, p50_seconds,
+// p95_seconds, mean_seconds}} (daemon lifetime; empty when the daemon runs
+// with metrics disabled), outcomes {<outcome>: count}, in_flight,
+// resident_weight_bytes, plan_cache_entries, peak_rss_bytes, rank_status
+// [{rank (global), busy_seconds, tiles, last_imbalance}], metrics_url (""
+// when the Prometheus endpoint is off). Imbalances are max / mean rank
+// decode time (1.0 = even; 0 = no grouped run yet). Sizes in bytes,
+// durations in seconds.
 nlohmann::json StatusToJson(const v1::StatusReply& status);
 
 // {uid, pid, client_name, offences, remaining_seconds, duration_seconds,
@@ -39,8 +47,24 @@ std::string FormatQuarantine(const v1::StatusReply& status);
 // no groups (a daemon older than issue 7).
 std::string FormatGroups(const v1::StatusReply& status);
 
-// A few lines of summary, a table of models (human-readable durations and
-// sizes; demo models are flagged) and FormatGroups.
+// "1.07x" for a max / mean imbalance, "-" for 0 (no grouped run yet) or a
+// value that is not finite.
+std::string FormatImbalance(double imbalance);
+
+// "ok 120, busy 1, deadline 2": the reply's outcome counts in its order,
+// those with a zero count left out except "ok"; "-" when it has none.
+std::string FormatOutcomes(const v1::StatusReply& status);
+
+// Per-component latency over the daemon's lifetime as a table headed
+// "latency (since start)": component, count, p50, p95, mean (human
+// durations). Empty when the reply has no components.
+std::string FormatLatency(const v1::StatusReply& status);
+
+// A few lines of summary (requests, outcomes, in flight, resident weights,
+// plan-cache entries, peak RSS, metrics endpoint), a table of models
+// (human-readable durations and sizes; demo models are flagged),
+// FormatLatency, per-rank busy time, tiles and last imbalance, and
+// FormatGroups.
 std::string FormatStatus(const v1::StatusReply& status);
 
 }  // namespace vaed::vaectl

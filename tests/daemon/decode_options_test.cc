@@ -315,5 +315,89 @@ TEST(RuntimeConfigTest, StackTilingAndBudgetFlags) {
   EXPECT_NE(cli.exit_code, 0);
 }
 
+// [metrics] and log.format: defaults, TOML keys, validation naming the key,
+// the flags, and --print-config's TOML.
+TEST(ObservabilityConfigTest, MetricsAndLogFormatKeysParseValidateAndRoundTrip) {
+  auto defaults = ParseConfigToml(kDefaultConfigToml, "embedded defaults", DaemonOptions{});
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_TRUE(defaults->metrics.enabled);
+  EXPECT_EQ(defaults->metrics.address, "127.0.0.1");
+  EXPECT_EQ(defaults->metrics.port, 9464u);
+  EXPECT_EQ(defaults->log.format, "text");
+
+  auto o = ParseConfigToml("[metrics]\nenabled = false\naddress = \"0.0.0.0\"\nport = 0\n"
+                           "[log]\nformat = \"json\"\n",
+                           "t.toml", DaemonOptions{});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_FALSE(o->metrics.enabled);
+  EXPECT_EQ(o->metrics.address, "0.0.0.0");
+  EXPECT_EQ(o->metrics.port, 0u);
+  EXPECT_EQ(o->log.format, "json");
+  const std::string toml = ToToml(*o);
+  EXPECT_THAT(toml, HasSubstr("[metrics]\naddress = '0.0.0.0'\nenabled = false\nport = 0"));
+  EXPECT_THAT(toml, HasSubstr("format = 'json'"));
+  // What --print-config prints parses back to the same options.
+  auto back = ParseConfigToml(toml, "printed", DaemonOptions{});
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->metrics.address, "0.0.0.0");
+  EXPECT_FALSE(back->metrics.enabled);
+  EXPECT_EQ(back->log.format, "json");
+
+  auto bad = ParseConfigToml("[metrics]\nport = 65536\n", "t.toml", DaemonOptions{});
+  EXPECT_THAT(bad.status().message(), HasSubstr("t.toml: metrics.port is 65536; must be 0..65535"));
+  bad = ParseConfigToml("[metrics]\nport = -1\n", "t.toml", DaemonOptions{});
+  EXPECT_THAT(bad.status().message(), HasSubstr("metrics.port is -1"));
+  bad = ParseConfigToml("[metrics]\nenabled = \"yes\"\n", "t.toml", DaemonOptions{});
+  EXPECT_THAT(bad.status().message(), HasSubstr("metrics.enabled must be true or false"));
+  bad = ParseConfigToml("[metrics]\npath = \"/m\"\n", "t.toml", DaemonOptions{});
+  EXPECT_THAT(bad.status().message(), HasSubstr("metrics.path is not a known key"));
+
+  DaemonOptions v = *defaults;
+  EXPECT_TRUE(ValidateOptions(v).ok()) << ValidateOptions(v).ToString();
+  v.metrics.address = "";
+  EXPECT_THAT(ValidateOptions(v).message(), HasSubstr("metrics.address must not be empty"));
+  v = *defaults;
+  v.log.format = "xml";
+  EXPECT_THAT(ValidateOptions(v).message(), HasSubstr("log.format is 'xml'"));
+}
+
+TEST(ObservabilityConfigTest, MetricsAndLogFormatFlags) {
+  Argv argv({"vaed", "--metrics-address", "[::1]:0", "--log-format", "json"});
+  CommandLine cli = ParseCommandLine(static_cast<int>(argv.pointers.size()), argv.pointers.data());
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_TRUE(cli.options.metrics.enabled);
+  EXPECT_EQ(cli.options.metrics.address, "::1");
+  EXPECT_EQ(cli.options.metrics.port, 0u);
+  EXPECT_EQ(cli.options.log.format, "json");
+
+  Argv host({"vaed", "--metrics-address", "localhost:19464"});
+  cli = ParseCommandLine(static_cast<int>(host.pointers.size()), host.pointers.data());
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_EQ(cli.options.metrics.address, "localhost");
+  EXPECT_EQ(cli.options.metrics.port, 19464u);
+
+  Argv off({"vaed", "--no-metrics"});
+  cli = ParseCommandLine(static_cast<int>(off.pointers.size()), off.pointers.data());
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_FALSE(cli.options.metrics.enabled);
+  EXPECT_EQ(cli.options.log.format, "text");
+
+  for (const char* spec : {"9464", "127.0.0.1", ":9464", "127.0.0.1:", "127.0.0.1:65536",
+                           "::1:9464", "[::1:9464", "h:12x"}) {
+    Argv bad({"vaed", "--metrics-address", spec});
+    cli = ParseCommandLine(static_cast<int>(bad.pointers.size()), bad.pointers.data());
+    EXPECT_TRUE(cli.exit_now) << spec;
+    EXPECT_NE(cli.exit_code, 0) << spec;
+  }
+  Argv both({"vaed", "--no-metrics", "--metrics-address", "127.0.0.1:1"});
+  cli = ParseCommandLine(static_cast<int>(both.pointers.size()), both.pointers.data());
+  EXPECT_TRUE(cli.exit_now);
+  EXPECT_NE(cli.exit_code, 0);
+  Argv format({"vaed", "--log-format", "xml"});
+  cli = ParseCommandLine(static_cast<int>(format.pointers.size()), format.pointers.data());
+  EXPECT_TRUE(cli.exit_now);
+  EXPECT_NE(cli.exit_code, 0);
+}
+
 }  // namespace
 }  // namespace vaed::server

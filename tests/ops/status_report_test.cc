@@ -140,5 +140,114 @@ TEST(FormatStatusTest, DaemonWithoutGroupsPrintsNoGroupTable) {
   EXPECT_THAT(FormatStatus(SampleStatus()), ::testing::Not(HasSubstr("VAE groups")));
 }
 
+// SampleStatus plus what issue 9 added: latency per component, outcomes,
+// memory, per-rank work and the metrics endpoint.
+v1::StatusReply StatusWithMetrics() {
+  v1::StatusReply s = StatusWithGroups(/*with_failure=*/false);
+  v1::ComponentStats* c = s.add_components();
+  c->set_component("decode");
+  c->set_count(4);
+  c->set_sum_seconds(0.2);
+  c->set_p50_seconds(0.0125);
+  c->set_p95_seconds(0.09);
+  c = s.add_components();
+  c->set_component("video_vae.tile_merge");
+  c->set_count(2);
+  c->set_sum_seconds(0.0004);
+  c->set_p50_seconds(0.0002);
+  c->set_p95_seconds(0.0003);
+  for (const auto& [name, count] :
+       std::vector<std::pair<std::string, uint64_t>>{{"ok", 120}, {"busy", 1}, {"deadline", 0}}) {
+    v1::OutcomeCount* o = s.add_outcomes();
+    o->set_outcome(name);
+    o->set_count(count);
+  }
+  s.set_in_flight(1);
+  s.set_resident_weight_bytes(10707992);
+  s.set_plan_cache_entries(3);
+  s.set_peak_rss_bytes(1288490189);
+  for (uint32_t rank : {0u, 1u}) {
+    v1::RankStatus* r = s.add_rank_status();
+    r->set_rank(rank);
+    r->set_busy_seconds(rank == 0 ? 3.5 : 3.25);
+    r->set_tiles(rank == 0 ? 14 : 13);
+    r->set_last_imbalance(1.04);
+  }
+  s.mutable_groups(2)->set_last_imbalance(1.04);
+  s.set_metrics_url("http://127.0.0.1:9464/metrics");
+  return s;
+}
+
+TEST(StatusToJsonTest, CarriesLatencyOutcomesMemoryRanksAndMetricsUrl) {
+  const auto j = StatusToJson(StatusWithMetrics());
+  const auto& decode = j["components"]["decode"];
+  EXPECT_EQ(decode["count"], 4);
+  EXPECT_DOUBLE_EQ(decode["sum_seconds"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(decode["p50_seconds"].get<double>(), 0.0125);
+  EXPECT_DOUBLE_EQ(decode["p95_seconds"].get<double>(), 0.09);
+  EXPECT_DOUBLE_EQ(decode["mean_seconds"].get<double>(), 0.05);
+  EXPECT_TRUE(j["components"].contains("video_vae.tile_merge"));
+  EXPECT_EQ(j["outcomes"], nlohmann::json({{"ok", 120}, {"busy", 1}, {"deadline", 0}}));
+  EXPECT_EQ(j["in_flight"], 1);
+  EXPECT_EQ(j["resident_weight_bytes"], 10707992);
+  EXPECT_EQ(j["plan_cache_entries"], 3);
+  EXPECT_EQ(j["peak_rss_bytes"], 1288490189);
+  ASSERT_EQ(j["rank_status"].size(), 2u);
+  EXPECT_EQ(j["rank_status"][1]["rank"], 1);
+  EXPECT_DOUBLE_EQ(j["rank_status"][1]["busy_seconds"].get<double>(), 3.25);
+  EXPECT_EQ(j["rank_status"][1]["tiles"], 13);
+  EXPECT_DOUBLE_EQ(j["rank_status"][1]["last_imbalance"].get<double>(), 1.04);
+  EXPECT_DOUBLE_EQ(j["groups"][2]["last_imbalance"].get<double>(), 1.04);
+  EXPECT_EQ(j["metrics_url"], "http://127.0.0.1:9464/metrics");
+}
+
+TEST(StatusToJsonTest, DaemonWithoutMetricsHasEmptyComponentsAndOutcomes) {
+  const auto j = StatusToJson(SampleStatus());
+  EXPECT_EQ(j["components"], nlohmann::json::object());
+  EXPECT_EQ(j["outcomes"], nlohmann::json::object());
+  EXPECT_EQ(j["rank_status"], nlohmann::json::array());
+  EXPECT_EQ(j["metrics_url"], "");
+}
+
+TEST(FormatStatusTest, ShowsLatencyTableWithHumanDurations) {
+  const std::string text = FormatStatus(StatusWithMetrics());
+  EXPECT_THAT(text, HasSubstr("\nlatency (since start)\n"
+                              "component             count      p50      p95     mean\n"));
+  EXPECT_THAT(text, HasSubstr("decode                    4  12.5 ms  90.0 ms  50.0 ms\n"));
+  EXPECT_THAT(text, HasSubstr("video_vae.tile_merge      2   200 us   300 us   200 us\n"));
+}
+
+TEST(FormatStatusTest, ShowsOutcomesInFlightMemoryAndMetricsEndpoint) {
+  const std::string text = FormatStatus(StatusWithMetrics());
+  // Outcomes that never happened are left out.
+  EXPECT_THAT(text, HasSubstr("outcomes       ok 120, busy 1\n"));
+  EXPECT_THAT(text, HasSubstr("queue depth 0, 1 in flight, 2 intra-op threads"));
+  EXPECT_THAT(text, HasSubstr("resident weights 10.2 MiB (all models, all ranks), 3 plan-cache "
+                              "entries, peak RSS 1.2 GiB"));
+  EXPECT_THAT(text, HasSubstr("metrics        http://127.0.0.1:9464/metrics\n"));
+}
+
+TEST(FormatStatusTest, SaysWhenTheMetricsEndpointIsOff) {
+  v1::StatusReply s = StatusWithMetrics();
+  s.clear_metrics_url();
+  EXPECT_THAT(FormatStatus(s), HasSubstr("metrics        endpoint: off\n"));
+  EXPECT_THAT(FormatStatus(SampleStatus()),
+              HasSubstr("metrics        endpoint: off (no latency data)\n"));
+  EXPECT_THAT(FormatStatus(SampleStatus()), ::testing::Not(HasSubstr("latency (since start)")));
+}
+
+TEST(FormatStatusTest, ShowsPerRankWorkAndGroupImbalance) {
+  const std::string text = FormatStatus(StatusWithMetrics());
+  EXPECT_THAT(text, HasSubstr("ranks (since start)\n"
+                              "rank    busy  tiles  last imbalance\n"));
+  EXPECT_THAT(text, HasSubstr("   0  3.50 s     14           1.04x\n"));
+  EXPECT_THAT(text, HasSubstr("group  size  ranks  generation  state  runs  failures  last "
+                              "imbalance\n"));
+  EXPECT_THAT(text, HasSubstr("s2.b0     2  0-1             0  idle      7         0           "
+                              "1.04x\n"));
+  EXPECT_THAT(text, HasSubstr("s1.b1     1  1               0  idle      0         0               "
+                              "-\n"));
+}
+
 }  // namespace
 }  // namespace vaed::vaectl

@@ -41,10 +41,16 @@
 // serialized on its one socket (a call that reconnects holds the others
 // back until it is done). A SharedRegion is not synchronized: do not write a
 // region while a Decode that reads it is in flight.
+//
+// fork(): a Client belongs to the process that connected it. In a forked
+// child every call fails with kFailedPrecondition (create a new Client
+// there), and the destructor releases nothing (the parent's heartbeat
+// thread, socket and ZeroMQ context are not the child's to stop).
 #ifndef VAED_CLIENT_H_
 #define VAED_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,8 +102,9 @@ struct ClientOptions {
 
 // A POSIX shared-memory segment created and owned by this process (host
 // memory). The segment is unlinked and unmapped by the destructor, so the
-// daemon's mapping of a registered region stays valid only until then.
-// Move-only.
+// daemon's mapping of a registered region stays valid only until then. In
+// a forked child the destructor only unmaps (the parent still owns the
+// segment). Move-only.
 class SharedRegion {
  public:
   // Creates a segment of `bytes` bytes (zero-filled) under a unique name
@@ -124,6 +131,9 @@ class SharedRegion {
   std::unique_ptr<Mapping> mapping_;
   uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
+  // The process that created the segment: only it unlinks the name (a
+  // forked child that inherited the object only unmaps its copy).
+  int owner_pid_ = 0;
 };
 
 // A tensor inside a region this client registered. Units: bytes for
@@ -217,6 +227,14 @@ struct DecodeRequest {
   // of its qualified sizes. Same bytes for every size; the reply's
   // GroupReport says which ranks ran and how evenly.
   uint32_t group_size = 0;
+  // Per-window progress (DecodeOptions.progress): when set, the daemon
+  // sends Progress messages while the request runs and Decode() calls this
+  // for each, in order, on the calling thread, before it returns; the last
+  // has fraction 1 (unless the decode failed). It runs while the Client's
+  // lock is held: it must not call this Client, and should return quickly
+  // (the daemon's heartbeat answers wait behind it). Not sent by
+  // PlanDecode().
+  std::function<void(const v1::Progress&)> progress = nullptr;
 };
 
 class Client {

@@ -35,7 +35,7 @@ time, so it stays readable on a loaded machine where the decode itself
 Before timing, one decode per path checks the frames against the file's
 reference ``decoded_u8`` (max |diff| <= 1); it also warms the shape bucket.
 
-    PYTHONPATH=build/python python3 client/python/bench/bench_overhead.py \
+    PYTHONPATH=build/python /usr/bin/python3 client/python/bench/bench_overhead.py \
         --socket /run/vaed/vaed.sock --iterations 5 --json out/bench_overhead.json
 
 Smoke test: ``--iterations 2 --warmup 0 --frames 2``.
@@ -175,6 +175,10 @@ def main():
               f"{row['overhead_ms']:>12.2f} {row['paired_overhead_ms']:>10.2f} "
               f"{row['ratio']:>7.3f} {dd:>16} {dw:>15}")
 
+    if args.iterations < 5:
+        print(f"note: {args.iterations} rounds; the decode time varies far more than the client "
+              "overhead between rounds, so medians, ratios and overheads (even negative ones) "
+              "are noise here: compare the wall-daemon column, or use --iterations 5 or more")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(

@@ -167,6 +167,9 @@ struct DecodeArgs {
   uint32_t group_size = 0;
   std::vector<std::string> inject_faults;
   std::optional<std::pair<uint32_t, uint32_t>> tiling;
+  // Called with a dict per Progress message (DecodeOptions.progress); None
+  // = no progress. Runs on the decoding thread with the GIL taken.
+  py::object progress = py::none();
 
   client::DecodeRequest ToRequest() const {
     if (format < 1 || format > 3) {
@@ -194,6 +197,19 @@ struct DecodeArgs {
     request.group_size = group_size;
     request.inject_faults = inject_faults;
     if (tiling) request.tiling = client::DecodeRequest::Tiling{tiling->first, tiling->second};
+    if (!progress.is_none()) {
+      // Copied (and later released) with the GIL held: ToRequest() and the
+      // request's destruction happen outside the released sections.
+      request.progress = [callback = progress](const v1::Progress& p) {
+        py::gil_scoped_acquire gil;
+        try {
+          callback(MessageToDict(p));
+        } catch (py::error_already_set& e) {
+          // The decode goes on; Python reports the callback's exception.
+          e.discard_as_unraisable("vaed_client progress callback");
+        }
+      };
+    }
     return request;
   }
 };
@@ -202,10 +218,14 @@ DecodeArgs MakeArgs(std::string model, TensorArg latent, TensorArg output, Tenso
                     TensorArg audio_output, int format, int stack_tiling, int compile, double fps,
                     bool independent_lengths, std::string profile, uint32_t deadline_ms,
                     uint32_t group_size, std::vector<std::string> inject_faults,
-                    std::optional<std::pair<uint32_t, uint32_t>> tiling) {
+                    std::optional<std::pair<uint32_t, uint32_t>> tiling, py::object progress) {
+  if (!progress.is_none() && !PyCallable_Check(progress.ptr())) {
+    throw StatusException(InvalidArgument("progress must be callable or None"));
+  }
   return {std::move(model), std::move(latent), std::move(output), std::move(audio_latent),
           std::move(audio_output), format, stack_tiling, compile, fps, independent_lengths,
-          std::move(profile), deadline_ms, group_size, std::move(inject_faults), tiling};
+          std::move(profile), deadline_ms, group_size, std::move(inject_faults), tiling,
+          std::move(progress)};
 }
 
 // A POSIX shm segment this process owns (SharedRegion), with the buffer
@@ -370,7 +390,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("format") = 1, py::arg("stack_tiling") = 0, py::arg("compile") = 0,
            py::arg("fps") = 0.0, py::arg("independent_lengths") = false,
            py::arg("profile") = "", py::arg("deadline_ms") = 0, py::arg("group_size") = 0,
-           py::arg("inject_faults") = std::vector<std::string>{}, py::arg("tiling") = py::none());
+           py::arg("inject_faults") = std::vector<std::string>{}, py::arg("tiling") = py::none(),
+           py::arg("progress") = py::none());
 
   py::class_<PyClient>(m, "Client")
       .def(py::init<const std::string&, const std::string&, int, int, int, int, bool>(),

@@ -20,13 +20,14 @@ the classes in :mod:`vaed_client.errors`.
 from .errors import (Busy, ClientFault, DaemonUnavailable, DeadlineExceeded, NotFound,
                      PermissionDenied, Quarantined, ResourceExhausted, VaedError,
                      ValidationError, VersionMismatch)
-from ._client import DEFAULT_SOCKET, Client, DecodeResult, SharedRegion
+from ._client import DEFAULT_SOCKET, Client, DecodeResult, SharedRegion, sweep_stale_segments
 from .safetensors import read_safetensors
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "DecodeResult", "SharedRegion", "DEFAULT_SOCKET", "read_safetensors",
+    "sweep_stale_segments",
     "VaedError", "ValidationError", "NotFound", "Quarantined", "Busy", "DaemonUnavailable",
     "ResourceExhausted", "DeadlineExceeded", "PermissionDenied", "ClientFault",
     "VersionMismatch",

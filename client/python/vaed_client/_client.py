@@ -24,16 +24,20 @@ from __future__ import annotations
 
 import collections
 import math
+import numbers
 import os
+import re
+import stat
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple,
+                    Union)
 
 import numpy as np
 
 from . import _core
-from .errors import ValidationError
+from .errors import NotFound, ValidationError, VaedError
 
 __all__ = ["Client", "SharedRegion", "DecodeResult", "DEFAULT_SOCKET"]
 
@@ -66,6 +70,44 @@ TensorLike = Any  # numpy array, buffer-protocol object, or object with __dlpack
 
 def _align(n: int) -> int:
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+_SEGMENT_NAME = re.compile(r"^vaed-(\d+)-\d+-[0-9a-f]+$")
+
+
+def sweep_stale_segments(directory: str = "/dev/shm") -> List[str]:
+    """Unlinks this user's client segments (``vaed-<pid>-<n>-<hex>``, the
+    names the client library gives them) whose creating process is gone:
+    what a worker killed by SIGKILL or an unhandled SIGTERM leaves behind.
+    Segments of live processes, of other users and other names are never
+    touched. Returns the names removed. :class:`Client` runs it when it
+    connects unless ``sweep_stale=False`` (use that when processes of this
+    uid in another PID namespace share this /dev/shm)."""
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    uid = os.getuid()
+    for name in names:
+        m = _SEGMENT_NAME.match(name)
+        if m is None:
+            continue
+        path = os.path.join(directory, name)
+        try:
+            st = os.lstat(path)
+            if st.st_uid != uid or not stat.S_ISREG(st.st_mode):
+                continue
+            os.kill(int(m.group(1)), 0)  # alive (or not ours to signal): keep
+        except ProcessLookupError:
+            try:
+                os.unlink(path)
+                removed.append(name)
+            except OSError:
+                pass
+        except (OSError, OverflowError, ValueError):
+            continue
+    return removed
 
 
 class SharedRegion:
@@ -187,6 +229,66 @@ class DecodeResult:
             inputs_in_place=dict(self.inputs_in_place))
 
 
+def _invalid(message: str) -> ValidationError:
+    return ValidationError(message, code=1, code_name="invalid_argument")
+
+
+def _real(value: Any, name: str, low: float, high: float, *, low_open: bool = True) -> float:
+    """``value`` as a float in (low, high] (or [low, high] with low_open
+    False); numpy scalars count, bools do not."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise _invalid(f"{name} must be a number, got {value!r}")
+    x = float(value)
+    if not math.isfinite(x) or x > high or x < low or (low_open and x == low):
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+        raise _invalid(f"{name} must be in {interval}, got {value!r}")
+    return x
+
+
+def _bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise _invalid(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _text(value: Any, name: str) -> str:
+    """A str option; None = "" (the daemon's default)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _invalid(f"{name} must be a str or None, got {value!r}")
+    return value
+
+
+def _count(value: Any, name: str, high: int) -> int:
+    """An int in [0, high] (numpy integers count, bools do not)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise _invalid(f"{name} must be an int, got {value!r}")
+    if not 0 <= int(value) <= high:
+        raise _invalid(f"{name} must be in [0, {high}], got {value!r}")
+    return int(value)
+
+
+def _shape(value: Any, name: str) -> List[int]:
+    """A latent shape: a sequence of positive ints whose element count fits int64."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
+        raise _invalid(f"{name} must be a non-empty sequence of ints, got {value!r}")
+    dims = [_count(d, f"{name}[{i}]", 2**63 - 1) for i, d in enumerate(value)]
+    if any(d == 0 for d in dims):
+        raise _invalid(f"{name} {dims} has a zero dim; every dim must be positive")
+    if math.prod(dims) >= 2**63:
+        raise _invalid(f"{name} {dims} has more than 2^63 elements")
+    return dims
+
+
+# A managed (staging / output) region larger than this and 4x what a
+# request needs is replaced by a smaller one.
+_KEEP_BYTES = 64 << 20
+
+# Longest timeout the C++ client takes (milliseconds in an int).
+_MAX_TIMEOUT_S = (2**31 - 1) / 1000.0
+
+
 def _as_host_array(obj: TensorLike, field_name: str) -> np.ndarray:
     """A numpy array viewing ``obj``'s CPU memory (no copy for numpy arrays,
     buffer-protocol objects and CPU DLPack producers). Raises
@@ -199,13 +301,25 @@ def _as_host_array(obj: TensorLike, field_name: str) -> np.ndarray:
             "from host shared memory: pass a CPU array (e.g. tensor.cpu())",
             code=5, code_name="failed_precondition")
     if hasattr(obj, "__dlpack__"):
-        device = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else _DL_CPU
+        try:
+            device = int(obj.__dlpack_device__()[0]) if hasattr(obj, "__dlpack_device__") \
+                else _DL_CPU
+        except Exception as e:  # e.g. a torch tensor on the meta device
+            raise _invalid(f"{field_name}: cannot tell where its memory is (__dlpack_device__: "
+                           f"{e})") from e
         if device in (_DL_CUDA, _DL_CUDA_MANAGED):
             raise ValidationError(
                 f"{field_name}: a CUDA tensor (DLPack device {device}); this vaed daemon decodes "
                 "from host shared memory: pass a CPU tensor (e.g. tensor.cpu())",
                 code=5, code_name="failed_precondition")
+        if device not in (_DL_CPU, _DL_CUDA_HOST):
+            raise _invalid(f"{field_name}: DLPack device type {device} is not host memory")
+        # torch keeps negation as a bit (e.g. z.conj().imag) that its DLPack
+        # export (1.13) drops: materialise it, or the daemon would see -x.
+        is_neg = getattr(obj, "is_neg", None)
         try:
+            if callable(is_neg) and is_neg():
+                obj = obj.resolve_neg()
             return np.from_dlpack(obj)
         except (TypeError, RuntimeError, BufferError, ValueError) as e:
             hint = ""
@@ -233,21 +347,16 @@ def _dtype_name(array: np.ndarray, field_name: str) -> str:
 
 
 def _to_ms(seconds: Optional[float], field_name: str) -> int:
+    """A deadline in whole milliseconds (rounded up); None = 0 (none)."""
     if seconds is None:
         return 0
-    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
-        raise ValidationError(f"{field_name} must be a positive number of seconds, got {seconds!r}",
-                              code=1, code_name="invalid_argument")
-    ms = math.ceil(seconds * 1000.0)
-    if ms > 0xFFFFFFFF:
-        raise ValidationError(f"{field_name} {seconds} s is longer than 2^32 - 1 ms",
-                              code=1, code_name="invalid_argument")
-    return ms
+    return math.ceil(_real(seconds, field_name, 0.0, (2**32 - 1) / 1000.0) * 1000.0)
 
 
 def _tristate(value: Union[None, bool, str], field_name: str) -> int:
     try:
-        return _TRISTATE[value.lower() if isinstance(value, str) else value]
+        return _TRISTATE[value.lower() if isinstance(value, str) else
+                         bool(value) if isinstance(value, np.bool_) else value]
     except (KeyError, TypeError):
         raise ValidationError(f"{field_name} {value!r} is not one of None, 'default', 'off', "
                               "'on', 'auto' (or a bool)", code=1, code_name="invalid_argument")
@@ -276,28 +385,32 @@ class Client:
     def __init__(self, socket: Optional[str] = None, *, client_name: Optional[str] = None,
                  connect_timeout: float = 3.0, request_timeout: float = 600.0,
                  reconnect_timeout: float = 30.0, heartbeat_interval: float = 1.0,
-                 heartbeats: bool = True) -> None:
+                 heartbeats: bool = True, sweep_stale: bool = True) -> None:
         if socket is None:
             socket = os.environ.get("VAED_SOCKET") or DEFAULT_SOCKET
+        if isinstance(socket, os.PathLike):
+            socket = os.fspath(socket)
+        if not isinstance(socket, str) or not socket:
+            raise _invalid(f"socket must be a path (str), got {socket!r}")
         if client_name is None:
             client_name = f"python-{os.getpid()}"
-        for name, value in (("connect_timeout", connect_timeout),
-                            ("request_timeout", request_timeout),
-                            ("reconnect_timeout", reconnect_timeout)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValidationError(f"{name} must be >= 0 seconds, got {value!r}",
-                                      code=1, code_name="invalid_argument")
-        if not (isinstance(heartbeat_interval, (int, float)) and heartbeat_interval > 0):
-            raise ValidationError(f"heartbeat_interval must be > 0 seconds, got "
-                                  f"{heartbeat_interval!r}", code=1, code_name="invalid_argument")
+        client_name = _text(client_name, "client_name")
+        timeouts = {name: _real(value, name, 0.0, _MAX_TIMEOUT_S, low_open=False)
+                    for name, value in (("connect_timeout", connect_timeout),
+                                        ("request_timeout", request_timeout),
+                                        ("reconnect_timeout", reconnect_timeout))}
+        heartbeat_s = _real(heartbeat_interval, "heartbeat_interval", 0.0, _MAX_TIMEOUT_S)
+        heartbeats = _bool(heartbeats, "heartbeats")
+        if _bool(sweep_stale, "sweep_stale"):
+            sweep_stale_segments()
         self.socket = socket
         self._lock = threading.RLock()
         self._core = _core.Client(
             socket=socket, client_name=client_name,
-            connect_timeout_ms=int(math.ceil(connect_timeout * 1000)),
-            request_timeout_ms=int(math.ceil(request_timeout * 1000)),
-            reconnect_timeout_ms=int(math.ceil(reconnect_timeout * 1000)),
-            wait_heartbeat_interval_ms=max(1, int(round(heartbeat_interval * 1000))),
+            connect_timeout_ms=math.ceil(timeouts["connect_timeout"] * 1000),
+            request_timeout_ms=math.ceil(timeouts["request_timeout"] * 1000),
+            reconnect_timeout_ms=math.ceil(timeouts["reconnect_timeout"] * 1000),
+            wait_heartbeat_interval_ms=max(1, round(heartbeat_s * 1000)),
             heartbeats=heartbeats)
         self._regions: Dict[int, SharedRegion] = {}
         # Regions the client manages: staging for copied latents (by field)
@@ -307,8 +420,12 @@ class Client:
         # Plans by request shape: (video out shape, dtype, audio out shape).
         self._plans: Dict[Tuple, Dict[str, Any]] = {}
         self._plans_reconnects = 0
-        # Region ids of collected alloc_latent arrays (appended by finalizers).
+        # Region ids to unregister at the next call: alloc_latent arrays that
+        # were collected (appended by finalizers) and retired managed regions.
         self._pending_free: Deque[int] = collections.deque()
+        # Ids of the regions the client manages (staging, output, retired):
+        # never read in place, whatever array lies in them.
+        self._managed: set = set()
 
     # -- lifetime -----------------------------------------------------------
 
@@ -352,9 +469,9 @@ class Client:
         with the daemon (once; the id survives reconnects). Raises
         ValidationError (0 bytes), ResourceExhausted (daemon's region quota),
         DaemonUnavailable."""
-        if not isinstance(nbytes, (int, np.integer)) or nbytes <= 0:
-            raise ValidationError(f"nbytes must be a positive int, got {nbytes!r}",
-                                  code=1, code_name="invalid_argument")
+        nbytes = _count(nbytes, "nbytes", 2**63 - 1)
+        if nbytes == 0:
+            raise _invalid("nbytes must be positive, got 0")
         with self._lock:
             core_region = _core.Region(int(nbytes))
             region_id = self._core.register_region(core_region)
@@ -374,6 +491,7 @@ class Client:
                     del self._staging[key]
             if self._output is region:
                 self._output = None
+            self._managed.discard(region.region_id)
             self._core.unregister_region(region.region_id)
 
     def alloc_latent(self, shape: Sequence[int], dtype: Any = np.float32) -> np.ndarray:
@@ -384,15 +502,18 @@ class Client:
         Layout: C-contiguous, e.g. H3 video float32 [1, 24, T, h, w]
         (T latent frames, h x w latent cells), H3 audio float32
         [channels, 32, T], TAEF2 float32 [N, 32, h, w]."""
-        dt = np.dtype(dtype)
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as e:
+            raise _invalid(f"alloc_latent: dtype {dtype!r} is not a numpy dtype") from e
         _dtype_name(np.empty(0, dt), "alloc_latent")
-        shape = tuple(int(d) for d in shape)
-        if not shape or any(d <= 0 for d in shape):
-            raise ValidationError(f"alloc_latent: shape {list(shape)} must have positive dims",
-                                  code=1, code_name="invalid_argument")
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-        self._free_pending()
-        region = self.register_region(nbytes)
+        shape = _shape(shape, "alloc_latent shape")
+        nbytes = math.prod(shape) * dt.itemsize
+        if nbytes >= 2**63:
+            raise _invalid(f"alloc_latent shape {shape} of {dt} needs {nbytes} bytes, over 2^63")
+        with self._lock:
+            self._free_pending()
+            region = self.register_region(nbytes)
         array = region.ndarray(shape, dt)
         # When the array and every view of it are gone, the region is
         # unregistered at this client's next call (not from the garbage
@@ -414,11 +535,16 @@ class Client:
             self.unregister_region(found[0])
 
     def _free_pending(self) -> None:
-        """Unregisters the regions of alloc_latent arrays that were collected."""
+        """Unregisters the regions of collected alloc_latent arrays and of
+        retired managed regions (lock held). The client forgets them even
+        when the daemon cannot be told (it then drops them with the client)."""
         while self._pending_free:
             region = self._regions.get(self._pending_free.popleft())
             if region is not None:
-                self.unregister_region(region)
+                try:
+                    self.unregister_region(region)
+                except VaedError:
+                    pass
 
     @property
     def output_region(self) -> Optional[SharedRegion]:
@@ -440,52 +566,106 @@ class Client:
         dtype = _dtype_name(array, field_name)
         shape = [int(d) for d in array.shape]
         found = self._find_region(array)
-        # The output region is rewritten by this very decode, and a staging
-        # region by the other latent's copy: an input there (say, a previous
+        # The output region is rewritten by this very decode, a staging
+        # region by the other latent's copy, and a retired one may still be
+        # written by an abandoned decode: an input there (say, a previous
         # result) is copied, never read in place.
-        if found is not None and found[0] is not self._output and \
-                found[0] not in self._staging.values():
+        if found is not None and found[0].region_id not in self._managed:
             region, offset = found
             return (region.region_id, offset, dtype, shape), True
-        nbytes = _align(max(array.nbytes, 1))
-        region = self._staging.get(field_name)
-        if region is None or region.nbytes < nbytes:
-            if region is not None:
-                self.unregister_region(region)
-            region = self.register_region(nbytes)
-            self._staging[field_name] = region
+        region = self._managed_region(self._staging.get(field_name), array.nbytes)
+        self._staging[field_name] = region
         np.copyto(region.ndarray(array.shape, array.dtype), array, casting="no")
         return (region.region_id, 0, dtype, shape), False
 
+    def _managed_region(self, region: Optional[SharedRegion], need: int) -> SharedRegion:
+        """`region` when it holds `need` bytes and is not oversized (more
+        than 64 MiB and 4x the need: one huge request must not pin its
+        memory for the client's life); else a new managed region."""
+        need = _align(max(need, 1))
+        if region is not None and need <= region.nbytes and \
+                (region.nbytes <= _KEEP_BYTES or region.nbytes <= 4 * need):
+            return region
+        if region is not None:
+            self.unregister_region(region)
+        region = self.register_region(need)
+        self._managed.add(region.region_id)
+        return region
+
+    def _retire_managed(self) -> None:
+        """After a decode that may still be running on the daemon (its call
+        was interrupted or timed out): the next decode gets fresh staging
+        and output regions, so the abandoned one cannot overwrite its result.
+        The old ones are unregistered at the next call."""
+        for region in [self._output, *self._staging.values()]:
+            if region is not None:
+                self._pending_free.append(region.region_id)
+        self._output = None
+        self._staging.clear()
+
+    def _drop_managed(self) -> None:
+        """Forgets the managed regions (a restarted daemon could not register
+        them again, e.g. /dev/shm was cleaned): the next placement makes new
+        ones."""
+        for region in [self._output, *self._staging.values()]:
+            if region is not None:
+                try:
+                    self.unregister_region(region)
+                except VaedError:
+                    pass
+        self._output = None
+        self._staging.clear()
+
     # -- requests -----------------------------------------------------------
 
-    def _args(self, model: str, latent: Optional[Tuple], audio_latent: Optional[Tuple],
-              output: Optional[Tuple], audio_output: Optional[Tuple], format: str,
-              fps: Optional[float], profile: Optional[str], stack_tiling: Any, compile: Any,
-              deadline: Optional[float], group_size: int, independent_lengths: bool,
-              inject_faults: Iterable[str], tiling: Optional[Tuple[int, int]]) -> "_core.DecodeArgs":
-        if format not in _FORMATS:
-            raise ValidationError(f"format {format!r} is not one of {', '.join(_FORMATS)}",
-                                  code=1, code_name="invalid_argument")
-        if fps is not None and not (isinstance(fps, (int, float)) and math.isfinite(fps)
-                                    and fps > 0):
-            raise ValidationError(f"fps must be a positive number of frames per second, got "
-                                  f"{fps!r}", code=1, code_name="invalid_argument")
-        if not isinstance(group_size, (int, np.integer)) or not 0 <= group_size <= 0xFFFFFFFF:
-            raise ValidationError(f"group_size must be an int in [0, 2^32), got {group_size!r}",
-                                  code=1, code_name="invalid_argument")
-        return _core.DecodeArgs(
-            model=model or "", latent=latent, output=output, audio_latent=audio_latent,
-            audio_output=audio_output, format=_FORMATS[format],
+    @staticmethod
+    def _options(model: Any, format: Any, fps: Any, profile: Any, stack_tiling: Any,
+                 compile: Any, deadline: Any, group_size: Any, independent_lengths: Any,
+                 inject_faults: Any, tiling: Any, progress: Any) -> Dict[str, Any]:
+        """The request's options, checked here (each error names its
+        argument), as _core.DecodeArgs keywords."""
+        if not isinstance(format, str) or format not in _FORMATS:
+            raise _invalid(f"format {format!r} is not one of {', '.join(_FORMATS)}")
+        if isinstance(inject_faults, (str, bytes)) or not isinstance(inject_faults, Iterable):
+            raise _invalid(f"inject_faults must be a list of fault names, got {inject_faults!r}")
+        faults = list(inject_faults)
+        if not all(isinstance(f, str) for f in faults):
+            raise _invalid(f"inject_faults must hold str names, got {faults!r}")
+        if tiling is not None:
+            if isinstance(tiling, (str, bytes)) or not isinstance(tiling, Sequence) or \
+                    len(tiling) != 2:
+                raise _invalid(f"tiling must be (tile_latent, overlap_latent), got {tiling!r}")
+            tiling = (_count(tiling[0], "tiling[0] (tile_latent)", 2**32 - 1),
+                      _count(tiling[1], "tiling[1] (overlap_latent)", 2**32 - 1))
+        if progress is not None and not callable(progress):
+            raise _invalid(f"progress must be callable or None, got {progress!r}")
+        return dict(
+            model=_text(model, "model"), format=_FORMATS[format],
             stack_tiling=_tristate(stack_tiling, "stack_tiling"),
-            compile=_tristate(compile, "compile"), fps=float(fps or 0.0),
-            independent_lengths=bool(independent_lengths), profile=profile or "",
-            deadline_ms=_to_ms(deadline, "deadline"), group_size=int(group_size),
-            inject_faults=list(inject_faults),
-            tiling=None if tiling is None else (int(tiling[0]), int(tiling[1])))
+            compile=_tristate(compile, "compile"),
+            fps=0.0 if fps is None else _real(fps, "fps (frames per second)", 0.0, 1000.0),
+            independent_lengths=_bool(independent_lengths, "independent_lengths"),
+            profile=_text(profile, "profile"), deadline_ms=_to_ms(deadline, "deadline"),
+            group_size=_count(group_size, "group_size", 2**32 - 1), inject_faults=faults,
+            tiling=tiling, progress=progress)
+
+    @staticmethod
+    def _plan_key(options: Dict[str, Any], shapes: Dict[str, Tuple[str, List[int]]]) -> Tuple:
+        return (options["model"], options["format"], options["fps"],
+                options["independent_lengths"],
+                tuple((k, d, tuple(s)) for k, (d, s) in sorted(shapes.items())))
+
+    def _plan_args(self, options: Dict[str, Any],
+                   shapes: Dict[str, Tuple[str, List[int]]]) -> "_core.DecodeArgs":
+        def ref(name: str) -> Optional[Tuple]:
+            return (0, 0, *shapes[name]) if name in shapes else None
+        return _core.DecodeArgs(
+            model=options["model"], latent=ref("video_latent"), audio_latent=ref("audio_latent"),
+            format=options["format"], fps=options["fps"],
+            independent_lengths=options["independent_lengths"])
 
     def plan(self, video_latent: Optional[TensorLike] = None,
-             audio_latent: Optional[TensorLike] = None, *, model: str = "",
+             audio_latent: Optional[TensorLike] = None, *, model: Optional[str] = "",
              format: str = "uint8", fps: Optional[float] = None,
              independent_lengths: bool = False) -> Dict[str, Any]:
         """What decoding these latents would produce, without decoding or
@@ -493,45 +673,72 @@ class Client:
         ``output_bytes``, ``frames``, ``height_px``, ``width_px`` and
         ``audio.output_shape``. Latents may be arrays or shape tuples
         (float32 assumed). Raises as :meth:`decode`."""
-        def shape_of(obj: Any, name: str) -> Optional[Tuple]:
+        options = self._options(model, format, fps, None, None, None, None, 0,
+                                independent_lengths, (), None, None)
+        shapes: Dict[str, Tuple[str, List[int]]] = {}
+        for name, obj in (("video_latent", video_latent), ("audio_latent", audio_latent)):
             if obj is None:
-                return None
+                continue
             if isinstance(obj, (tuple, list)):
-                return (0, 0, "float32", [int(d) for d in obj])
-            array = _as_host_array(obj, name)
-            return (0, 0, _dtype_name(array, name), [int(d) for d in array.shape])
-
-        args = self._args(model, shape_of(video_latent, "video_latent"),
-                          shape_of(audio_latent, "audio_latent"), None, None, format, fps, None,
-                          None, None, None, 0, independent_lengths, (), None)
+                shapes[name] = ("float32", _shape(obj, f"{name} shape"))
+            else:
+                array = _as_host_array(obj, name)
+                shapes[name] = (_dtype_name(array, name), [int(d) for d in array.shape])
+        if not shapes:
+            raise _invalid("plan needs video_latent, audio_latent or both")
         with self._lock:
-            return self._core.plan(args)
+            return self._core.plan(self._plan_args(options, shapes))
 
-    def _cached_plan(self, model: str, latent: Optional[Tuple], audio_latent: Optional[Tuple],
-                     format: str, fps: Optional[float],
-                     independent_lengths: bool) -> Dict[str, Any]:
+    def _cached_plan(self, options: Dict[str, Any],
+                     shapes: Dict[str, Tuple[str, List[int]]]) -> Dict[str, Any]:
+        """The daemon's plan for these shapes (its validation of them, and
+        the output sizes), cached until the client reconnects."""
         if self._core.reconnects != self._plans_reconnects:  # the daemon may have changed
             self._plans.clear()
             self._plans_reconnects = self._core.reconnects
-        key = (model, format, fps, independent_lengths,
-               None if latent is None else (latent[2], tuple(latent[3])),
-               None if audio_latent is None else (audio_latent[2], tuple(audio_latent[3])))
+        key = self._plan_key(options, shapes)
         plan = self._plans.get(key)
         if plan is None:
-            args = self._args(model, latent, audio_latent, None, None, format, fps, None, None,
-                              None, None, 0, independent_lengths, (), None)
-            plan = self._core.plan(args)
+            plan = self._core.plan(self._plan_args(options, shapes))
             if len(self._plans) >= 64:
                 self._plans.clear()
             self._plans[key] = plan
         return plan
 
+    def _prepare(self, arrays: Dict[str, np.ndarray], plan: Dict[str, Any],
+                 options: Dict[str, Any]) -> Tuple["_core.DecodeArgs", Dict[str, Any]]:
+        """Places the latents (in place or into staging) and the outputs;
+        returns the request and where its outputs lie."""
+        in_place: Dict[str, bool] = {}
+        placed: Dict[str, Tuple] = {}
+        for name, array in arrays.items():
+            placed[name], in_place[name] = self._place_input(array, name)
+        has_video, has_audio = "video_latent" in arrays, "audio_latent" in arrays
+        video_shape = [int(d) for d in plan.get("output_shape", [])] if has_video else None
+        video_dtype = _PROTO_DTYPES.get(plan.get("output_dtype", ""), "uint8")
+        video_bytes = int(plan.get("output_bytes", 0)) if has_video else 0
+        audio_shape = ([int(d) for d in plan["audio"]["output_shape"]]
+                       if has_audio and "audio" in plan else None)
+        audio_bytes = int(plan["audio"]["output_bytes"]) if audio_shape else 0
+        audio_offset = _align(video_bytes)
+        self._output = self._managed_region(self._output, audio_offset + audio_bytes)
+        out = self._output
+        args = _core.DecodeArgs(
+            latent=placed.get("video_latent"), audio_latent=placed.get("audio_latent"),
+            output=(out.region_id, 0, video_dtype, video_shape) if has_video else None,
+            audio_output=(out.region_id, audio_offset, "float32", audio_shape)
+            if has_audio else None, **options)
+        where = dict(region=out, video_shape=video_shape, video_dtype=video_dtype,
+                     audio_shape=audio_shape, audio_offset=audio_offset, in_place=in_place)
+        return args, where
+
     def decode(self, video_latent: Optional[TensorLike] = None,
-               audio_latent: Optional[TensorLike] = None, *, model: str = "",
+               audio_latent: Optional[TensorLike] = None, *, model: Optional[str] = "",
                format: str = "uint8", fps: Optional[float] = None,
                profile: Optional[str] = None, stack_tiling: Union[None, bool, str] = None,
                compile: Union[None, bool, str] = None, deadline: Optional[float] = None,
                group_size: int = 0, independent_lengths: bool = False, copy: bool = False,
+               progress: Optional[Callable[[Dict[str, Any]], None]] = None,
                inject_faults: Iterable[str] = (),
                tiling: Optional[Tuple[int, int]] = None) -> DecodeResult:
         """Decodes a video/image latent and/or an audio latent through the daemon.
@@ -556,6 +763,14 @@ class Client:
         the daemon receives the request, queue time included. ``group_size``:
         VAE ranks that decode the video tile-parallel (0 = the daemon's
         default). ``copy``: return arrays that own their memory.
+        ``progress``: called on this thread while the daemon decodes, once per
+        temporal window (H3 video; TAEF2: per frame batch) and once for the
+        audio, with a dict: ``stage`` ("video" / "audio"), ``done`` and
+        ``total`` units of the stage, ``unit`` ("window", "frames", "audio"),
+        ``fraction`` of the whole request in [0, 1] (the last call has 1.0),
+        ``elapsed_seconds``, ``eta_seconds``, ``tiles_done``,
+        ``tiles_total``. It must not call this Client; an exception in it is
+        reported (sys.unraisablehook) and the decode goes on.
         ``inject_faults`` (testing; daemon must allow it) and ``tiling``
         ((tile_latent, overlap_latent) cells; profile "diagnostic") are
         passed through.
@@ -566,48 +781,52 @@ class Client:
         ``retry_after``), DeadlineExceeded, ResourceExhausted,
         DaemonUnavailable (after reconnecting failed).
         """
-        if video_latent is None and audio_latent is None:
-            raise ValidationError("decode needs video_latent, audio_latent or both",
-                                  code=1, code_name="invalid_argument")
+        options = self._options(model, format, fps, profile, stack_tiling, compile, deadline,
+                                group_size, independent_lengths, inject_faults, tiling, progress)
+        copy = _bool(copy, "copy")
+        arrays: Dict[str, np.ndarray] = {}
+        for name, obj in (("video_latent", video_latent), ("audio_latent", audio_latent)):
+            if obj is not None:
+                arrays[name] = _as_host_array(obj, name)
+        if not arrays:
+            raise _invalid("decode needs video_latent, audio_latent or both")
+        shapes = {name: (_dtype_name(a, name), [int(d) for d in a.shape])
+                  for name, a in arrays.items()}
         with self._lock:
             self._free_pending()
-            in_place: Dict[str, bool] = {}
-            latent = audio = None
-            if video_latent is not None:
-                latent, in_place["video_latent"] = self._place_input(video_latent, "video_latent")
-            if audio_latent is not None:
-                audio, in_place["audio_latent"] = self._place_input(audio_latent, "audio_latent")
-            plan = self._cached_plan(model, latent, audio, format, fps, independent_lengths)
+            # The daemon checks the shapes first (a cached plan): a latent it
+            # would refuse is never copied into shared memory.
+            plan = self._cached_plan(options, shapes)
+            for attempt in (1, 2):
+                args, where = self._prepare(arrays, plan, options)
+                try:
+                    reply = self._core.decode(args)
+                    break
+                except NotFound as e:
+                    # A restarted daemon could not map a region the client
+                    # manages (its segment was removed): new ones, once.
+                    if attempt == 1 and "registered again" in e.message and \
+                            any(f"region_id {r} (" in e.message for r in self._managed):
+                        self._drop_managed()
+                        continue
+                    raise
+                except BaseException as e:
+                    # Interrupted, timed out or cut off: the daemon may still
+                    # be decoding it and would write into these regions later.
+                    if not isinstance(e, VaedError) or \
+                            e.code_name in ("unavailable", "io_error", "protocol_error"):
+                        self._retire_managed()
+                    raise
 
-            video_shape = [int(d) for d in plan.get("output_shape", [])] if latent else None
-            video_dtype = _PROTO_DTYPES.get(plan.get("output_dtype", ""), "uint8")
-            video_bytes = int(plan.get("output_bytes", 0)) if latent else 0
-            audio_shape = ([int(d) for d in plan["audio"]["output_shape"]]
-                           if audio and "audio" in plan else None)
-            audio_bytes = int(plan["audio"]["output_bytes"]) if audio_shape else 0
-            audio_offset = _align(video_bytes)
-            need = max(audio_offset + audio_bytes, 1)
-            if self._output is None or self._output.nbytes < need:
-                if self._output is not None:
-                    self.unregister_region(self._output)
-                self._output = self.register_region(_align(need))
-            out = self._output
-            output = (out.region_id, 0, video_dtype, video_shape) if latent else None
-            audio_output = (out.region_id, audio_offset, "float32", audio_shape) if audio else None
-
-            args = self._args(model, latent, audio, output, audio_output, format, fps, profile,
-                              stack_tiling, compile, deadline, group_size, independent_lengths,
-                              inject_faults, tiling)
-            reply = self._core.decode(args)
-
-            frames = (out.ndarray(video_shape, _NUMPY_DTYPES[video_dtype], 0)
-                      if latent else None)
-            waveform = (out.ndarray(audio_shape, np.float32, audio_offset)
-                        if audio_shape else None)
+            out = where["region"]
+            frames = (out.ndarray(where["video_shape"], _NUMPY_DTYPES[where["video_dtype"]], 0)
+                      if where["video_shape"] is not None else None)
+            waveform = (out.ndarray(where["audio_shape"], np.float32, where["audio_offset"])
+                        if where["audio_shape"] is not None else None)
             result = DecodeResult(
                 frames=frames, audio=waveform,
                 timings={t["component"]: float(t["seconds"]) for t in reply.get("timings", [])},
-                info=reply, inputs_in_place=in_place)
+                info=reply, inputs_in_place=where["in_place"])
             return result.copy() if copy else result
 
     def _time_cpp_decodes(self, video_latent: TensorLike, iterations: int,
@@ -616,17 +835,14 @@ class Client:
         :meth:`decode`) ``iterations`` times from a C++ loop on the same
         connection and regions. Returns, per call of the C++ client's Decode
         (no Python in between), (wall seconds, the daemon's "decode" seconds)."""
+        options = self._options(model, "uint8", None, None, None, None, None, 0, False, (),
+                                None, None)
+        array = _as_host_array(video_latent, "video_latent")
+        shapes = {"video_latent": (_dtype_name(array, "video_latent"),
+                                   [int(d) for d in array.shape])}
         with self._lock:
-            latent, _ = self._place_input(video_latent, "video_latent")
-            plan = self._cached_plan(model, latent, None, "uint8", None, False)
-            shape = [int(d) for d in plan["output_shape"]]
-            need = _align(int(plan["output_bytes"]))
-            if self._output is None or self._output.nbytes < need:
-                if self._output is not None:
-                    self.unregister_region(self._output)
-                self._output = self.register_region(need)
-            args = self._args(model, latent, None, (self._output.region_id, 0, "uint8", shape),
-                              None, "uint8", None, None, None, None, None, 0, False, (), None)
+            plan = self._cached_plan(options, shapes)
+            args, _ = self._prepare({"video_latent": array}, plan, options)
             return self._core.time_decodes(args, int(iterations))
 
     # -- daemon -------------------------------------------------------------

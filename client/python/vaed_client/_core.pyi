@@ -6,7 +6,7 @@ dtype names "float32", "float16", "bfloat16", "uint8"; shapes in elements;
 C-contiguous. Every failing call raises a vaed_client.errors class.
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 TensorArg = Optional[Tuple[int, int, str, Sequence[int]]]
 
@@ -38,7 +38,8 @@ class DecodeArgs:
                  format: int = 1, stack_tiling: int = 0, compile: int = 0, fps: float = 0.0,
                  independent_lengths: bool = False, profile: str = "", deadline_ms: int = 0,
                  group_size: int = 0, inject_faults: List[str] = ...,
-                 tiling: Optional[Tuple[int, int]] = None) -> None: ...
+                 tiling: Optional[Tuple[int, int]] = None,
+                 progress: Optional[Callable[[Dict[str, Any]], None]] = None) -> None: ...
 
 class Client:
     """The C++ vaed::client::Client (Hello on construction; reconnects by

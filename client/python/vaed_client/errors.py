@@ -66,7 +66,7 @@ class VaedError(Exception):
 
     def __str__(self) -> str:
         text = f"{self.code_name}: {self.message}"
-        if self.retry_after is not None:
+        if self.retry_after is not None and "retry after" not in self.message:
             text += f" (retry after {self.retry_after:.3f} s)"
         return text
 

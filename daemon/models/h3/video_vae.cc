@@ -539,8 +539,14 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
           }
           return DecodeTiles(tiles, &ctx);
         },
-        per_call,
-        &stats, {}, settings.compile == CompileMode::kOff ? nullptr : &ramps_, settings.group);
+        per_call, &stats,
+        [&](int64_t done, int64_t total) {
+          if (!settings.progress) return;
+          settings.progress({.done = done, .total = total, .unit = "window",
+                             .tiles_done = done * grid.num_tiles(),
+                             .tiles_total = total * grid.num_tiles()});
+        },
+        settings.compile == CompileMode::kOff ? nullptr : &ramps_, settings.group);
     fill_report(std::chrono::duration<double>(SteadyClock::now() - start).count());
     if (!video.defined()) return video;  // a rank other than the group's output rank
     if (video.size(2) != plan.frames) {

@@ -1,0 +1,224 @@
+"""Misuse a DiT worker can run into: fork, interrupted decodes, a cleaned
+/dev/shm, killed workers' segments, huge or mistyped arguments (found by a
+review of the Python client)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import vaed_client
+from conftest import PYTHON_DIR, have_h3, h3_model_arg
+
+
+def latent(seed=0, shape=(1, 32, 8, 8)):
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+def shm_names(pid: int):
+    return sorted(n for n in os.listdir("/dev/shm") if n.startswith(f"vaed-{pid}-"))
+
+
+def test_fork_child_neither_hangs_nor_unlinks_the_parents_segments(client):
+    buf = client.alloc_latent((1, 32, 8, 8))
+    buf[...] = latent(1)
+    expected = client.decode(buf, model="demo", copy=True)
+    before = shm_names(os.getpid())
+    assert before
+    pid = os.fork()
+    if pid == 0:  # the child: using the parent's Client fails clearly, exiting is quick
+        code = 0
+        try:
+            client.decode(buf, model="demo")
+            code = 3
+        except vaed_client.ValidationError as e:
+            code = 0 if "must connect a Client of its own" in str(e) else 4
+        except BaseException:
+            code = 5
+        # Run the destructors of everything inherited (the C++ Client's and
+        # the segments'), as an exiting child would, then leave without
+        # pytest's machinery.
+        import gc
+        client._core = None
+        client._regions.clear()
+        client._staging.clear()
+        client._output = None
+        del buf, expected
+        gc.collect()
+        os._exit(code)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung on exit")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert shm_names(os.getpid()) == before, "the child unlinked the parent's segments"
+    again = client.decode(buf, model="demo")
+    assert np.array_equal(again.frames, expected.frames)
+
+
+class InterruptedOnce:
+    """The extension client, but its next decode fails as one cut off while
+    the daemon still decodes it (a timeout, an interrupt)."""
+
+    def __init__(self, core, error):
+        self._core, self._error = core, error
+
+    def __getattr__(self, name):
+        return getattr(self._core, name)
+
+    def decode(self, args):
+        if self._error is None:
+            return self._core.decode(args)
+        if self._error is not None:
+            error, self._error = self._error, None
+            self._core.decode(args)  # the daemon did decode into the regions...
+            raise error              # ...but the caller never saw the reply
+
+
+@pytest.mark.parametrize("error", [
+    vaed_client.DaemonUnavailable("no reply within 500 ms", code=7, code_name="unavailable"),
+    KeyboardInterrupt(),
+])
+def test_after_an_abandoned_decode_the_next_result_gets_fresh_regions(client, error):
+    first = client.decode(latent(7), model="demo")
+    kept = first.frames.copy()
+    old_output, old_staging = client.output_region, client._staging["video_latent"]
+    client._core = InterruptedOnce(client._core, error)
+    with pytest.raises(type(error)):
+        client.decode(latent(8), model="demo")
+    assert client.output_region is None and client._staging == {}
+    second = client.decode(latent(9), model="demo")
+    assert client.output_region is not old_output
+    assert client._staging["video_latent"] is not old_staging
+    # The retired regions were unregistered at this call; views stay readable.
+    assert old_output.region_id not in client._regions and not old_output.registered
+    assert old_staging.region_id not in client._regions
+    assert not np.shares_memory(second.frames, first.frames)
+    assert first.frames.shape == kept.shape
+    client._core = client._core._core
+
+
+def test_managed_regions_removed_from_dev_shm_are_recreated(make_daemon):
+    d = make_daemon(["--intra-op-threads", "1"])
+    with vaed_client.Client(d.socket) as c:
+        first = c.decode(latent(5), model="demo", copy=True)
+        for name in (c.output_region.name, c._staging["video_latent"].name):
+            os.unlink(f"/dev/shm/{name}")  # as a /dev/shm cleaner would
+        assert d.stop() == 0
+        d.start()
+        again = c.decode(latent(5), model="demo")
+        assert np.array_equal(again.frames, first.frames)
+
+
+def test_a_latent_the_daemon_refuses_is_never_copied(client):
+    big = np.zeros((64, 31, 64, 64), np.float32)  # 31 channels: refused by the plan
+    with pytest.raises(vaed_client.ValidationError, match="channels"):
+        client.decode(big, model="demo")
+    assert "video_latent" not in client._staging
+
+
+def test_oversized_staging_shrinks_again(client, monkeypatch):
+    # Regions above _KEEP_BYTES (64 MiB) shrink; 1 MiB keeps the test small.
+    monkeypatch.setattr(vaed_client._client, "_KEEP_BYTES", 1 << 20)
+    client.decode(np.zeros((16, 32, 32, 32), np.float32), model="demo")  # 2 MiB in, 12 MiB out
+    big_output, big_staging = client.output_region, client._staging["video_latent"]
+    client.decode(latent(), model="demo")
+    assert client.output_region.nbytes < big_output.nbytes / 4
+    assert client._staging["video_latent"].nbytes < big_staging.nbytes / 4
+    assert big_output.region_id not in client._regions
+
+
+def test_stale_segments_of_a_killed_worker_are_swept(daemon):
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {str(PYTHON_DIR)!r})
+        import numpy as np, vaed_client
+        c = vaed_client.Client({daemon.socket!r})
+        c.decode(np.zeros((1, 32, 8, 8), np.float32), model="demo")
+        print(os.getpid(), flush=True)
+        time.sleep(60)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    pid = int(child.stdout.readline())
+    assert shm_names(pid), "the worker made no segments"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert shm_names(pid), "SIGKILL leaves the segments behind"
+    removed = vaed_client.sweep_stale_segments()
+    assert shm_names(pid) == [] and any(n.startswith(f"vaed-{pid}-") for n in removed)
+    assert shm_names(os.getpid()) == shm_names(os.getpid())  # ours (alive) are kept
+
+
+def test_a_negated_torch_view_is_decoded_with_its_sign(client):
+    torch = pytest.importorskip("torch")
+    x = latent(6)
+    z = torch.complex(torch.zeros(1, 32, 8, 8), torch.from_numpy(-x))
+    negated = z.conj().imag  # a view with torch's negative bit: values x
+    assert negated.is_neg()
+    expected = client.decode(x, model="demo", copy=True)
+    assert np.array_equal(client.decode(negated, model="demo").frames, expected.frames)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"model": 123}, "model must be a str"),
+    ({"profile": 5}, "profile must be a str"),
+    ({"format": ["uint8"]}, "format"),
+    ({"tiling": (1,)}, "tiling must be"),
+    ({"tiling": (-1, 0)}, "tiling\\[0\\]"),
+    ({"fps": float("nan")}, "fps"),
+    ({"fps": 1e300}, "fps"),
+    ({"fps": True}, "fps"),
+    ({"deadline": -1}, "deadline"),
+    ({"group_size": 2**40}, "group_size"),
+    ({"copy": "no"}, "copy must be True or False"),
+    ({"independent_lengths": "no"}, "independent_lengths"),
+    ({"inject_faults": "oom"}, "inject_faults"),
+])
+def test_mistyped_arguments_name_the_argument(client, kwargs, match):
+    with pytest.raises(vaed_client.ValidationError, match=match):
+        client.decode(latent(), model=kwargs.pop("model", "demo"), **kwargs)
+
+
+def test_numpy_scalars_are_numbers(client):
+    r = client.decode(latent(), model="demo", fps=np.float32(24), deadline=np.float64(60),
+                      group_size=np.int64(0))
+    assert r.frames.shape == (1, 64, 64, 3)
+
+
+def test_bad_client_and_allocation_arguments(daemon, client):
+    for kwargs, match in [({"request_timeout": 1e12}, "request_timeout"),
+                          ({"heartbeat_interval": float("inf")}, "heartbeat_interval"),
+                          ({"heartbeats": "yes"}, "heartbeats")]:
+        with pytest.raises(vaed_client.ValidationError, match=match):
+            vaed_client.Client(daemon.socket, **kwargs)
+    with pytest.raises(vaed_client.ValidationError, match="socket must be a path"):
+        vaed_client.Client(123)
+    with pytest.raises(vaed_client.ValidationError, match="alloc_latent shape"):
+        client.alloc_latent("abc")
+    with pytest.raises(vaed_client.ValidationError, match="alloc_latent shape"):
+        client.alloc_latent(16)
+    with pytest.raises(vaed_client.ValidationError, match="more than 2\\^63|over 2\\^63"):
+        client.alloc_latent((2**32, 2**32, 4))
+    with pytest.raises(vaed_client.ValidationError, match="nbytes"):
+        client.register_region(True)
+    with pytest.raises(vaed_client.ValidationError, match="video_latent shape"):
+        client.plan((1, 32, 2**63, 4))
+
+
+def test_quarantined_message_states_the_retry_once():
+    e = vaed_client.errors.from_status(15, "quarantined", "client x is quarantined; retry after "
+                                       "500 ms", 500)
+    assert str(e).count("retry after") == 1

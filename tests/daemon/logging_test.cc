@@ -1,0 +1,192 @@
+// Log line formats (daemon/server/logging.h): text keeps the daemon's
+// pattern, JSON lines parse with ts/level/msg and escape whatever a message
+// holds, and the per-request decode record reads as key=value (text) or as
+// keys of the line's object (JSON).
+#include "daemon/server/logging.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace vaed::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+// Routes spdlog's default logger into a string for the test's duration.
+class CapturedLog {
+ public:
+  CapturedLog() : previous_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("captured", sink));
+  }
+  ~CapturedLog() {
+    spdlog::set_default_logger(previous_);
+    (void)SetupLogging("text", "info");
+  }
+
+  std::vector<std::string> Lines() {
+    spdlog::default_logger()->flush();
+    std::vector<std::string> lines;
+    std::istringstream in(out_.str());
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+nlohmann::json Record() {
+  return {{"request_id", 7},
+          {"client_id", 3},
+          {"client", "dit worker 0"},
+          {"pid", 4242},
+          {"model", "h3"},
+          {"outcome", "ok"},
+          {"latent_shape", {1, 48, 7, 45, 80}},
+          {"output_shape", {1, 3, 25, 720, 1280}},
+          {"audio_latent_shape", nullptr},
+          {"mode", "optimized"},
+          {"stack", "sequential"},
+          {"stack_decision", "auto: tiles differ in shape"},
+          {"compile", "plan"},
+          {"group_size", 2},
+          {"warm", true},
+          {"error", ""},
+          {"timings",
+           {{"decode", 1.2344},
+            {"video_vae.decode_latent", 1.1},
+            {"video_vae.tile_merge", 0.0004567}}}};
+}
+
+TEST(LoggingTest, TextLinesKeepTheDaemonPattern) {
+  CapturedLog log;
+  ASSERT_TRUE(SetupLogging("text", "info").ok());
+  spdlog::info("vaed {} starting", "0.1.0");
+  spdlog::debug("not shown at info");
+  const auto lines = log.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(std::regex_match(
+      lines[0], std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3} info vaed 0\.1\.0 starting)")))
+      << lines[0];
+}
+
+TEST(LoggingTest, JsonLinesParseWithTimestampLevelAndMessage) {
+  CapturedLog log;
+  ASSERT_TRUE(SetupLogging("json", "debug").ok());
+  spdlog::info("plain");
+  spdlog::warn("quote \" backslash \\ newline\n tab\t end");
+  spdlog::debug("invalid utf-8: \xff\xfe");
+  spdlog::error("unicode: é ✓");
+  const auto lines = log.Lines();
+  ASSERT_EQ(lines.size(), 4u);
+  std::vector<nlohmann::json> parsed;
+  for (const std::string& line : lines) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    ASSERT_TRUE(j.is_object()) << line;
+    EXPECT_TRUE(std::regex_match(j.at("ts").get<std::string>(),
+                                 std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")))
+        << line;
+    EXPECT_THAT(line, StartsWith("{\"ts\":"));
+    parsed.push_back(std::move(j));
+  }
+  EXPECT_EQ(parsed[0]["level"], "info");
+  EXPECT_EQ(parsed[0]["msg"], "plain");
+  EXPECT_EQ(parsed[1]["level"], "warning");
+  EXPECT_EQ(parsed[1]["msg"], "quote \" backslash \\ newline\n tab\t end");
+  EXPECT_EQ(parsed[2]["level"], "debug");
+  EXPECT_THAT(parsed[2]["msg"].get<std::string>(), StartsWith("invalid utf-8: "));
+  EXPECT_EQ(parsed[3]["level"], "error");
+  EXPECT_EQ(parsed[3]["msg"], "unicode: é ✓");
+  EXPECT_FALSE(parsed[0].contains("event"));
+}
+
+TEST(LoggingTest, JsonDecodeRecordMergesItsFields) {
+  CapturedLog log;
+  ASSERT_TRUE(SetupLogging("json", "info").ok());
+  nlohmann::json record = Record();
+  record["msg"] = "must not replace the message";
+  LogDecodeRecord(record);
+  spdlog::info("after");
+  const auto lines = log.Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  const nlohmann::json j = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(j["msg"], "decode");
+  EXPECT_EQ(j["event"], "decode");
+  EXPECT_EQ(j["level"], "info");
+  EXPECT_EQ(j["request_id"], 7);
+  EXPECT_EQ(j["client"], "dit worker 0");
+  EXPECT_EQ(j["latent_shape"], nlohmann::json({1, 48, 7, 45, 80}));
+  EXPECT_EQ(j["warm"], true);
+  EXPECT_DOUBLE_EQ(j["timings"]["video_vae.decode_latent"].get<double>(), 1.1);
+  // The record belongs to its own line only.
+  const nlohmann::json next = nlohmann::json::parse(lines[1]);
+  EXPECT_EQ(next["msg"], "after");
+  EXPECT_FALSE(next.contains("request_id"));
+}
+
+TEST(LoggingTest, TextDecodeRecordIsOneKeyValueLine) {
+  CapturedLog log;
+  ASSERT_TRUE(SetupLogging("text", "info").ok());
+  LogDecodeRecord(Record());
+  const auto lines = log.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  const std::string& line = lines[0];
+  EXPECT_THAT(line, HasSubstr(" info decode: request_id=7 client_id=3 client=\"dit worker 0\" "
+                              "pid=4242 model=h3 outcome=ok mode=optimized "
+                              "latent_shape=[1,48,7,45,80] output_shape=[1,3,25,720,1280] "
+                              "stack=sequential stack_decision=\"auto: tiles differ in shape\" "
+                              "compile=plan group_size=2 warm=true timings: decode=1.234s "
+                              "video_vae.decode_latent=1.1s video_vae.tile_merge=0.0004567s"))
+      << line;
+  // Null fields and empty strings are left out.
+  EXPECT_THAT(line, Not(HasSubstr("audio_latent_shape")));
+  EXPECT_THAT(line, Not(HasSubstr("error=")));
+}
+
+TEST(LoggingTest, TextDecodeRecordQuotesAwkwardValues) {
+  CapturedLog log;
+  ASSERT_TRUE(SetupLogging("text", "info").ok());
+  LogDecodeRecord({{"request_id", 9},
+                   {"outcome", "validation_error"},
+                   {"error", "invalid_argument: latent.shape[1] is 16; \"x\"=y"},
+                   {"zeta", "a=b"}});
+  const auto lines = log.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], HasSubstr("decode: request_id=9 outcome=validation_error "
+                                  "error=\"invalid_argument: latent.shape[1] is 16; \\\"x\\\"=y\" "
+                                  "zeta=\"a=b\""))
+      << lines[0];
+  EXPECT_THAT(lines[0], Not(HasSubstr("timings:")));
+}
+
+TEST(LoggingTest, DecodeRecordFollowsTheLevel) {
+  CapturedLog log;
+  ASSERT_TRUE(SetupLogging("json", "warn").ok());
+  LogDecodeRecord(Record());
+  EXPECT_TRUE(log.Lines().empty());
+}
+
+TEST(LoggingTest, BadFormatOrLevelNamesTheKey) {
+  CapturedLog log;
+  const Status format = SetupLogging("xml", "info");
+  EXPECT_EQ(format.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(format.message(), HasSubstr("log.format 'xml'"));
+  const Status level = SetupLogging("text", "loud");
+  EXPECT_THAT(level.message(), HasSubstr("log.level 'loud'"));
+}
+
+}  // namespace
+}  // namespace vaed::server
