@@ -237,7 +237,9 @@ class RawConnection {
   bool Write(const std::string& bytes) {
     size_t done = 0;
     while (done < bytes.size()) {
-      const ssize_t n = write(fd_, bytes.data() + done, bytes.size() - done);
+      // MSG_NOSIGNAL: a connection the daemon closed fails the write (EPIPE)
+      // instead of killing the test with SIGPIPE.
+      const ssize_t n = send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
       if (n <= 0) return false;
       done += size_t(n);
     }
