@@ -34,7 +34,7 @@ constexpr std::array<ScalarInfo, 16> kScalars = {{
      "sticky device error)."},
     {"vaed_uptime_seconds", false, "", "Seconds since the daemon started."},
     {"vaed_queue_depth", false, "", "Decode requests waiting for an executor."},
-    {"vaed_in_flight", false, "", "Decode requests queued or running."},
+    {"vaed_in_flight", false, "", "Decode requests running now (queued ones: vaed_queue_depth)."},
     {"vaed_clients", false, "", "Connected clients (after Hello)."},
     {"vaed_quarantined_clients", false, "", "Client processes currently quarantined."},
     {"vaed_resident_weight_bytes", false, "model",

@@ -116,9 +116,46 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const Metrics* metri
   return s;
 }
 
+namespace {
+
+// httplib's pool with a bound on accepted connections waiting for a
+// worker: past it the accept thread serves the connection itself, so it
+// stops accepting meanwhile and further connections wait in the kernel's
+// listen backlog instead of holding the daemon's descriptors (many idle or
+// trickling connections must never exhaust them: the control socket needs
+// them).
+class BoundedTaskQueue : public httplib::TaskQueue {
+ public:
+  BoundedTaskQueue(size_t threads, size_t max_pending) : pool_(threads), max_(max_pending) {}
+  void enqueue(std::function<void()> fn) override {
+    if (pending_.fetch_add(1) >= max_) {
+      fn();
+      pending_.fetch_sub(1);
+      return;
+    }
+    pool_.enqueue([this, fn = std::move(fn)] {
+      fn();
+      pending_.fetch_sub(1);
+    });
+  }
+  void shutdown() override { pool_.shutdown(); }
+
+ private:
+  httplib::ThreadPool pool_;
+  const size_t max_;
+  std::atomic<size_t> pending_{0};
+};
+
+// Accepted connections in the pool's queue or being served, at most.
+constexpr size_t kMaxPendingConnections = 16;
+
+}  // namespace
+
 void MetricsServer::InstallHandlers() {
   httplib::Server& server = *server_;
-  server.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
+  server.new_task_queue = [] {
+    return new BoundedTaskQueue(kServerThreads, kMaxPendingConnections);
+  };
   server.set_socket_options(ServerSocketOptions);
   // One request per connection, and a connection that sends nothing is
   // dropped after 1 s: stopping waits for neither.

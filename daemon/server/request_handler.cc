@@ -327,9 +327,22 @@ void RequestHandler::FinishDecode(const std::string& model, const ClientState* c
     DecodeLabels labels;
     labels.model = label;
     labels.profile = d.profile();
-    labels.resolution = d.frames() > 0 ? std::to_string(d.height_px()) + "x" +
-                                             std::to_string(d.width_px())
-                                       : "audio";
+    // The only label a client chooses (through its latent's size): the
+    // first kMaxResolutionLabels sizes keep their own value, later ones are
+    // "other", so that clients cannot fold the bounded labels of everyone's
+    // series (metrics.h) into "other".
+    constexpr size_t kMaxResolutionLabels = 16;
+    std::string resolution =
+        d.frames() > 0 ? std::to_string(d.height_px()) + "x" + std::to_string(d.width_px())
+                       : "audio";
+    if (resolution_labels_.count(resolution) == 0) {
+      if (resolution_labels_.size() < kMaxResolutionLabels) {
+        resolution_labels_.insert(resolution);
+      } else {
+        resolution = "other";
+      }
+    }
+    labels.resolution = std::move(resolution);
     labels.stack = stack;
     labels.group_size = group_size;
     metrics_->ObserveDecode(labels, timings);

@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -185,6 +186,7 @@ class RequestHandler {
   uint64_t peak_rss_bytes_ = 0;  // highest DecodeReply.peak_rss_bytes
 
   Metrics* metrics_ = nullptr;
+  std::set<std::string> resolution_labels_;  // output sizes with a label of their own
   std::string metrics_url_;
   Clock::time_point metrics_published_{};
   // The Decode request HandleMessage() is handling (set once the request

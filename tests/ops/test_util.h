@@ -1,5 +1,5 @@
 // Helpers shared by the tests in tests/ops: a scratch directory, whole-file
-// reads and running a shell command with its output captured.
+// reads, running a shell command with its output captured, table rows.
 #ifndef VAED_TESTS_OPS_TEST_UTIL_H_
 #define VAED_TESTS_OPS_TEST_UTIL_H_
 
@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace vaed::ops_test {
 
@@ -65,6 +67,26 @@ inline CommandResult RunCommand(const std::string& command) {
   const int status = ::pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// The cells of the first line of `frame` whose first cell is `first`, for
+// the tables vaectl draws: columns are separated by two or more spaces and
+// cells hold at most single spaces ("12.5 ms"); a terminal's CR LF line
+// ends are accepted. Empty when there is no such line.
+inline std::vector<std::string> TableRow(const std::string& frame, const std::string& first) {
+  std::istringstream lines(frame);
+  std::string line;
+  static const std::regex kSeparator(" {2,}");
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const size_t begin = line.find_first_not_of(' ');
+    if (begin == std::string::npos) continue;
+    const std::string trimmed = line.substr(begin);
+    std::vector<std::string> cells(
+        std::sregex_token_iterator(trimmed.begin(), trimmed.end(), kSeparator, -1), {});
+    if (!cells.empty() && cells[0] == first) return cells;
+  }
+  return {};
 }
 
 }  // namespace vaed::ops_test

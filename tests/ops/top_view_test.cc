@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/ops/test_util.h"
+
 namespace vaed::vaectl {
 namespace {
 
@@ -16,22 +18,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// The cells of the first line of `frame` whose first cell is `first`:
-// table columns are separated by two or more spaces, and cells hold at
-// most single spaces ("12.5 ms"). Empty when there is no such line.
 std::vector<std::string> Row(const std::string& frame, const std::string& first) {
-  std::istringstream lines(frame);
-  std::string line;
-  static const std::regex kSeparator(" {2,}");
-  while (std::getline(lines, line)) {
-    const size_t begin = line.find_first_not_of(' ');
-    if (begin == std::string::npos) continue;
-    const std::string trimmed = line.substr(begin);
-    std::vector<std::string> cells(
-        std::sregex_token_iterator(trimmed.begin(), trimmed.end(), kSeparator, -1), {});
-    if (!cells.empty() && cells[0] == first) return cells;
-  }
-  return {};
+  return ops_test::TableRow(frame, first);
 }
 
 // A daemon 100 s after start-up: 100 requests, two ranks, one group.

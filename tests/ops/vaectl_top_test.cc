@@ -51,22 +51,8 @@ std::string LastFrame(const std::string& screen) {
   return pos == std::string::npos ? screen : screen.substr(pos + kClear.size());
 }
 
-// Cells of the first line in `frame` whose first cell is `first` (columns
-// are separated by two or more spaces).
 std::vector<std::string> Row(const std::string& frame, const std::string& first) {
-  std::istringstream lines(frame);
-  std::string line;
-  static const std::regex kSeparator(" {2,}");
-  while (std::getline(lines, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // the terminal's CR LF
-    const size_t begin = line.find_first_not_of(' ');
-    if (begin == std::string::npos) continue;
-    const std::string trimmed = line.substr(begin);
-    std::vector<std::string> cells(
-        std::sregex_token_iterator(trimmed.begin(), trimmed.end(), kSeparator, -1), {});
-    if (!cells.empty() && cells[0] == first) return cells;
-  }
-  return {};
+  return vaed::ops_test::TableRow(frame, first);
 }
 
 // vaectl running with a pseudo-terminal (120 x 50) as its stdin, stdout and

@@ -6,6 +6,7 @@ moved by exactly the expected amounts."""
 from __future__ import annotations
 
 import math
+import time
 import re
 import shutil
 import subprocess
@@ -118,7 +119,6 @@ def test_metrics_move_by_the_expected_amounts(metrics_daemon):
             grid = np.random.default_rng(1).standard_normal((1, 24, 7, 20, 20), dtype=np.float32)
             c.decode(grid, model="h3", stack_tiling="on", profile="optimized")
         # Gauges are published once a second by the control loop.
-        import time
         time.sleep(1.5)
         text = scrape(url)
 
@@ -180,3 +180,27 @@ def test_status_reports_component_latencies(metrics_daemon):
     assert 0 < comps["decode"]["p50_seconds"] <= comps["decode"]["p95_seconds"]
     assert comps["decode"]["sum_seconds"] > 0
     assert status["in_flight"] == 0
+
+
+def test_idle_scrape_connections_never_take_the_daemons_descriptors(metrics_daemon):
+    import os
+    import socket
+    with vaed_client.Client(metrics_daemon.socket) as c:
+        url = c.status()["metrics_url"]
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    fds = lambda: len(os.listdir(f"/proc/{metrics_daemon.proc.pid}/fd"))
+    before = fds()
+    idle = []
+    for _ in range(300):  # connect and send nothing
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        idle.append(s)
+    time.sleep(1.0)
+    held = fds() - before
+    # 2 workers + 16 waiting + the one the accept thread serves, at most.
+    assert held <= 24, f"the endpoint holds {held} descriptors for idle connections"
+    with vaed_client.Client(metrics_daemon.socket) as c:  # the control socket still serves
+        assert c.decode(np.zeros((1, 32, 8, 8), np.float32), model="demo").frames is not None
+    for s in idle:
+        s.close()

@@ -84,3 +84,32 @@ def test_vaectl_decode_prints_progress_lines(daemon):
     assert len(lines) == 2, run.stderr
     assert "video window 1/2" in lines[0] and "ETA" in lines[0]
     assert "100%" in lines[-1] and "video window 2/2" in lines[-1]
+
+
+def test_a_callback_that_calls_its_own_client_gets_an_error_not_a_hang(client):
+    import sys
+    seen, calls = [], []
+    old = sys.unraisablehook
+    sys.unraisablehook = lambda u: seen.append(u.exc_value)
+
+    def nested(event):
+        calls.append(event)
+        client.status()  # would wait for the decode that is running it
+
+    try:
+        r = client.decode(np.zeros((2, 32, 8, 8), np.float32), model="demo", progress=nested)
+    finally:
+        sys.unraisablehook = old
+    assert r.frames.shape == (2, 64, 64, 3) and calls
+    assert seen and isinstance(seen[0], vaed_client.ValidationError)
+    assert "own progress callback" in str(seen[0])
+    assert client.status()["healthy"]  # usable again afterwards
+
+
+def test_ctrl_c_in_a_callback_is_raised_when_the_decode_returns(client):
+    def interrupt(event):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        client.decode(np.zeros((3, 32, 8, 8), np.float32), model="demo", progress=interrupt)
+    assert client.decode(np.zeros((1, 32, 8, 8), np.float32), model="demo").frames is not None

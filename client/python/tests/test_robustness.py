@@ -222,3 +222,41 @@ def test_quarantined_message_states_the_retry_once():
     e = vaed_client.errors.from_status(15, "quarantined", "client x is quarantined; retry after "
                                        "500 ms", 500)
     assert str(e).count("retry after") == 1
+
+
+def test_fork_while_another_thread_decodes(client):
+    import threading
+    started = threading.Event()
+
+    def busy():
+        started.set()
+        for _ in range(20):
+            client.decode(np.zeros((8, 32, 16, 16), np.float32), model="demo")
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    started.wait()
+    time.sleep(0.05)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            client.status()
+        except vaed_client.ValidationError as e:
+            code = 0 if "must connect a Client of its own" in str(e) else 2
+        except BaseException:
+            code = 3
+        os._exit(code)
+    deadline = time.monotonic() + 20
+    status = None
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        status = None  # hung
+    worker.join()
+    assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

@@ -72,6 +72,21 @@ def _align(n: int) -> int:
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
+# Every Client, so that a forked child gets fresh locks: one a thread of the
+# parent held at fork() would never be released there (the C++ client then
+# tells the child to connect its own Client).
+_CLIENTS: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for client in list(_CLIENTS):
+        client._lock = threading.RLock()
+        client._tls = threading.local()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 _SEGMENT_NAME = re.compile(r"^vaed-(\d+)-\d+-[0-9a-f]+$")
 
 
@@ -405,6 +420,8 @@ class Client:
             sweep_stale_segments()
         self.socket = socket
         self._lock = threading.RLock()
+        # Per thread: set while this thread runs a progress callback.
+        self._tls = threading.local()
         self._core = _core.Client(
             socket=socket, client_name=client_name,
             connect_timeout_ms=math.ceil(timeouts["connect_timeout"] * 1000),
@@ -426,12 +443,23 @@ class Client:
         # Ids of the regions the client manages (staging, output, retired):
         # never read in place, whatever array lies in them.
         self._managed: set = set()
+        _CLIENTS.add(self)
+
+    def _check_not_in_callback(self) -> None:
+        """A progress callback runs while this Client's call holds its
+        connection: a call from it would wait for itself forever."""
+        if getattr(self._tls, "in_progress", False):
+            raise ValidationError(
+                "this Client was called from its own progress callback; the callback runs "
+                "while the decode holds the connection (use another Client there)",
+                code=5, code_name="failed_precondition")
 
     # -- lifetime -----------------------------------------------------------
 
     def close(self) -> None:
         """Says Goodbye; the daemon unmaps this client's regions. Arrays that
         view them stay valid in this process. Idempotent."""
+        self._check_not_in_callback()
         with self._lock:
             self._core.close()
             for region in self._regions.values():
@@ -469,6 +497,7 @@ class Client:
         with the daemon (once; the id survives reconnects). Raises
         ValidationError (0 bytes), ResourceExhausted (daemon's region quota),
         DaemonUnavailable."""
+        self._check_not_in_callback()
         nbytes = _count(nbytes, "nbytes", 2**63 - 1)
         if nbytes == 0:
             raise _invalid("nbytes must be positive, got 0")
@@ -482,6 +511,7 @@ class Client:
     def unregister_region(self, region: SharedRegion) -> None:
         """Unregisters ``region``; the daemon unmaps it. Views of it stay valid
         in this process until they are gone."""
+        self._check_not_in_callback()
         with self._lock:
             if self._regions.pop(region.region_id, None) is None:
                 return
@@ -527,6 +557,7 @@ class Client:
         The array must not be used for decodes afterwards. Raises
         ValidationError for an array that is not in one of this client's
         regions."""
+        self._check_not_in_callback()
         with self._lock:
             found = self._find_region(array) if isinstance(array, np.ndarray) else None
             if found is None:
@@ -673,6 +704,7 @@ class Client:
         ``output_bytes``, ``frames``, ``height_px``, ``width_px`` and
         ``audio.output_shape``. Latents may be arrays or shape tuples
         (float32 assumed). Raises as :meth:`decode`."""
+        self._check_not_in_callback()
         options = self._options(model, format, fps, None, None, None, None, 0,
                                 independent_lengths, (), None, None)
         shapes: Dict[str, Tuple[str, List[int]]] = {}
@@ -781,9 +813,30 @@ class Client:
         ``retry_after``), DeadlineExceeded, ResourceExhausted,
         DaemonUnavailable (after reconnecting failed).
         """
+        self._check_not_in_callback()
         options = self._options(model, format, fps, profile, stack_tiling, compile, deadline,
                                 group_size, independent_lengths, inject_faults, tiling, progress)
         copy = _bool(copy, "copy")
+        # Ctrl-C (or another BaseException) inside the callback cannot stop
+        # the C++ wait: it is kept and raised once the decode returns.
+        interrupted: List[BaseException] = []
+        if progress is not None:
+            user_progress = progress
+
+            def progress_on_this_client(event: Dict[str, Any]) -> None:
+                if interrupted:
+                    return
+                self._tls.in_progress = True
+                try:
+                    user_progress(event)
+                except Exception:
+                    raise  # reported through sys.unraisablehook; the decode goes on
+                except BaseException as e:
+                    interrupted.append(e)
+                finally:
+                    self._tls.in_progress = False
+
+            options["progress"] = progress_on_this_client
         arrays: Dict[str, np.ndarray] = {}
         for name, obj in (("video_latent", video_latent), ("audio_latent", audio_latent)):
             if obj is not None:
@@ -818,6 +871,8 @@ class Client:
                         self._retire_managed()
                     raise
 
+            if interrupted:
+                raise interrupted[0]
             out = where["region"]
             frames = (out.ndarray(where["video_shape"], _NUMPY_DTYPES[where["video_dtype"]], 0)
                       if where["video_shape"] is not None else None)
@@ -850,6 +905,7 @@ class Client:
     def status(self) -> Dict[str, Any]:
         """The daemon's StatusReply as a dict: models, queue, clients,
         quarantine, counters, groups (as ``vaectl status --json`` shows)."""
+        self._check_not_in_callback()
         with self._lock:
             return self._core.status()
 
@@ -858,5 +914,6 @@ class Client:
         client id, "pid:N", "uid:N", a client name or "all"). Raises
         PermissionDenied unless this process is root, the daemon's uid or an
         admin uid; NotFound when nothing matches."""
+        self._check_not_in_callback()
         with self._lock:
             return self._core.release_quarantine(str(client))
