@@ -26,6 +26,20 @@ def shm_names(pid: int):
     return sorted(n for n in os.listdir("/dev/shm") if n.startswith(f"vaed-{pid}-"))
 
 
+def wait_child(pid: int, seconds: float = 20):
+    """The wait status of forked child `pid`, or None (after killing it)
+    when it has not exited within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
 def test_fork_child_neither_hangs_nor_unlinks_the_parents_segments(client):
     buf = client.alloc_latent((1, 32, 8, 8))
     buf[...] = latent(1)
@@ -53,16 +67,8 @@ def test_fork_child_neither_hangs_nor_unlinks_the_parents_segments(client):
         del buf, expected
         gc.collect()
         os._exit(code)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child hung on exit")
+    status = wait_child(pid)
+    assert status is not None, "the forked child hung on exit"
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     assert shm_names(os.getpid()) == before, "the child unlinked the parent's segments"
     again = client.decode(buf, model="demo")
@@ -247,16 +253,7 @@ def test_fork_while_another_thread_decodes(client):
         except BaseException:
             code = 3
         os._exit(code)
-    deadline = time.monotonic() + 20
-    status = None
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        status = None  # hung
+    status = wait_child(pid)
     worker.join()
-    assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert status is not None, "the forked child hung"
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
