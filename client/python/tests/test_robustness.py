@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import vaed_client
-from conftest import PYTHON_DIR, have_h3, h3_model_arg
+from conftest import PYTHON_DIR
 
 
 def latent(seed=0, shape=(1, 32, 8, 8)):
@@ -88,10 +88,9 @@ class InterruptedOnce:
     def decode(self, args):
         if self._error is None:
             return self._core.decode(args)
-        if self._error is not None:
-            error, self._error = self._error, None
-            self._core.decode(args)  # the daemon did decode into the regions...
-            raise error              # ...but the caller never saw the reply
+        error, self._error = self._error, None
+        self._core.decode(args)  # the daemon did decode into the regions...
+        raise error              # ...but the caller never saw the reply
 
 
 @pytest.mark.parametrize("error", [
