@@ -250,6 +250,17 @@ class Region {
   std::unique_ptr<client::SharedRegion> region_;
 };
 
+// Runs `call` (a client call returning Result<Message>) without the GIL
+// and returns its reply as a dict, or raises its error.
+template <typename Call>
+py::dict ReplyDict(Call&& call) {
+  auto reply = [&] {
+    py::gil_scoped_release release;
+    return call();
+  }();
+  return MessageToDict(ValueOrThrow(std::move(reply)));
+}
+
 class PyClient {
  public:
   PyClient(const std::string& socket, const std::string& client_name, int connect_timeout_ms,
@@ -295,20 +306,12 @@ class PyClient {
   py::dict Plan(const DecodeArgs& args) {
     const client::DecodeRequest request = args.ToRequest();
     client::Client& c = get();
-    Result<v1::DecodeReply> reply = [&] {
-      py::gil_scoped_release release;
-      return c.PlanDecode(request);
-    }();
-    return MessageToDict(ValueOrThrow(std::move(reply)));
+    return ReplyDict([&] { return c.PlanDecode(request); });
   }
   py::dict Decode(const DecodeArgs& args) {
     const client::DecodeRequest request = args.ToRequest();
     client::Client& c = get();
-    Result<v1::DecodeReply> reply = [&] {
-      py::gil_scoped_release release;
-      return c.Decode(request);
-    }();
-    return MessageToDict(ValueOrThrow(std::move(reply)));
+    return ReplyDict([&] { return c.Decode(request); });
   }
   // Benchmark helper: `iterations` Decode calls from a C++ loop (no Python
   // between them); per call, (wall seconds, the reply's "decode" seconds).
@@ -333,19 +336,11 @@ class PyClient {
   }
   py::dict GetStatus() {
     client::Client& c = get();
-    Result<v1::StatusReply> reply = [&] {
-      py::gil_scoped_release release;
-      return c.GetStatus();
-    }();
-    return MessageToDict(ValueOrThrow(std::move(reply)));
+    return ReplyDict([&] { return c.GetStatus(); });
   }
   py::dict ReleaseQuarantine(const std::string& who) {
     client::Client& c = get();
-    Result<v1::ReleaseQuarantineReply> reply = [&] {
-      py::gil_scoped_release release;
-      return c.ReleaseQuarantine(who);
-    }();
-    return MessageToDict(ValueOrThrow(std::move(reply)));
+    return ReplyDict([&] { return c.ReleaseQuarantine(who); });
   }
 
  private:
