@@ -59,6 +59,7 @@
 #include "daemon/server/access_control.h"
 #include "daemon/server/client_registry.h"
 #include "daemon/server/config.h"
+#include "daemon/server/decode_reply.h"
 #include "daemon/server/peer.h"
 #include "daemon/server/request_handler.h"
 #include "vaed/status.h"
@@ -1029,7 +1030,7 @@ class Session {
           *reply.mutable_error() = vaed::ToProtoError(vaed::Internal("torch error (fuzz)"));
           break;
         default:
-          engine::FillDecodeGeometry(*j.model, j.video, j.audio, j.av, reply.mutable_decode());
+          vaed::server::FillDecodeGeometry(*j.model, j.video, j.audio, j.av, reply.mutable_decode());
           break;
       }
     }

@@ -191,7 +191,11 @@ struct Client::Impl {
       if (e.num() == EHOSTUNREACH) return false;  // the connection is gone
       throw;
     }
-    socket->send(zmq::buffer(wire::EncodeFrame(bytes)), zmq::send_flags::dontwait);
+    // Requests are small (tensors travel by region): over the frame limit
+    // only by a bug; the caller then sees the daemon as unreachable.
+    Result<std::string> frame = wire::EncodeFrame(bytes);
+    if (!frame.ok()) return false;
+    socket->send(zmq::buffer(*frame), zmq::send_flags::dontwait);
     return true;
   }
 

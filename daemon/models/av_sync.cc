@@ -52,7 +52,7 @@ Status CheckAvLengths(const AvLengths& l) {
            " audio latent frames (" + std::to_string(needed * l.samples_per_latent) + " samples)";
   }
   msg += "; set av_sync.independent_lengths to decode lengths that differ";
-  return InvalidArgument(msg);
+  return InvalidArgument(msg).WithField("av_sync.independent_lengths");
 }
 
 }  // namespace vaed::models

@@ -32,17 +32,22 @@
 
 namespace vaed::models {
 
-// A collective of the group failed or timed out (thrown out of model code
-// by TileGroup implementations; CurrentTorchErrorStatus() turns it into
-// kUnavailable "collective failed: ..."). The communicator is aborted by
-// then; the engine falls back to decoding on the output rank alone.
+// A collective of the group failed or timed out, thrown out of model code
+// by TileGroup implementations: model code reports errors by exception
+// inside its LibTorch adapter (tile loops, as DecodeCancelled), and
+// CurrentTorchErrorStatus() returns the Status it carries unchanged but for
+// the context (code kUnavailable, reason kCollective), so the error keeps
+// its type through the unwinding. The communicator is aborted by then; the
+// engine falls back to decoding on the output rank alone.
 class CollectiveFailed : public std::exception {
  public:
-  explicit CollectiveFailed(std::string message) : message_(std::move(message)) {}
-  const char* what() const noexcept override { return message_.c_str(); }
+  explicit CollectiveFailed(Status status)
+      : status_(std::move(status).WithReason(ErrorReason::kCollective)) {}
+  const char* what() const noexcept override { return status_.message().c_str(); }
+  const Status& status() const { return status_; }
 
  private:
-  std::string message_;
+  Status status_;
 };
 
 class TileGroup {

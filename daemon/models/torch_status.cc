@@ -16,6 +16,8 @@ bool MentionsAllocationFailure(std::string_view message) {
          message.find("Out of memory") != std::string_view::npos;
 }
 
+namespace {
+
 bool IsStickyDeviceError(std::string_view message) {
   // CUDA reports these once and then fails every later call in the process
   // (the context is corrupted); NCCL wraps them as "unhandled cuda error".
@@ -30,8 +32,6 @@ bool IsStickyDeviceError(std::string_view message) {
   }
   return false;
 }
-
-namespace {
 
 Status Make(StatusCode code, std::string_view context, std::string_view message) {
   std::string m(context);
@@ -49,15 +49,21 @@ Status CurrentTorchErrorStatus(std::string_view context) noexcept {
     } catch (const DecodeCancelled& e) {
       return e.status().WithContext(context);
     } catch (const CollectiveFailed& e) {
-      return Make(StatusCode::kUnavailable, context,
-                  std::string("collective failed: ") + e.what());
+      return e.status().WithContext(context);
     } catch (const c10::Error& e) {
       const std::string_view message = e.what_without_backtrace();
-      return Make(MentionsAllocationFailure(message) ? StatusCode::kResourceExhausted
-                                                     : StatusCode::kInternal,
-                  context, message);
+      if (MentionsAllocationFailure(message)) {
+        return Make(StatusCode::kResourceExhausted, context, message)
+            .WithReason(ErrorReason::kOutOfMemory);
+      }
+      if (IsStickyDeviceError(message)) {
+        return Make(StatusCode::kInternal, context, message)
+            .WithReason(ErrorReason::kStickyDevice);
+      }
+      return Make(StatusCode::kInternal, context, message);
     } catch (const std::bad_alloc& e) {
-      return Make(StatusCode::kResourceExhausted, context, e.what());
+      return Make(StatusCode::kResourceExhausted, context, e.what())
+          .WithReason(ErrorReason::kOutOfMemory);
     } catch (const std::exception& e) {
       return Make(StatusCode::kInternal, context, e.what());
     } catch (...) {
@@ -65,7 +71,8 @@ Status CurrentTorchErrorStatus(std::string_view context) noexcept {
     }
   } catch (...) {
     // Building the message itself failed (out of memory).
-    return Status(StatusCode::kResourceExhausted, std::string());
+    return Status(StatusCode::kResourceExhausted, std::string())
+        .WithReason(ErrorReason::kOutOfMemory);
   }
 }
 

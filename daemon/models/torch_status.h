@@ -17,28 +17,44 @@ namespace vaed::models {
 //
 //   try { ... } catch (...) { return CurrentTorchErrorStatus("taef2 decode"); }
 //
-// Result: "<context>: <message without the C++ backtrace>" with code
-//   the DecodeCancelled's own (kCancelled, kDeadlineExceeded; cancel.h);
-//   kResourceExhausted  std::bad_alloc, or a c10::Error whose message reports
-//                       a failed memory allocation ("can't allocate memory",
-//                       "out of memory");
+// Result: "<context>: <message without the C++ backtrace>", classified here,
+// once, so that nothing downstream reads the text:
+//   DecodeCancelled, CollectiveFailed  the Status they carry (cancel.h,
+//                       tile_group.h), with the context;
+//   kResourceExhausted, reason kOutOfMemory: std::bad_alloc, or a c10::Error
+//                       whose message reports a failed allocation
+//                       ("can't allocate memory", "out of memory");
+//   kInternal, reason kStickyDevice: a c10::Error reporting a device error
+//                       after which no kernel of this process can be trusted
+//                       (CUDA "an illegal memory access was encountered",
+//                       "unspecified launch failure", "device-side assert
+//                       triggered", ECC, NCCL's "unhandled cuda error"):
+//                       the daemon must restart (DESIGN.md §2 item 7);
 //   kInternal           any other c10::Error, std::exception or unknown
 //                       exception.
+// LibTorch has no error codes for these: its message is the only place they
+// are visible, so this adapter (and tensor_memory.cc's allocator, the other
+// LibTorch edge) are the only readers of message text.
 // Never throws.
 Status CurrentTorchErrorStatus(std::string_view context) noexcept;
 
-// LibTorch has no error code for allocation failure; it is only visible in
-// the message ("DefaultCPUAllocator: can't allocate memory: you tried to
-// allocate ...", "CUDA out of memory. Tried to allocate ...", vaed's own
-// "out of memory: vaed tensor memory budget ...").
-bool MentionsAllocationFailure(std::string_view message);
+// Runs LibTorch code at the adapter edge: whatever `fn` throws becomes a
+// Status (CurrentTorchErrorStatus(context)). `fn` returns a Status or a
+// Result<T>; so does RunTorch.
+template <typename Fn>
+auto RunTorch(std::string_view context, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (...) {
+    return CurrentTorchErrorStatus(context);
+  }
+}
 
-// True for the device errors after which no later kernel in this process
-// can be trusted (CUDA "an illegal memory access was encountered",
-// "unspecified launch failure", "device-side assert triggered", ECC, NCCL's
-// "unhandled cuda error"): the daemon must restart (DESIGN.md §2 item 7).
-// Matched on the message, as MentionsAllocationFailure().
-bool IsStickyDeviceError(std::string_view message);
+// Whether a LibTorch message reports a failed allocation ("DefaultCPUAllocator:
+// can't allocate memory: you tried to allocate ...", "CUDA out of memory.
+// Tried to allocate ...", vaed's own "out of memory: vaed tensor memory
+// budget ..."). For the LibTorch adapters only (see above).
+bool MentionsAllocationFailure(std::string_view message);
 
 }  // namespace vaed::models
 

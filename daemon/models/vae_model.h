@@ -182,9 +182,20 @@ struct FaultInjection {
   // engine arms its communicator; the request falls back, the group is
   // rebuilt).
   int collective_failure = 0;
+  // Exceptions outside any LibTorch adapter, where the engine catches them
+  // at a thread's edge (executor.h): on the output rank's path
+  // (rank_exception: the request is answered kInternal), on a member rank
+  // of the same daemon (member_exception: it aborts its communicator, the
+  // output rank falls back), in the leading daemon's store watcher while it
+  // checks the group's generation (watcher_exception: the check is answered
+  // without the store).
+  int rank_exception = 0;
+  int member_exception = 0;
+  int watcher_exception = 0;
   bool any() const {
     return oom_stacked + oom_sequential + plan_build + tile_exception + device_fatal +
-               slow_unit_ms + collective_failure > 0;
+               slow_unit_ms + collective_failure + rank_exception + member_exception +
+               watcher_exception > 0;
   }
 };
 

@@ -75,7 +75,7 @@ class GlooCommunicator : public Communicator {
 
 std::vector<torch::Tensor> Communicator::GatherToOutputRank(const torch::Tensor& packed) {
   Result<std::vector<torch::Tensor>> parts = Gather(packed, 0);
-  if (!parts.ok()) throw models::CollectiveFailed(std::string(parts.status().message()));
+  if (!parts.ok()) throw models::CollectiveFailed(parts.status());
   return std::move(parts).value();
 }
 
@@ -102,7 +102,8 @@ Status Communicator::Failed(const char* op, const std::string& what) const {
   return Unavailable("collective " + std::string(op) + " of group " + options_.group_name +
                      " generation " + std::to_string(options_.generation) + " (rank " +
                      std::to_string(options_.rank) + " of " + std::to_string(options_.size) +
-                     ") failed: " + what);
+                     ") failed: " + what)
+      .WithReason(ErrorReason::kCollective);
 }
 
 std::string ExceptionMessage() {

@@ -98,7 +98,8 @@ Result<int> ChooseGroupSize(const GroupLayout& layout, int requested, int64_t ti
     return InvalidArgument("options.group_size is " + std::to_string(requested) +
                            "; must be 0 (the daemon's group.size " +
                            std::to_string(layout.options().default_size) +
-                           ") or one of group.qualified_sizes " + JoinSizes(sizes));
+                           ") or one of group.qualified_sizes " + JoinSizes(sizes))
+        .WithField("options.group_size");
   }
   if (few_tiles == FewTiles::kShrink && tiles_per_unit < size) {
     int shrunk = 1;

@@ -15,14 +15,13 @@
 #include <filesystem>
 #include <vector>
 
+#include "daemon/server/decode_reply.h"
 #include "vaed/wire.h"
 #include "vaed/zmq_status.h"
 
 namespace vaed::server {
 
 namespace {
-
-constexpr const char* kReplyEndpoint = "inproc://vaed-executor-replies";
 
 // True when a process accepts connections on the Unix socket `path`.
 bool SocketIsServed(const std::string& path) {
@@ -43,13 +42,15 @@ class ControlLoop::ExecutorSink : public JobSink {
  public:
   explicit ExecutorSink(engine::Executor* executor) : executor_(executor) {}
   Status Submit(std::unique_ptr<engine::DecodeJob> job) override {
-    return executor_->Submit(std::move(job));
+    return executor_->Submit(std::shared_ptr<engine::DecodeJob>(std::move(job)));
   }
   size_t CancelClient(uint64_t client_id, const Status& why) override {
     return executor_->CancelClient(client_id, why);
   }
   size_t queue_depth() const override { return executor_->queue_depth(); }
-  void FillGroups(v1::StatusReply* status) const override { executor_->FillGroups(status); }
+  void FillGroups(v1::StatusReply* status) const override {
+    FillExecutorStatus(executor_->Snapshot(), status);
+  }
   size_t running() const override { return executor_->running(); }
 
  private:
@@ -71,10 +72,10 @@ Result<std::unique_ptr<ControlLoop>> ControlLoop::Create(
                                              options.server.allowed_groups,
                                              options.server.admin_uids));
   VAED_RETURN_IF_ERROR(loop->Bind(group));
+  VAED_ASSIGN_OR_RETURN(loop->completions_, CompletionQueue::Create());
   VAED_ASSIGN_OR_RETURN(loop->executor_,
                         engine::Executor::Create(options.executor, options.group,
-                                                 std::move(registries), &loop->context_,
-                                                 kReplyEndpoint));
+                                                 std::move(registries), loop->completions_.get()));
   loop->sink_ = std::make_unique<ExecutorSink>(loop->executor_.get());
   loop->handler_ = std::make_unique<RequestHandler>(options, registry, loop->sink_.get(),
                                                     &loop->access_, std::move(pid_alive));
@@ -109,8 +110,7 @@ ControlLoop::ControlLoop(const DaemonOptions& options, models::ModelRegistry* re
       registry_(registry),
       stop_fd_(stop_fd),
       context_(1),
-      stream_(context_, zmq::socket_type::stream),
-      replies_(context_, zmq::socket_type::pull) {}
+      stream_(context_, zmq::socket_type::stream) {}
 
 ControlLoop::~ControlLoop() {
   stop_watching_.store(true);
@@ -151,10 +151,8 @@ Status ControlLoop::Bind(std::optional<gid_t> group) {
     stream_.set(zmq::sockopt::linger, 500);
     stream_.set(zmq::sockopt::rcvhwm, static_cast<int>(options_.server.recv_hwm));
     stream_.set(zmq::sockopt::sndhwm, static_cast<int>(options_.server.send_hwm));
-    replies_.set(zmq::sockopt::linger, 0);
-    replies_.bind(kReplyEndpoint);
   } catch (const zmq::error_t& e) {
-    return ZmqErrorStatus(e, "binding the executor's reply socket");
+    return ZmqErrorStatus(e, "setting the control socket's options");
   }
   VAED_RETURN_IF_ERROR(Listen());
   struct rlimit lim {};
@@ -263,7 +261,7 @@ Status ControlLoop::Run() {
   while (!stop) {
     zmq::pollitem_t items[] = {
         {stream_.handle(), 0, ZMQ_POLLIN, 0},
-        {replies_.handle(), 0, ZMQ_POLLIN, 0},
+        {nullptr, completions_->fd(), ZMQ_POLLIN, 0},
         {nullptr, stop_fd_, ZMQ_POLLIN, 0},
     };
     try {
@@ -274,7 +272,7 @@ Status ControlLoop::Run() {
       return ZmqErrorStatus(e, "polling the control socket");
     }
     if (items[2].revents & ZMQ_POLLIN) stop = true;
-    if (items[1].revents & ZMQ_POLLIN) ForwardExecutorReplies();
+    if (items[1].revents & ZMQ_POLLIN) DeliverCompletions();
     if (items[0].revents & ZMQ_POLLIN) ReceiveRequests();
     const auto now = std::chrono::steady_clock::now();
     if (now - last_tick_ >= std::chrono::milliseconds(250)) {
@@ -304,7 +302,7 @@ Status ControlLoop::Run() {
                unhealthy_since_ ? "exiting unhealthy" : "stop requested");
   notifier_.Stopping(exit_status.ok() ? "stopping" : exit_status.message());
   executor_->Stop();
-  ForwardExecutorReplies();
+  DeliverCompletions();
   spdlog::info("vaed: stopped (served {} decodes, {} failed)", handler_->requests_served(),
                handler_->requests_failed());
   return exit_status;
@@ -584,13 +582,18 @@ void ControlLoop::ReceiveRequests() {
 }
 
 bool ControlLoop::SendFramed(const std::string& routing_id, const std::string& payload) {
-  const std::string frame = wire::EncodeFrame(payload);
+  Result<std::string> frame = wire::EncodeFrame(payload);
+  if (!frame.ok()) {
+    // Replies are bounded far below the frame limit: a bug, not a peer's.
+    spdlog::error("not sending a reply: {}", frame.status().ToString());
+    return true;
+  }
   try {
     if (!stream_.send(zmq::buffer(routing_id),
                       zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
       return false;  // EAGAIN: the peer's queue is at server.send_hwm
     }
-    stream_.send(zmq::buffer(frame), zmq::send_flags::dontwait);
+    stream_.send(zmq::buffer(*frame), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
     // EHOSTUNREACH: the peer disconnected before its reply.
     spdlog::debug("{}", ZmqErrorStatus(e, "sending a reply").ToString());
@@ -615,30 +618,17 @@ void ControlLoop::ReplyDropped(const std::string& routing_id) {
   }
 }
 
-void ControlLoop::ForwardExecutorReplies() {
-  for (;;) {
-    zmq::message_t routing, client, payload;
-    try {
-      if (!replies_.recv(routing, zmq::recv_flags::dontwait)) return;
-      (void)replies_.recv(client, zmq::recv_flags::none);
-      (void)replies_.recv(payload, zmq::recv_flags::none);
-    } catch (const zmq::error_t& e) {
-      spdlog::error("{}", ZmqErrorStatus(e, "receiving an executor reply").ToString());
-      return;
-    }
-    uint64_t client_id = 0;
-    std::memcpy(&client_id, client.data(), std::min(client.size(), sizeof(client_id)));
-    v1::Reply reply;
-    if (!reply.ParseFromArray(payload.data(), static_cast<int>(payload.size()))) {
-      spdlog::error("executor handed over {} bytes that are not a vaed.v1.Reply", payload.size());
-      continue;
-    }
-    handler_->OnJobReply(client_id, reply, std::chrono::steady_clock::now());
-    const std::string routing_id = routing.to_string();
+void ControlLoop::DeliverCompletions() {
+  for (Completion& c : completions_->Drain()) {
+    const v1::Reply reply =
+        c.progress ? ProgressReply(*c.job, *c.progress) : FinishedReply(*c.job, *c.result);
+    handler_->OnJobReply(c.job->client_id, reply, std::chrono::steady_clock::now());
+    std::string bytes;
+    reply.SerializeToString(&bytes);
     // A Progress message that does not fit the peer's queue is skipped:
     // only replies count against a client that does not read.
-    if (!SendFramed(routing_id, payload.to_string()) && !reply.has_progress()) {
-      ReplyDropped(routing_id);
+    if (!SendFramed(c.job->routing_id, bytes) && !reply.has_progress()) {
+      ReplyDropped(c.job->routing_id);
     }
   }
 }

@@ -13,7 +13,8 @@
 // Stopping: Run() returns after `stop_fd` becomes readable (main passes an
 // eventfd written by its SIGTERM/SIGINT handler). It then cancels queued
 // decodes (each answered with ERROR_CODE_CANCELLED), waits for the running
-// one, forwards the last replies and joins the executor thread.
+// ones (one per busy VAE group), sends the last replies and joins the
+// executor's threads.
 //
 // Thread-safety: Create() and Run() from one thread; everything else is
 // internal to that thread.
@@ -37,6 +38,7 @@
 #include "daemon/models/model_registry.h"
 #include "daemon/server/access_control.h"
 #include "daemon/server/client_registry.h"
+#include "daemon/server/completion_queue.h"
 #include "daemon/server/config.h"
 #include "daemon/server/metrics.h"
 #include "daemon/server/metrics_http.h"
@@ -140,7 +142,9 @@ class ControlLoop {
   // reused descriptor is never touched): ZeroMQ then sees the end of the
   // stream, drops what it could not send and closes the descriptor.
   static void ForceClose(Connection& conn);
-  void ForwardExecutorReplies();
+  // Answers what the executor finished (and forwards its progress events):
+  // each becomes a reply to its connection, accounted by the handler.
+  void DeliverCompletions();
   void SendReply(const std::string& routing_id, const v1::Reply& reply);
   void ReplyDropped(const std::string& routing_id);
   // Marks the daemon unhealthy once the executor reports a sticky error.
@@ -164,11 +168,12 @@ class ControlLoop {
 
   zmq::context_t context_;
   zmq::socket_t stream_;  // ZMQ_STREAM on ipc://<server.socket>
-  zmq::socket_t replies_;
   // Prometheus metrics (metrics.enabled): the registry the handler feeds and
   // its HTTP endpoint; declared before the handler, which points at them.
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<MetricsServer> metrics_server_;
+  // The executor's answers; declared before the executor, which uses it.
+  std::unique_ptr<CompletionQueue> completions_;
   std::unique_ptr<engine::Executor> executor_;
   std::unique_ptr<ExecutorSink> sink_;
   AccessPolicy access_;

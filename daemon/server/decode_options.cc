@@ -197,10 +197,17 @@ Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
         out.faults.slow_unit_ms = kSlowUnitMs;
       } else if (f == "collective_failure") {
         out.faults.collective_failure += 1;
+      } else if (f == "rank_exception") {
+        out.faults.rank_exception += 1;
+      } else if (f == "member_exception") {
+        out.faults.member_exception += 1;
+      } else if (f == "watcher_exception") {
+        out.faults.watcher_exception += 1;
       } else {
         return InvalidArgument("options.inject_faults lists '" + f.substr(0, 64) +
                                "'; known faults are oom_stacked, oom_sequential, plan_build, "
-                               "tile_exception, device_fatal, slow_tiles, collective_failure");
+                               "tile_exception, device_fatal, slow_tiles, collective_failure, "
+                               "rank_exception, member_exception, watcher_exception");
       }
     }
   }

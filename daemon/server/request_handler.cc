@@ -12,6 +12,7 @@
 
 #include "daemon/models/av_sync.h"
 #include "daemon/server/decode_options.h"
+#include "daemon/server/decode_reply.h"
 #include "daemon/server/logging.h"
 #include "vaed/wire.h"
 
@@ -123,6 +124,13 @@ std::optional<FaultKind> FaultKindOf(StatusCode code) {
     default:
       return std::nullopt;
   }
+}
+
+// The position of `model` in `registry` (config order): every rank's
+// registry holds its own instance at that index (decode_job.h).
+size_t ModelIndex(const models::ModelRegistry& registry, const models::VaeModel* model) {
+  const std::vector<const models::VaeModel*> all = registry.models();
+  return static_cast<size_t>(std::find(all.begin(), all.end(), model) - all.begin());
 }
 
 // Requests a quarantined process may still send: they cost nothing and let
@@ -704,7 +712,7 @@ Result<bool> RequestHandler::HandleDecode(ClientState* client, const std::string
     v.output.dtype = expected.dtype;
     v.output.shape = expected.shape;
     VAED_ASSIGN_OR_RETURN(v.output.size, ContiguousBytes(expected.dtype, expected.shape, "output"));
-    v.format = d.output_format();
+    v.format = ToEngineFormat(d.output_format());
     video = std::move(v);
   } else {
     if (d.has_output()) {
@@ -755,7 +763,7 @@ Result<bool> RequestHandler::HandleDecode(ClientState* client, const std::string
   av.output_changing = options.output_changing;
   if (d.plan_only()) {
     v1::DecodeReply* p = reply->mutable_decode();
-    engine::FillDecodeGeometry(*model, video, audio, av, p);
+    FillDecodeGeometry(*model, video, audio, av, p);
     p->set_planned_only(true);
     return false;
   }
@@ -859,6 +867,7 @@ Result<bool> RequestHandler::HandleDecode(ClientState* client, const std::string
   job->client_id = client->id;
   job->request_id = req.request_id();
   job->model = model;
+  job->model_index = ModelIndex(*registry_, model);
   job->settings.stack_tiling = options.stack_tiling;
   job->settings.compile = options.compile;
   job->settings.faults = options.faults;

@@ -216,14 +216,14 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
   auto plan = client->PlanDecode(request);
   if (!plan.ok()) {
     const int code = ReportFailure("decode (plan)", plan.status());
-    // The daemon names the wire field; say which flag sets it.
+    // The daemon names the field that decides the rule (Error.field); say
+    // which flag sets it.
     if (latent && audio_latent && !options.independent_lengths &&
-        plan.status().message().find("independent_lengths") != std::string::npos) {
+        plan.status().field() == "av_sync.independent_lengths") {
       std::cerr << "vaectl decode: --independent-lengths decodes audio and video lengths that "
                    "differ\n";
     }
-    if (options.group_size != 0 &&
-        plan.status().message().find("options.group_size") != std::string::npos) {
+    if (options.group_size != 0 && plan.status().field() == "options.group_size") {
       std::cerr << "vaectl decode: --group-size sets options.group_size; vaectl status lists the "
                    "daemon's groups and their sizes\n";
     }

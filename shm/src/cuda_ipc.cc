@@ -170,7 +170,7 @@ Status CudaStatus(cudaError_t err, std::string_view context) {
   m += ")";
   if (IsStickyCudaError(err)) {
     m += "; sticky error: this process's CUDA context is unusable and the daemon must restart";
-    return Internal(std::move(m));
+    return Internal(std::move(m)).WithReason(ErrorReason::kStickyDevice);
   }
   // A failed runtime call also records the error as the thread's "last
   // error"; consume it so an unrelated later cudaGetLastError() check does
@@ -178,7 +178,7 @@ Status CudaStatus(cudaError_t err, std::string_view context) {
   (void)cudaGetLastError();
   switch (err) {
     case cudaErrorMemoryAllocation:
-      return ResourceExhausted(std::move(m));
+      return ResourceExhausted(std::move(m)).WithReason(ErrorReason::kOutOfMemory);
     case cudaErrorInvalidValue:
     case cudaErrorInvalidResourceHandle:
     case cudaErrorInvalidDevicePointer:

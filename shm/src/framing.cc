@@ -1,7 +1,7 @@
 #include "vaed/framing.h"
 
 #include <algorithm>
-#include <stdexcept>
+#include <string>
 
 namespace vaed::wire {
 
@@ -14,10 +14,10 @@ uint32_t ReadLength(const char* p) {
 
 }  // namespace
 
-std::string EncodeFrame(std::string_view payload) {
+Result<std::string> EncodeFrame(std::string_view payload) {
   if (payload.size() > kMaxFramePayloadBytes) {
-    throw std::length_error("vaed message of " + std::to_string(payload.size()) +
-                            " bytes is over the framing limit of 2^32-1");
+    return InvalidArgument("vaed message of " + std::to_string(payload.size()) +
+                           " bytes is over the framing limit of 2^32-1");
   }
   const auto n = static_cast<uint32_t>(payload.size());
   std::string out;

@@ -43,7 +43,24 @@ Status Status::WithContext(std::string_view context) const {
   std::string m(context);
   m += ": ";
   m += message_;
-  return Status(code_, std::move(m)).WithRetryAfter(retry_after_ms_);
+  return Status(code_, std::move(m))
+      .WithRetryAfter(retry_after_ms_)
+      .WithReason(reason_)
+      .WithField(field_);
+}
+
+std::string_view ErrorReasonName(ErrorReason reason) {
+  switch (reason) {
+    case ErrorReason::kNone:
+      return "none";
+    case ErrorReason::kOutOfMemory:
+      return "out_of_memory";
+    case ErrorReason::kStickyDevice:
+      return "sticky_device";
+    case ErrorReason::kCollective:
+      return "collective";
+  }
+  return "unknown";
 }
 
 Status ErrnoStatus(int err, std::string_view context) {

@@ -30,6 +30,7 @@ v1::Error ToProtoError(const Status& status) {
   e.set_code(static_cast<v1::ErrorCode>(status.code()));
   e.set_message(status.message());
   e.set_retry_after_ms(status.retry_after_ms());
+  e.set_field(status.field());
   return e;
 }
 
@@ -40,7 +41,8 @@ Status FromProtoError(const v1::Error& error) {
                     error.message());
   }
   return Status(static_cast<StatusCode>(code), error.message())
-      .WithRetryAfter(error.retry_after_ms());
+      .WithRetryAfter(error.retry_after_ms())
+      .WithField(error.field());
 }
 
 void ToProto(const TensorRef& ref, v1::TensorRef* out) {

@@ -16,18 +16,34 @@ std::vector<Frame> Drain(FrameReader& reader) {
   return frames;
 }
 
+// The frame of a payload within the limit.
+std::string Framed(std::string_view payload) {
+  Result<std::string> f = EncodeFrame(payload);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? *f : std::string();
+}
+
+TEST(FramingTest, APayloadOverTheLimitIsAnErrorNotAnException) {
+  // A view of 2^32 bytes that is never read: only its size is checked.
+  const std::string_view huge(reinterpret_cast<const char*>(&kFrameHeaderBytes),
+                              size_t{kMaxFramePayloadBytes} + 1);
+  Result<std::string> f = EncodeFrame(huge);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(FramingTest, HeaderIsLittleEndianLength) {
-  const std::string f = EncodeFrame(std::string(0x0102, 'x'));
+  const std::string f = Framed(std::string(0x0102, 'x'));
   ASSERT_EQ(f.size(), 4u + 0x0102);
   EXPECT_EQ(static_cast<unsigned char>(f[0]), 0x02);
   EXPECT_EQ(static_cast<unsigned char>(f[1]), 0x01);
   EXPECT_EQ(f[2], 0);
   EXPECT_EQ(f[3], 0);
-  EXPECT_EQ(EncodeFrame(""), std::string(4, '\0'));
+  EXPECT_EQ(Framed(""), std::string(4, '\0'));
 }
 
 TEST(FramingTest, ReassemblesMessagesSplitAtEveryByte) {
-  const std::string stream = EncodeFrame("hello") + EncodeFrame("") + EncodeFrame("world!");
+  const std::string stream = Framed("hello") + Framed("") + Framed("world!");
   FrameReader reader(1024);
   std::vector<std::string> got;
   for (char c : stream) {
@@ -43,7 +59,7 @@ TEST(FramingTest, ReassemblesMessagesSplitAtEveryByte) {
 
 TEST(FramingTest, ManyMessagesInOneChunk) {
   std::string stream;
-  for (int i = 0; i < 100; ++i) stream += EncodeFrame(std::to_string(i));
+  for (int i = 0; i < 100; ++i) stream += Framed(std::to_string(i));
   FrameReader reader(16);
   reader.Append(stream);
   std::vector<Frame> frames = Drain(reader);
@@ -54,7 +70,7 @@ TEST(FramingTest, ManyMessagesInOneChunk) {
 
 TEST(FramingTest, CapIsInclusive) {
   FrameReader reader(5);
-  reader.Append(EncodeFrame("12345") + EncodeFrame("123456"));
+  reader.Append(Framed("12345") + Framed("123456"));
   std::vector<Frame> frames = Drain(reader);
   ASSERT_EQ(frames.size(), 2u);
   EXPECT_EQ(frames[0].payload, "12345");
@@ -83,7 +99,7 @@ TEST(FramingTest, OversizedPayloadIsSkippedUnbufferedAndTheNextMessageSurvives) 
     ASSERT_FALSE(reader.Next().has_value());
   }
   // The rest of the payload and the next message in one chunk.
-  reader.Append(std::string(kDeclared - sent, 'z') + EncodeFrame("next"));
+  reader.Append(std::string(kDeclared - sent, 'z') + Framed("next"));
   std::vector<Frame> rest = Drain(reader);
   ASSERT_EQ(rest.size(), 1u);
   EXPECT_EQ(rest[0].payload, "next");
@@ -92,7 +108,7 @@ TEST(FramingTest, OversizedPayloadIsSkippedUnbufferedAndTheNextMessageSurvives) 
 
 TEST(FramingTest, PartialMessageWaitsForItsBytes) {
   FrameReader reader(100);
-  const std::string f = EncodeFrame("abcdef");
+  const std::string f = Framed("abcdef");
   reader.Append(f.substr(0, 7));
   EXPECT_FALSE(reader.Next().has_value());
   EXPECT_EQ(reader.buffered_bytes(), 7u);

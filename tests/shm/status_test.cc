@@ -1,4 +1,5 @@
 #include "vaed/status.h"
+#include "vaed/wire.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -29,6 +30,26 @@ TEST(StatusTest, WithContextLeavesOkStatusOk) {
   Status s = Status::Ok().WithContext("decode");
   EXPECT_TRUE(s.ok());
   EXPECT_EQ(s.message(), "");
+}
+
+TEST(StatusTest, WithContextKeepsTheTypedReasonFieldAndRetryAfter) {
+  const Status s = Busy("queue full", 250)
+                       .WithReason(ErrorReason::kOutOfMemory)
+                       .WithField("options.group_size")
+                       .WithContext("decode");
+  EXPECT_EQ(s.message(), "decode: queue full");
+  EXPECT_EQ(s.reason(), ErrorReason::kOutOfMemory);
+  EXPECT_EQ(s.field(), "options.group_size");
+  EXPECT_EQ(s.retry_after_ms(), 250u);
+}
+
+TEST(StatusTest, FieldTravelsOnTheWireAndTheReasonDoesNot) {
+  const Status s = InvalidArgument("rule").WithField("av_sync.independent_lengths")
+                       .WithReason(ErrorReason::kCollective);
+  const Status back = FromProtoError(ToProtoError(s));
+  EXPECT_EQ(back.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(back.field(), "av_sync.independent_lengths");
+  EXPECT_EQ(back.reason(), ErrorReason::kNone);
 }
 
 TEST(StatusTest, ToStringOfOkIsOk) { EXPECT_EQ(Status::Ok().ToString(), "ok"); }

@@ -37,8 +37,9 @@ inline constexpr size_t kCudaIpcHandleBytes = 64;
 // causes (invalid value / resource handle / device pointer / device, map
 // buffer object failed); kFailedPrecondition when no usable device or driver
 // is present or peer access is unsupported; kInternal otherwise. Sticky
-// errors (IsStickyCudaError) are kInternal and say that the CUDA context is
-// lost. For non-sticky errors it also clears the thread's last-error slot
+// errors (IsStickyCudaError) are kInternal with reason kStickyDevice and say
+// that the CUDA context is lost; cudaErrorMemoryAllocation is
+// kResourceExhausted with reason kOutOfMemory. For non-sticky errors it also clears the thread's last-error slot
 // (cudaGetLastError) so a later unrelated check does not see it again.
 // Must not be called with cudaSuccess. Thread-safe.
 Status CudaStatus(cudaError_t err, std::string_view context);

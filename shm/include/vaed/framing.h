@@ -26,16 +26,18 @@
 #include <string>
 #include <string_view>
 
+#include "vaed/status.h"
+
 namespace vaed::wire {
 
 inline constexpr size_t kFrameHeaderBytes = 4;
 // The largest length the header can carry.
 inline constexpr uint64_t kMaxFramePayloadBytes = UINT32_MAX;
 
-// `payload` with its 4-byte header, ready for the stream. A payload over
-// kMaxFramePayloadBytes is a caller bug (messages are bounded far below):
-// it throws std::length_error.
-std::string EncodeFrame(std::string_view payload);
+// `payload` with its 4-byte header, ready for the stream. Errors:
+// kInvalidArgument for a payload over kMaxFramePayloadBytes (messages are
+// bounded far below, by server.max_message_bytes).
+Result<std::string> EncodeFrame(std::string_view payload);
 
 // One message taken off the stream.
 struct Frame {

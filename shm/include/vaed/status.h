@@ -51,6 +51,23 @@ enum class StatusCode : int32_t {
 // Returns a stable lower_snake name for `code`, e.g. "invalid_argument".
 std::string_view StatusCodeName(StatusCode code);
 
+// Why an operation failed, where the code alone does not decide what the
+// daemon does next. Set once, where the foreign error enters (the LibTorch
+// adapter, a communicator, fault injection), and read downstream by value:
+// nothing classifies an error by its message text. Kept by WithContext();
+// not on the wire (clients see the code and the message).
+enum class ErrorReason : uint8_t {
+  kNone = 0,
+  kOutOfMemory = 1,   // an allocation failed (host, device, or vaed's tensor
+                      // budget): the failure ladder may retry with less memory
+  kStickyDevice = 2,  // a device error after which no kernel of this process
+                      // can be trusted: the daemon must restart (DESIGN.md §2.7)
+  kCollective = 3,    // a collective of a VAE group failed or timed out
+};
+
+// "none", "out_of_memory", "sticky_device", "collective".
+std::string_view ErrorReasonName(ErrorReason reason);
+
 class [[nodiscard]] Status {
  public:
   // An OK status.
@@ -70,6 +87,24 @@ class [[nodiscard]] Status {
   // Returns a copy whose message is "<context>: <message>". OK stays OK.
   Status WithContext(std::string_view context) const;
 
+  // The request or config field the error is about ("options.group_size"),
+  // when its source named one; "" otherwise. Kept by WithContext(); on the
+  // wire as vaed.v1.Error.field.
+  const std::string& field() const { return field_; }
+  Status WithField(std::string field) const {
+    Status s = *this;
+    s.field_ = std::move(field);
+    return s;
+  }
+
+  // The typed reason (ErrorReason); kNone unless the error's source set it.
+  ErrorReason reason() const { return reason_; }
+  Status WithReason(ErrorReason reason) const {
+    Status s = *this;
+    s.reason_ = reason;
+    return s;
+  }
+
   // kQuarantined / kBusy: milliseconds after which a retry may succeed
   // (vaed.v1.Error.retry_after_ms); 0 = not said. Kept by WithContext().
   uint32_t retry_after_ms() const { return retry_after_ms_; }
@@ -83,6 +118,8 @@ class [[nodiscard]] Status {
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
   uint32_t retry_after_ms_ = 0;
+  ErrorReason reason_ = ErrorReason::kNone;
+  std::string field_;
 };
 
 inline Status InvalidArgument(std::string m) {

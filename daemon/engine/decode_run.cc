@@ -1,0 +1,216 @@
+#include "daemon/engine/decode_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "daemon/engine/decode_log.h"
+#include "daemon/engine/group_job.h"
+#include "daemon/engine/output_format.h"
+#include "daemon/engine/process_memory.h"
+#include "daemon/engine/region_io.h"
+#include "daemon/engine/video_on_group.h"
+#include "daemon/models/postprocess.h"
+#include "daemon/models/tensor_memory.h"
+
+namespace vaed::engine {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double SecondsSince(SteadyClock::time_point t0) {
+  return std::chrono::duration<double>(SteadyClock::now() - t0).count();
+}
+
+// Turns the model's per-stage progress into the request's ProgressEvents:
+// the fraction of the whole request over its stages (the video's units,
+// then the audio as one more unit of the video's size; the whole request
+// when there is no video). Kept monotonic: a retry after a failure reports
+// from 0 again and is not forwarded until it passes what was sent.
+class ProgressTracker {
+ public:
+  ProgressTracker(const DecodeJob& job, SteadyClock::time_point start, const ProgressFn& sink)
+      : job_(job), start_(start), sink_(job.progress ? sink : nullptr) {}
+
+  void Report(const char* stage, const models::DecodeProgress& p) {
+    if (!sink_ || p.total <= 0) return;
+    const double units = job_.video && job_.audio ? double(p.total) + 1.0 : double(p.total);
+    const double fraction =
+        std::string_view(stage) == "audio" ? 1.0 : std::min(1.0, double(p.done) / units);
+    if (fraction <= sent_) return;
+    sent_ = fraction;
+    const double elapsed = SecondsSince(start_);
+    sink_({.stage = stage,
+           .done = p.done,
+           .total = p.total,
+           .unit = p.unit,
+           .fraction = fraction,
+           .elapsed_seconds = elapsed,
+           .eta_seconds = fraction >= 1.0 ? 0.0 : elapsed * (1.0 - fraction) / fraction,
+           .tiles_done = p.tiles_done,
+           .tiles_total = p.tiles_total});
+  }
+
+  bool wanted() const { return static_cast<bool>(sink_); }
+
+ private:
+  const DecodeJob& job_;
+  const SteadyClock::time_point start_;
+  const ProgressFn sink_;
+  double sent_ = -1.0;
+};
+
+// The steps of one decode (decode_run.h), with what they hand each other.
+class DecodeRun {
+ public:
+  DecodeRun(const DecodeJob& job, const RankContext& ctx)
+      : job_(job), ctx_(ctx), start_(SteadyClock::now()), progress_(job, start_, ctx.progress) {}
+
+  // On a group the members wait for the job's announcement: a run that
+  // ends before it tells them to stand down.
+  ~DecodeRun() {
+    if (ctx_.channel != nullptr && !announced_) {
+      (void)AnnounceJob(*ctx_.channel, *ctx_.spec, ctx_.generation, ctx_.spans_nodes, &job_,
+                        nullptr);
+    }
+  }
+
+  Result<DecodeResult> Run(RankWork* work);
+
+ private:
+  Status CopyIn();
+  Status DecodeVideo(RankWork* work);
+  Status DecodeAudio();
+  Status FormatOutputs();
+  Status CopyOut();
+  void Finish(const std::vector<std::string>& buckets);
+
+  const DecodeJob& job_;
+  const RankContext& ctx_;
+  const SteadyClock::time_point start_;
+  ProgressTracker progress_;
+  bool announced_ = false;
+  DecodeResult result_;
+  torch::Tensor latent_, audio_latent_;  // copied in
+  torch::Tensor raw_, wave_;             // decoded
+  torch::Tensor video_out_, audio_out_;  // formatted
+};
+
+Result<DecodeResult> DecodeRun::Run(RankWork* work) {
+  ResetPeakRss();
+  models::ResetPeakTensorBytes();
+  result_.report.timings.Add("queue_wait",
+                             std::chrono::duration<double>(start_ - job_.received).count());
+  VAED_RETURN_IF_ERROR(CopyIn());
+  std::vector<std::string> buckets;
+  const std::string& model = job_.model->info().name;
+  if (job_.video) buckets.push_back(model + "/" + job_.video->plan.shape_bucket);
+  if (job_.audio) buckets.push_back(model + "/" + job_.audio->plan.shape_bucket);
+  result_.warm = ctx_.history->AllWarm(buckets);
+  if (job_.settings.faults.device_fatal > 0) {
+    // What CUDA reports for a kernel that corrupted its context (tests).
+    return Internal("model '" + model + "': decode: CUDA error: an illegal memory access was "
+                    "encountered (injected fault device_fatal)")
+        .WithReason(ErrorReason::kStickyDevice);
+  }
+  if (job_.video) VAED_RETURN_IF_ERROR(DecodeVideo(work));
+  if (job_.audio) VAED_RETURN_IF_ERROR(DecodeAudio());
+  VAED_RETURN_IF_ERROR(FormatOutputs());
+  VAED_RETURN_IF_ERROR(job_.cancel->Check("before writing the output (decode done)"));
+  VAED_RETURN_IF_ERROR(CopyOut());
+  Finish(buckets);
+  return std::move(result_);
+}
+
+Status DecodeRun::CopyIn() {
+  const auto t0 = SteadyClock::now();
+  if (job_.video) {
+    VAED_ASSIGN_OR_RETURN(latent_,
+                          CopyLatentIn(job_.video->latent, *job_.video->latent_region, "latent"));
+  }
+  if (job_.audio) {
+    VAED_ASSIGN_OR_RETURN(audio_latent_, CopyLatentIn(job_.audio->latent,
+                                                      *job_.audio->latent_region, "audio_latent"));
+  }
+  result_.report.timings.Add("copy_in", SecondsSince(t0));
+  if (job_.video) VAED_RETURN_IF_ERROR(CheckLatentFinite(latent_, "latent"));
+  if (job_.audio) VAED_RETURN_IF_ERROR(CheckLatentFinite(audio_latent_, "audio_latent"));
+  return Status::Ok();
+}
+
+Status DecodeRun::DecodeVideo(RankWork* work) {
+  models::DecodeSettings settings = job_.settings;
+  settings.cancel = job_.cancel.get();
+  if (progress_.wanted()) {
+    settings.progress = [this](const models::DecodeProgress& p) { progress_.Report("video", p); };
+  }
+  Result<VideoOnGroup> video = DecodeVideoOnGroup(job_, ctx_, latent_, std::move(settings),
+                                                  &result_.report, &announced_, work);
+  latent_ = torch::Tensor();
+  VAED_RETURN_IF_ERROR(video.status());
+  raw_ = std::move(video->raw);
+  result_.group = std::move(video->group);
+  return Status::Ok();
+}
+
+Status DecodeRun::DecodeAudio() {
+  VAED_RETURN_IF_ERROR(job_.cancel->Check("before the audio decode (video done)"));
+  VAED_ASSIGN_OR_RETURN(wave_, ctx_.model->DecodeAudio(audio_latent_, &result_.report));
+  audio_latent_ = torch::Tensor();
+  progress_.Report("audio", {.done = 1, .total = 1, .unit = "audio"});
+  return Status::Ok();
+}
+
+Status DecodeRun::FormatOutputs() {
+  const auto t0 = SteadyClock::now();
+  if (job_.video) {
+    VAED_ASSIGN_OR_RETURN(result_.video_sanity, models::SummarizeValues(raw_, 0));
+    VAED_ASSIGN_OR_RETURN(video_out_, FormatVideo(*ctx_.model, raw_, job_.video->format));
+    raw_ = torch::Tensor();
+  }
+  if (job_.audio) {
+    VAED_ASSIGN_OR_RETURN(result_.audio_sanity,
+                          models::SummarizeValues(wave_, job_.audio->plan.clamp_level));
+    VAED_ASSIGN_OR_RETURN(audio_out_, FormatAudio(wave_));
+    wave_ = torch::Tensor();
+  }
+  result_.report.timings.Add("postprocess", SecondsSince(t0));
+  return Status::Ok();
+}
+
+Status DecodeRun::CopyOut() {
+  const auto t0 = SteadyClock::now();
+  if (job_.video) {
+    VAED_RETURN_IF_ERROR(
+        engine::CopyOut(video_out_, job_.video->output, *job_.video->output_region, "output"));
+  }
+  if (job_.audio) {
+    VAED_RETURN_IF_ERROR(engine::CopyOut(audio_out_, job_.audio->output,
+                                         *job_.audio->output_region, "audio_output"));
+  }
+  result_.report.timings.Add("copy_out", SecondsSince(t0));
+  return Status::Ok();
+}
+
+void DecodeRun::Finish(const std::vector<std::string>& buckets) {
+  const double seconds = SecondsSince(start_);
+  result_.report.timings.Add("decode", seconds);
+  ctx_.history->MarkWarm(buckets);
+  result_.peak_rss_bytes = PeakRssBytes();
+  result_.peak_tensor_bytes = models::PeakTensorBytes();
+  result_.memory_budget_bytes = models::TensorMemoryBudget();
+  LogFinishedDecode(job_, result_, seconds, ctx_.history);
+}
+
+}  // namespace
+
+Result<DecodeResult> RunDecode(const DecodeJob& job, const RankContext& ctx, RankWork* work) {
+  DecodeRun run(job, ctx);
+  return run.Run(work);
+}
+
+}  // namespace vaed::engine

@@ -1,0 +1,44 @@
+// One decode of a job, on the rank that answers it (its group's output
+// rank):
+//   1. copy the latents in from the client's regions (region_io.h) and
+//      refuse non-finite ones;
+//   2. decode the video on the job's group (video_on_group.h), then the
+//      audio (the official pipeline's order);
+//   3. summarise the outputs (sanity figures: reported, never fatal) and
+//      format them (output_format.h);
+//   4. copy them out into the client's regions, and state the result:
+//      timings, tiling, group, warm/cold, memory peaks.
+// Cancellation (deadline, client gone, shutdown) is checked before the
+// audio and before the output is written; models check it between units of
+// work. Client memory is touched only in steps 1 and 4, both inside the
+// job's lifetime (DESIGN.md §2 item 12).
+//
+// Memory figures: the peak RSS and peak tensor bytes are process-wide
+// watermarks, reset at the start of each decode; with several decodes
+// running at once (on disjoint groups) each sees the others' memory too and
+// a later start resets an earlier decode's watermark, so the figures are
+// the process's peak since the most recent start, not this request's own.
+//
+// Thread-safety: the rank's thread; DecodeHistory is shared and
+// thread-safe.
+#ifndef VAED_DAEMON_ENGINE_DECODE_RUN_H_
+#define VAED_DAEMON_ENGINE_DECODE_RUN_H_
+
+#include "daemon/engine/decode_job.h"
+#include "daemon/engine/decode_result.h"
+#include "daemon/engine/rank_context.h"
+#include "vaed/status.h"
+
+namespace vaed::engine {
+
+// Runs `job` on ctx's rank. `work` gets the rank's share of the model work
+// (also when the decode fails). Errors: kClientFault (a region faulted),
+// kInvalidArgument (non-finite latents), the model's errors (kInternal,
+// kResourceExhausted, with their ErrorReason), kCancelled /
+// kDeadlineExceeded; an injected device_fatal fault is kInternal with
+// reason kStickyDevice.
+Result<DecodeResult> RunDecode(const DecodeJob& job, const RankContext& ctx, RankWork* work);
+
+}  // namespace vaed::engine
+
+#endif  // VAED_DAEMON_ENGINE_DECODE_RUN_H_

@@ -1,0 +1,329 @@
+// What each rank thread of the executor does (executor.h): take the next
+// task the scheduler gives it, build or reuse its communicator, and run its
+// part: the decode as the group's output rank (decode_run.h), its tiles as
+// a member (group_job.h), or a rebuild only.
+#include <ATen/Parallel.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon/engine/decode_run.h"
+#include "daemon/engine/executor.h"
+#include "daemon/engine/group_job.h"
+#include "daemon/engine/memory_policy.h"
+#include "daemon/parallel/communicator.h"
+
+namespace vaed::engine {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double SecondsSince(SteadyClock::time_point t0) {
+  return std::chrono::duration<double>(SteadyClock::now() - t0).count();
+}
+
+}  // namespace
+
+void Executor::RankLoop(int local_rank) {
+  try {
+    // OpenMP thread counts are per calling thread: set them here, on the
+    // thread that runs this rank's models.
+    at::set_num_threads(options_.intra_op_threads);
+    BuildLocalCommunicators(local_rank);
+  } catch (...) {
+    spdlog::error("executor: rank {}: setting up: {}", GlobalRank(local_rank),
+                  parallel::ExceptionMessage());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++ranks_ready_;
+  }
+  cv_.notify_all();
+  if (local_rank == 0) {
+    spdlog::info("executor: {} rank{} with {} intra-op threads each, queue capacity {}; groups: {}",
+                 ranks_.size(), ranks_.size() == 1 ? "" : "s", options_.intra_op_threads,
+                 options_.queue_capacity, layout_.groups().size());
+  }
+  for (;;) {
+    std::shared_ptr<GroupRun> run;
+    try {
+      run = NextTask(local_rank);
+      if (!run) break;
+      RunTask(local_rank, *run);
+    } catch (...) {
+      // Not from a decode (those are caught where they run): the rank's own
+      // bookkeeping. The task is over either way; the rank serves on.
+      spdlog::error("executor: rank {}: unexpected exception: {}", GlobalRank(local_rank),
+                    parallel::ExceptionMessage());
+      if (!run) continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      scheduler_.Finish(local_rank);
+    }
+    cv_.notify_all();
+  }
+  spdlog::debug("executor: rank {} stopped", local_rank);
+}
+
+void Executor::BuildLocalCommunicators(int local_rank) {
+  // In the layout's order (the same on every rank, so the rendezvous cannot
+  // deadlock). Groups spanning daemons meet at their first request instead
+  // (the other daemons may start later).
+  for (const parallel::GroupSpec* g : layout_.OfRank(GlobalRank(local_rank))) {
+    if (g->size <= 1 || membership_.SpansNodes(*g)) continue;
+    RankCommunicators& comms = *ranks_[static_cast<size_t>(local_rank)].comms;
+    Result<GroupChannel*> built = comms.Get(*g, 0);
+    if (built.ok()) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    scheduler_.RecordBuildFailure(*g, built.status().message(), comms.last_failure_was_build());
+  }
+}
+
+std::shared_ptr<GroupRun> Executor::NextTask(int local_rank) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (scheduler_.task(local_rank) != nullptr) return scheduler_.task(local_rank);
+      if (stopping_) break;
+      if (!scheduler_.busy(local_rank) && scheduler_.Schedule()) {
+        cv_.notify_all();  // the ranks it gave work to
+        continue;
+      }
+      cv_.wait(lock);
+    }
+  }
+  AnswerQueueOnStop();
+  return nullptr;
+}
+
+void Executor::AnswerQueueOnStop() {
+  // Queued work is answered, not dropped: nothing a client sent is lost
+  // silently.
+  std::vector<std::shared_ptr<DecodeJob>> queued;
+  Status why;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued = scheduler_.TakeQueue();
+    why = fatal_error_.empty()
+              ? Cancelled("the daemon is shutting down")
+              : Unavailable("the daemon hit a sticky device error and is restarting (" +
+                            fatal_error_ + "); retry once it is back");
+  }
+  for (const std::shared_ptr<DecodeJob>& job : queued) Answer(job, why);
+}
+
+void Executor::RunTask(int local_rank, const GroupRun& run) {
+  const parallel::GroupSpec& spec = *run.spec;
+  RankCommunicators& comms = *ranks_[static_cast<size_t>(local_rank)].comms;
+  GroupChannel* channel = nullptr;
+  std::string unavailable;
+  if (run.member_job) {
+    // The leader built this generation with this rank (a build run came
+    // first); building it now could meet nobody, so a rank without it sits
+    // the job out and the leader falls back.
+    channel = comms.Live(spec, run.generation);
+    if (channel == nullptr) {
+      spdlog::warn("executor: rank {}: group {}: no live communicator of generation {}; "
+                   "sitting out the leader's job",
+                   GlobalRank(local_rank), spec.name, run.generation);
+    }
+  } else if (spec.size > 1) {
+    // A build run from the store watcher meets a generation the leader is
+    // building now: never an older communicator of the same number.
+    const bool meet = !run.job && spec.leader_node != layout_.options().node_rank;
+    Result<GroupChannel*> got = comms.Get(spec, run.generation, meet);
+    if (got.ok()) {
+      channel = *got;
+    } else {
+      unavailable = got.status().message();
+      std::lock_guard<std::mutex> lock(mu_);
+      scheduler_.RecordBuildFailure(spec, unavailable, comms.last_failure_was_build());
+    }
+  }
+  const bool output_rank = spec.ranks.front() == GlobalRank(local_rank);
+  if (run.member_job || (run.job && !output_rank)) {
+    if (channel != nullptr) RunAsMember(local_rank, spec, run.job.get(), *channel);
+  } else if (run.job) {
+    RunAsOutputRank(local_rank, run, channel, unavailable);
+  }
+  NoteGroupFailure(run, channel);
+  // Bound what the memory policy retains between requests (memory_policy.h).
+  if (ReleaseFreedMemoryAbove(options_.retained_heap_mib << 20)) {
+    spdlog::debug("executor: heap above {} MiB after a request; returned its free part",
+                  options_.retained_heap_mib);
+  }
+}
+
+void Executor::NoteGroupFailure(const GroupRun& run, GroupChannel* channel) {
+  if (channel == nullptr || !channel->comm->aborted()) return;
+  const std::string why = channel->comm->abort_reason();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (scheduler_.RecordCollectiveFailure(*run.spec, run.generation, why)) {
+    spdlog::warn("executor: group {} generation {} failed ({}); rebuilding", run.spec->name,
+                 run.generation, why);
+  }
+}
+
+void Executor::RunAsOutputRank(int local_rank, const GroupRun& run, GroupChannel* channel,
+                               const std::string& unavailable) {
+  const std::shared_ptr<DecodeJob>& job = run.job;
+  const auto t0 = SteadyClock::now();
+  bool decoded = false;
+  Result<DecodeResult> result = Internal("request " + std::to_string(job->request_id) +
+                                         " was not decoded");
+  try {
+    result = Execute(local_rank, run, channel, unavailable, &decoded);
+  } catch (...) {
+    result = Internal("decode request " + std::to_string(job->request_id) +
+                      ": unexpected exception on rank " +
+                      std::to_string(GlobalRank(local_rank)) + ": " +
+                      parallel::ExceptionMessage());
+    spdlog::error("executor: {}", result.status().message());
+    // The members may be waiting for this rank's announcement or tiles:
+    // closing the communicator ends their wait now (the group is rebuilt).
+    if (channel != nullptr) channel->comm->Abort(result.status().message());
+  }
+  const double seconds = SecondsSince(t0);
+  bool fatal = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Moving average over decodes that ran (not instant rejections).
+    if (decoded) {
+      mean_decode_seconds_ =
+          mean_decode_seconds_ == 0.0 ? seconds : 0.8 * mean_decode_seconds_ + 0.2 * seconds;
+    }
+    if (!result.ok() && result.status().reason() == ErrorReason::kStickyDevice) {
+      fatal_error_ = result.status().message();
+      stopping_ = true;  // answer the queue and take nothing more
+      fatal = true;
+    }
+  }
+  // After the health flag: whoever sees this answer sees the daemon
+  // unhealthy too.
+  Answer(job, std::move(result));
+  if (fatal) {
+    spdlog::critical("executor: sticky device error; the daemon must restart: {}",
+                     fatal_error());
+    cv_.notify_all();
+  }
+}
+
+Result<DecodeResult> Executor::Execute(int local_rank, const GroupRun& run,
+                                       GroupChannel* channel, const std::string& unavailable,
+                                       bool* decoded) {
+  const DecodeJob& job = *run.job;
+  // A job cancelled or past its deadline while queued never starts.
+  if (Status s = job.cancel->Check("while queued (the decode never started)"); !s.ok()) {
+    spdlog::info("decode request {} of client {} not started: {}", job.request_id,
+                 job.client_id, s.ToString());
+    if (channel != nullptr) {  // the members stand down
+      (void)AnnounceJob(*channel, *run.spec, run.generation, membership_.SpansNodes(*run.spec),
+                        &job, nullptr);
+    }
+    return s;
+  }
+  if (job.settings.faults.rank_exception > 0) {
+    // Tests: something on the rank's own path throws (not LibTorch).
+    throw std::runtime_error("injected rank_exception");
+  }
+  Rank& rank = ranks_[static_cast<size_t>(local_rank)];
+  std::shared_ptr<DecodeJob> shared = run.job;
+  RankContext ctx{.local_rank = local_rank,
+                  .global_rank = GlobalRank(local_rank),
+                  .model = rank.models[job.model_index],
+                  .spec = run.spec,
+                  .generation = run.generation,
+                  .channel = channel,
+                  .unavailable = unavailable,
+                  .spans_nodes = membership_.SpansNodes(*run.spec),
+                  .history = &history_,
+                  .progress = nullptr};
+  if (job.progress) {
+    ctx.progress = [this, shared](const ProgressEvent& event) {
+      try {
+        sink_->OnProgress(shared, event);
+      } catch (...) {
+        spdlog::error("executor: handing a progress event of request {} to the server: {}",
+                      shared->request_id, parallel::ExceptionMessage());
+      }
+    };
+  }
+  RankWork work;
+  *decoded = true;
+  Result<DecodeResult> result = RunDecode(job, ctx, &work);
+  std::lock_guard<std::mutex> lock(mu_);
+  scheduler_.CountWork(local_rank, work.seconds, work.tiles);
+  if (result.ok() && result->group && result->group->ranks.size() > 1) {
+    scheduler_.RecordImbalance(*run.spec, result->group->imbalance);
+  }
+  if (!result.ok()) {
+    spdlog::warn("decode request {} of client {} failed: {}", job.request_id, job.client_id,
+                 result.status().ToString());
+  }
+  return result;
+}
+
+void Executor::RunAsMember(int local_rank, const parallel::GroupSpec& spec, const DecodeJob* job,
+                           GroupChannel& channel) {
+  parallel::Communicator& comm = *channel.comm;
+  const int global = GlobalRank(local_rank);
+  try {
+    Result<std::optional<ReceivedJob>> received = ReceiveJob(comm);
+    if (!received.ok() || !*received) return;  // failed (aborted) or stood down
+    ReceivedJob& r = **received;
+    Rank& rank = ranks_[static_cast<size_t>(local_rank)];
+    // On the output rank's daemon the model was resolved once; a member of
+    // a group led by another daemon knows only its name.
+    models::VaeModel* model =
+        job != nullptr ? rank.models[job->model_index] : rank.registry->Find(r.model_name);
+    if (job != nullptr) r.settings.cancel = job->cancel.get();
+    r.settings.group = &comm;
+    if (job != nullptr && job->settings.faults.member_exception > 0) {
+      throw std::runtime_error("injected member_exception");
+    }
+    models::DecodeReport report;
+    const double started = UnixNow();
+    Result<torch::Tensor> out =
+        model != nullptr
+            ? model->Decode(r.latent, r.settings, &report)
+            : Result<torch::Tensor>(NotFound("model '" + r.model_name + "' on rank " +
+                                             std::to_string(global)));
+    const double finished = UnixNow();
+    const RankWork work = WorkOf(report, started, finished);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      scheduler_.CountWork(local_rank, work.seconds, work.tiles);
+    }
+    if (!out.ok()) {
+      // The output rank must not wait for this rank's tiles until its timeout.
+      if (!comm.aborted()) {
+        comm.Abort("rank " + std::to_string(global) + " failed its part: " +
+                   out.status().message());
+      }
+      return;
+    }
+    (void)GatherFigures(comm, spec,
+                        {.rank = static_cast<uint32_t>(global),
+                         .tiles = work.tiles,
+                         .decode_seconds = work.seconds,
+                         .started_unix = started,
+                         .finished_unix = finished});
+  } catch (...) {
+    const std::string why = parallel::ExceptionMessage();
+    spdlog::error("executor: rank {}: unexpected exception in its part of a job on group {}: {}",
+                  global, spec.name, why);
+    comm.Abort("rank " + std::to_string(global) + " failed its part: unexpected exception: " +
+               why);
+  }
+}
+
+void Executor::Answer(const std::shared_ptr<DecodeJob>& job, Result<DecodeResult> result) {
+  try {
+    sink_->OnFinished(job, std::move(result));
+  } catch (...) {
+    spdlog::error("executor: handing the result of request {} of client {} to the server: {}",
+                  job->request_id, job->client_id, parallel::ExceptionMessage());
+  }
+}
+
+}  // namespace vaed::engine

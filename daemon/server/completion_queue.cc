@@ -1,0 +1,49 @@
+#include "daemon/server/completion_queue.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace vaed::server {
+
+Result<std::unique_ptr<CompletionQueue>> CompletionQueue::Create() {
+  const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (fd < 0) return ErrnoStatus(errno, "creating the executor's completion eventfd");
+  return std::unique_ptr<CompletionQueue>(new CompletionQueue(fd));
+}
+
+CompletionQueue::~CompletionQueue() { ::close(fd_); }
+
+void CompletionQueue::OnProgress(const std::shared_ptr<const engine::DecodeJob>& job,
+                                 const engine::ProgressEvent& event) {
+  Push({.job = job, .progress = event, .result = std::nullopt});
+}
+
+void CompletionQueue::OnFinished(std::shared_ptr<const engine::DecodeJob> job,
+                                 Result<engine::DecodeResult> result) {
+  Push({.job = std::move(job), .progress = std::nullopt, .result = std::move(result)});
+}
+
+void CompletionQueue::Push(Completion c) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(c));
+  }
+  // Wakes the control loop. The counter cannot overflow (it is drained
+  // long before 2^64 - 1), so a failed write is EINTR at most.
+  const uint64_t one = 1;
+  while (::write(fd_, &one, sizeof(one)) < 0 && errno == EINTR) {
+  }
+}
+
+std::deque<Completion> CompletionQueue::Drain() {
+  uint64_t count = 0;
+  while (::read(fd_, &count, sizeof(count)) < 0 && errno == EINTR) {
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(queue_, {});
+}
+
+}  // namespace vaed::server

@@ -1,0 +1,195 @@
+// The executor's thread edges (issue 18 §3): nothing a sink throws leaves a
+// rank thread, and the executor serves on. Runs the built-in demo model on
+// one rank, with latents and outputs in real POSIX shm regions.
+#include "daemon/engine/executor.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "daemon/models/model_registry.h"
+#include "daemon/models/tile_group.h"
+#include "daemon/models/torch_status.h"
+
+namespace vaed::engine {
+namespace {
+
+// A POSIX shm segment of `bytes` bytes, unlinked at destruction.
+class Segment {
+ public:
+  explicit Segment(uint64_t bytes) {
+    static std::atomic<int> next{0};
+    name_ = "vaed-engine-test-" + std::to_string(getpid()) + "-" + std::to_string(next++);
+    const int fd = shm_open(("/" + name_).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(ftruncate(fd, static_cast<off_t>(bytes)), 0);
+    close(fd);
+  }
+  ~Segment() { shm_unlink(("/" + name_).c_str()); }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
+// Records finished jobs; throws from OnProgress always and from the first
+// OnFinished.
+class ThrowingSink : public ResultSink {
+ public:
+  void OnProgress(const std::shared_ptr<const DecodeJob>&, const ProgressEvent&) override {
+    ++progress_calls;
+    throw std::runtime_error("sink: progress refused");
+  }
+  void OnFinished(std::shared_ptr<const DecodeJob> job, Result<DecodeResult> result) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (++finished_calls == 1) throw std::runtime_error("sink: first result refused");
+    finished.push_back({job->request_id, result.status()});
+    cv.notify_all();
+  }
+  bool WaitFor(size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(60), [&] { return finished.size() >= n; });
+  }
+
+  std::atomic<int> progress_calls{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished_calls = 0;
+  std::vector<std::pair<uint64_t, Status>> finished;
+};
+
+class ExecutorEdgeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    models::ModelConfig demo;
+    demo.name = "demo";
+    demo.kind = "demo";
+    auto r = models::ModelRegistry::Create({demo}, "demo");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    registry_ = std::move(r).value();
+    ExecutorOptions options;
+    options.intra_op_threads = 1;
+    GroupOptions group;
+    auto e = Executor::Create(options, group, {registry_.get()}, &sink_);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    executor_ = std::move(e).value();
+  }
+
+  // A demo-model job of one latent frame of 4x4 cells, float32 output.
+  std::shared_ptr<DecodeJob> MakeJob(uint64_t id) {
+    models::VaeModel* model = registry_->Find("demo");
+    const std::vector<int64_t> shape = {1, model->info().latent_channels, 4, 4};
+    auto plan = model->Plan(DType::kFloat32, shape);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    auto job = std::make_shared<DecodeJob>();
+    job->request_id = id;
+    job->client_id = 1;
+    job->model = model;
+    job->model_index = 0;
+    job->progress = true;
+    job->received = std::chrono::steady_clock::now();
+    VideoPart v;
+    v.plan = *plan;
+    v.format = OutputFormat::kFloat32Nchw;
+    const uint64_t in_bytes = 4 * 16 * static_cast<uint64_t>(shape[1]);
+    v.latent = {0, 0, in_bytes, DType::kFloat32, shape};
+    v.output.shape = {plan->frames, plan->channels, plan->height_px, plan->width_px};
+    v.output.dtype = DType::kFloat32;
+    v.output.size = 4 * static_cast<uint64_t>(plan->frames * plan->channels * plan->height_px *
+                                              plan->width_px);
+    segments_.push_back(std::make_unique<Segment>(in_bytes));
+    v.latent_region = std::shared_ptr<HostRegion>(
+        std::move(HostRegion::Open(segments_.back()->name(), in_bytes)).value());
+    segments_.push_back(std::make_unique<Segment>(v.output.size));
+    v.output_region = std::shared_ptr<HostRegion>(
+        std::move(HostRegion::Open(segments_.back()->name(), v.output.size)).value());
+    job->video = std::move(v);
+    return job;
+  }
+
+  ThrowingSink sink_;
+  std::unique_ptr<models::ModelRegistry> registry_;
+  std::vector<std::unique_ptr<Segment>> segments_;
+  std::unique_ptr<Executor> executor_;  // last: stopped before the rest goes
+};
+
+TEST_F(ExecutorEdgeTest, ASinkThatThrowsNeitherKillsARankNorStopsTheExecutor) {
+  ASSERT_TRUE(executor_->Submit(MakeJob(1)).ok());  // its result is refused by the sink
+  ASSERT_TRUE(executor_->Submit(MakeJob(2)).ok());
+  ASSERT_TRUE(sink_.WaitFor(1));
+  ASSERT_TRUE(executor_->Submit(MakeJob(3)).ok());
+  ASSERT_TRUE(sink_.WaitFor(2));
+  std::lock_guard<std::mutex> lock(sink_.mu);
+  EXPECT_EQ(sink_.finished_calls, 3);
+  EXPECT_GE(sink_.progress_calls.load(), 3);
+  EXPECT_EQ(sink_.finished[0].first, 2u);
+  EXPECT_TRUE(sink_.finished[0].second.ok()) << sink_.finished[0].second.ToString();
+  EXPECT_EQ(sink_.finished[1].first, 3u);
+  EXPECT_TRUE(sink_.finished[1].second.ok()) << sink_.finished[1].second.ToString();
+  EXPECT_TRUE(executor_->fatal_error().empty());
+}
+
+TEST_F(ExecutorEdgeTest, AStickyDeviceErrorMakesTheExecutorRefuseWork) {
+  auto job = MakeJob(1);
+  job->settings.faults.device_fatal = 1;
+  job->progress = false;
+  ASSERT_TRUE(executor_->Submit(job).ok());
+  // The first result is refused by the sink; the executor is unhealthy by
+  // then and refuses new work.
+  for (int i = 0; i < 600 && executor_->fatal_error().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(executor_->fatal_error(), ::testing::HasSubstr("illegal memory access"));
+  const Status refused = executor_->Submit(MakeJob(2));
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+}
+
+TEST(ErrorReasonTest, ReasonsSurviveContextAndAreNamed) {
+  const Status s = ResourceExhausted("alloc").WithReason(ErrorReason::kOutOfMemory);
+  EXPECT_EQ(s.WithContext("decode").reason(), ErrorReason::kOutOfMemory);
+  EXPECT_EQ(Internal("x").reason(), ErrorReason::kNone);
+  EXPECT_EQ(ErrorReasonName(ErrorReason::kStickyDevice), "sticky_device");
+  EXPECT_EQ(ErrorReasonName(ErrorReason::kCollective), "collective");
+}
+
+// LibTorch errors are classified once, where they enter (the adapter), into
+// a typed reason that nothing downstream reads from the text.
+TEST(TorchAdapterTest, ClassifiesLibTorchErrorsIntoTypedReasons) {
+  const Status sticky = models::RunTorch("decode", []() -> Status {
+    TORCH_CHECK(false, "CUDA error: an illegal memory access was encountered");
+    return Status::Ok();
+  });
+  EXPECT_EQ(sticky.code(), StatusCode::kInternal);
+  EXPECT_EQ(sticky.reason(), ErrorReason::kStickyDevice);
+  const Status oom = models::RunTorch("decode", []() -> Status {
+    TORCH_CHECK(false, "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1");
+    return Status::Ok();
+  });
+  EXPECT_EQ(oom.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(oom.reason(), ErrorReason::kOutOfMemory);
+  const Status collective = models::RunTorch("tile gather", []() -> Status {
+    throw models::CollectiveFailed(Unavailable("collective gather of group s2.b0 failed"));
+  });
+  EXPECT_EQ(collective.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(collective.reason(), ErrorReason::kCollective);
+  EXPECT_EQ(collective.message(), "tile gather: collective gather of group s2.b0 failed");
+  const Status other = models::RunTorch("decode", []() -> Status {
+    throw std::runtime_error("something else");
+  });
+  EXPECT_EQ(other.code(), StatusCode::kInternal);
+  EXPECT_EQ(other.reason(), ErrorReason::kNone);
+}
+
+}  // namespace
+}  // namespace vaed::engine
