@@ -59,7 +59,6 @@
 #include "daemon/server/access_control.h"
 #include "daemon/server/client_registry.h"
 #include "daemon/server/config.h"
-#include "daemon/server/decode_reply.h"
 #include "daemon/server/peer.h"
 #include "daemon/server/request_handler.h"
 #include "vaed/status.h"
@@ -1008,33 +1007,30 @@ class Session {
     FakeSink::Pending p = std::move(sink_.pending()[index]);
     sink_.pending().erase(sink_.pending().begin() + static_cast<std::ptrdiff_t>(index));
     const engine::DecodeJob& j = *p.job;
-    v1::Reply reply;
-    reply.set_request_id(j.request_id);
+    vaed::Result<engine::DecodeResult> result = engine::DecodeResult{};
     if (p.cancelled) {
-      *reply.mutable_error() = vaed::ToProtoError(*p.cancelled);
+      result = *p.cancelled;
     } else {
       switch (outcome) {
         case 4:
-          *reply.mutable_error() = vaed::ToProtoError(
-              vaed::ClientFault("latent: SIGBUS reading the segment (fuzz)"));
+          result = vaed::ClientFault("latent: SIGBUS reading the segment (fuzz)");
           break;
         case 5:
-          *reply.mutable_error() =
-              vaed::ToProtoError(vaed::InvalidArgument("latent holds NaN (fuzz)"));
+          result = vaed::InvalidArgument("latent holds NaN (fuzz)");
           break;
         case 6:
-          *reply.mutable_error() =
-              vaed::ToProtoError(vaed::DeadlineExceeded("deadline passed (fuzz)"));
+          result = vaed::DeadlineExceeded("deadline passed (fuzz)");
           break;
         case 7:
-          *reply.mutable_error() = vaed::ToProtoError(vaed::Internal("torch error (fuzz)"));
+          result = vaed::Internal("torch error (fuzz)");
           break;
         default:
-          vaed::server::FillDecodeGeometry(*j.model, j.video, j.audio, j.av, reply.mutable_decode());
           break;
       }
     }
-    handler_.OnJobReply(j.client_id, reply, now_);
+    const v1::Reply reply = handler_.OnJobDone(j, result, now_);
+    FUZZ_CHECK(reply.request_id() == j.request_id, "the answer names request " +
+                                                       std::to_string(reply.request_id()));
   }
 
   void CheckInvariants() const {

@@ -3,7 +3,7 @@
 namespace vaed::engine {
 
 bool DecodeHistory::AllWarm(const std::vector<std::string>& buckets) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const std::string& b : buckets) {
     if (warm_buckets_.count(b) == 0) return false;
   }
@@ -11,13 +11,13 @@ bool DecodeHistory::AllWarm(const std::vector<std::string>& buckets) const {
 }
 
 void DecodeHistory::MarkWarm(const std::vector<std::string>& buckets) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   warm_buckets_.insert(buckets.begin(), buckets.end());
 }
 
 bool DecodeHistory::FirstDecision(const std::string& key) {
   constexpr size_t kMaxKeys = 4096;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (logged_decisions_.size() >= kMaxKeys) logged_decisions_.clear();
   return logged_decisions_.insert(key).second;
 }

@@ -7,10 +7,11 @@
 #ifndef VAED_DAEMON_ENGINE_DECODE_HISTORY_H_
 #define VAED_DAEMON_ENGINE_DECODE_HISTORY_H_
 
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
+
+#include "vaed/mutex.h"
 
 namespace vaed::engine {
 
@@ -24,9 +25,9 @@ class DecodeHistory {
   bool FirstDecision(const std::string& key);
 
  private:
-  mutable std::mutex mu_;
-  std::set<std::string> warm_buckets_;      // guarded by mu_
-  std::set<std::string> logged_decisions_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::set<std::string> warm_buckets_ VAED_GUARDED_BY(mu_);
+  std::set<std::string> logged_decisions_ VAED_GUARDED_BY(mu_);
 };
 
 }  // namespace vaed::engine

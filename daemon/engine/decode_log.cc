@@ -76,8 +76,9 @@ void LogFinishedDecode(const DecodeJob& job, const DecodeResult& result, double 
                 job.client_id, info.name, Geometry(job, tiling), info.compute_dtype,
                 result.warm ? "warm" : "cold", seconds,
                 info.demo_weights ? " [DEMO weights]" : "");
-  for (const std::string& f : tiling.fallbacks) {
-    spdlog::warn("decode: request {} client {}: fallback: {}", job.request_id, job.client_id, f);
+  for (const models::Fallback& f : tiling.fallbacks) {
+    spdlog::warn("decode: request {} client {}: fallback: {}", job.request_id, job.client_id,
+                 f.detail);
   }
   WarnAboutOutput(job, result);
 }

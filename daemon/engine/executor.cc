@@ -24,36 +24,37 @@ class Executor::WatcherListener : public StoreWatcher::Listener {
     Queue(spec, generation, true);
   }
   void LayoutMismatch(const parallel::GroupSpec& spec, const std::string& why) override {
-    std::lock_guard<std::mutex> lock(e_->mu_);
+    MutexLock lock(&e_->mu_);
     e_->scheduler_.RecordLayoutMismatch(spec, why);
   }
   std::optional<GenerationFacts> CheckWanted(const parallel::GroupSpec& spec) override {
-    std::lock_guard<std::mutex> lock(e_->mu_);
+    MutexLock lock(&e_->mu_);
     return e_->scheduler_.CheckWanted(spec);
   }
   void CheckDone(const parallel::GroupSpec& spec, uint64_t generation, bool rebuild) override {
     {
-      std::lock_guard<std::mutex> lock(e_->mu_);
+      MutexLock lock(&e_->mu_);
       e_->scheduler_.CheckDone(spec, generation, rebuild);
     }
     e_->cv_.notify_all();
   }
   void FirstContactDone() override {
     {
-      std::lock_guard<std::mutex> lock(e_->mu_);
+      MutexLock lock(&e_->mu_);
       ++e_->watchers_contacted_;
     }
     e_->cv_.notify_all();
   }
   bool WaitOrStop(std::chrono::milliseconds d) override {
-    std::unique_lock<std::mutex> lock(e_->mu_);
-    return e_->cv_.wait_for(lock, d, [&] { return e_->stopping_; });
+    MutexLock lock(&e_->mu_);
+    if (!e_->stopping_) e_->cv_.wait_for(e_->mu_, d);
+    return e_->stopping_;
   }
 
  private:
   void Queue(const parallel::GroupSpec& spec, uint64_t generation, bool member_job) {
     {
-      std::lock_guard<std::mutex> lock(e_->mu_);
+      MutexLock lock(&e_->mu_);
       e_->scheduler_.QueueMemberRun(&spec, generation, member_job);
     }
     e_->cv_.notify_all();
@@ -132,11 +133,11 @@ Status Executor::Start(std::vector<models::ModelRegistry*> registries) {
   StartWatchers();
   // Serve once every rank built its communicators (a group's rendezvous
   // needs all its ranks) and the store knows this daemon's incarnation.
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] {
-    return ranks_ready_ == static_cast<int>(ranks_.size()) &&
-           watchers_contacted_ == watchers_.size();
-  });
+  MutexLock lock(&mu_);
+  while (ranks_ready_ != static_cast<int>(ranks_.size()) ||
+         watchers_contacted_ != watchers_.size()) {
+    cv_.wait(mu_);
+  }
   return Status::Ok();
 }
 
@@ -161,7 +162,7 @@ Executor::~Executor() { Stop(); }
 
 Status Executor::Submit(std::shared_ptr<DecodeJob> job) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!fatal_error_.empty()) {
       return Unavailable("the daemon hit a sticky device error and is restarting (" +
                          fatal_error_ + "); retry once it is back");
@@ -186,7 +187,7 @@ Status Executor::Submit(std::shared_ptr<DecodeJob> job) {
 }
 
 uint32_t Executor::EstimatedWaitMs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return EstimatedWaitMsLocked();
 }
 
@@ -197,13 +198,13 @@ uint32_t Executor::EstimatedWaitMsLocked() const {
 }
 
 std::string Executor::fatal_error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return fatal_error_;
 }
 
 void Executor::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -216,7 +217,7 @@ void Executor::Stop() {
 }
 
 size_t Executor::CancelClient(uint64_t client_id, const Status& why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   size_t n = 0;
   // Queued jobs stay queued: a rank answers them with `why` without
   // decoding, so every request still gets exactly one reply.
@@ -232,17 +233,17 @@ size_t Executor::CancelClient(uint64_t client_id, const Status& why) {
 }
 
 size_t Executor::queue_depth() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return scheduler_.queued();
 }
 
 size_t Executor::running() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return scheduler_.Running().size();
 }
 
 ExecutorStatus Executor::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ExecutorStatus out;
   out.ranks = static_cast<int>(ranks_.size());
   for (const parallel::GroupSpec& g : layout_.groups()) {

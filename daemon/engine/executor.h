@@ -58,6 +58,7 @@
 #include "daemon/engine/store_watcher.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/parallel/group_layout.h"
+#include "vaed/mutex.h"
 #include "vaed/status.h"
 
 namespace vaed::engine {
@@ -164,7 +165,7 @@ class Executor {
                    GroupChannel& channel);
   void NoteGroupFailure(const GroupRun& run, GroupChannel* channel);
   void Answer(const std::shared_ptr<DecodeJob>& job, Result<DecodeResult> result);
-  uint32_t EstimatedWaitMsLocked() const;  // mu_ held
+  uint32_t EstimatedWaitMsLocked() const VAED_REQUIRES(mu_);
   int GlobalRank(int local_rank) const { return layout_.GlobalRank(local_rank); }
 
   const ExecutorOptions options_;
@@ -175,14 +176,14 @@ class Executor {
   MembershipContext membership_;
   DecodeHistory history_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  Scheduler scheduler_;       // guarded by mu_
-  bool stopping_ = false;     // guarded by mu_
-  int ranks_ready_ = 0;       // guarded by mu_ (communicators built)
-  size_t watchers_contacted_ = 0;  // guarded by mu_ (first store contact made)
-  std::string fatal_error_;   // guarded by mu_
-  double mean_decode_seconds_ = 0.0;  // guarded by mu_; moving average
+  mutable Mutex mu_;
+  std::condition_variable_any cv_;  // waits on mu_: queue, tasks, checks, stop
+  Scheduler scheduler_ VAED_GUARDED_BY(mu_);
+  bool stopping_ VAED_GUARDED_BY(mu_) = false;
+  int ranks_ready_ VAED_GUARDED_BY(mu_) = 0;  // ranks whose communicators are built
+  size_t watchers_contacted_ VAED_GUARDED_BY(mu_) = 0;  // first store contact made
+  std::string fatal_error_ VAED_GUARDED_BY(mu_);
+  double mean_decode_seconds_ VAED_GUARDED_BY(mu_) = 0.0;  // moving average
 
   std::vector<Rank> ranks_;  // size fixed at construction
   std::unique_ptr<WatcherListener> listener_;

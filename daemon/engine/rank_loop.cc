@@ -34,7 +34,7 @@ void Executor::RankLoop(int local_rank) {
                   parallel::ExceptionMessage());
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++ranks_ready_;
   }
   cv_.notify_all();
@@ -57,7 +57,7 @@ void Executor::RankLoop(int local_rank) {
       if (!run) continue;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       scheduler_.Finish(local_rank);
     }
     cv_.notify_all();
@@ -74,14 +74,14 @@ void Executor::BuildLocalCommunicators(int local_rank) {
     RankCommunicators& comms = *ranks_[static_cast<size_t>(local_rank)].comms;
     Result<GroupChannel*> built = comms.Get(*g, 0);
     if (built.ok()) continue;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     scheduler_.RecordBuildFailure(*g, built.status().message(), comms.last_failure_was_build());
   }
 }
 
 std::shared_ptr<GroupRun> Executor::NextTask(int local_rank) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (;;) {
       if (scheduler_.task(local_rank) != nullptr) return scheduler_.task(local_rank);
       if (stopping_) break;
@@ -89,7 +89,7 @@ std::shared_ptr<GroupRun> Executor::NextTask(int local_rank) {
         cv_.notify_all();  // the ranks it gave work to
         continue;
       }
-      cv_.wait(lock);
+      cv_.wait(mu_);
     }
   }
   AnswerQueueOnStop();
@@ -102,7 +102,7 @@ void Executor::AnswerQueueOnStop() {
   std::vector<std::shared_ptr<DecodeJob>> queued;
   Status why;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     queued = scheduler_.TakeQueue();
     why = fatal_error_.empty()
               ? Cancelled("the daemon is shutting down")
@@ -136,7 +136,7 @@ void Executor::RunTask(int local_rank, const GroupRun& run) {
       channel = *got;
     } else {
       unavailable = got.status().message();
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       scheduler_.RecordBuildFailure(spec, unavailable, comms.last_failure_was_build());
     }
   }
@@ -157,7 +157,7 @@ void Executor::RunTask(int local_rank, const GroupRun& run) {
 void Executor::NoteGroupFailure(const GroupRun& run, GroupChannel* channel) {
   if (channel == nullptr || !channel->comm->aborted()) return;
   const std::string why = channel->comm->abort_reason();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (scheduler_.RecordCollectiveFailure(*run.spec, run.generation, why)) {
     spdlog::warn("executor: group {} generation {} failed ({}); rebuilding", run.spec->name,
                  run.generation, why);
@@ -186,7 +186,7 @@ void Executor::RunAsOutputRank(int local_rank, const GroupRun& run, GroupChannel
   const double seconds = SecondsSince(t0);
   bool fatal = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Moving average over decodes that ran (not instant rejections).
     if (decoded) {
       mean_decode_seconds_ =
@@ -251,7 +251,7 @@ Result<DecodeResult> Executor::Execute(int local_rank, const GroupRun& run,
   RankWork work;
   *decoded = true;
   Result<DecodeResult> result = RunDecode(job, ctx, &work);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   scheduler_.CountWork(local_rank, work.seconds, work.tiles);
   if (result.ok() && result->group && result->group->ranks.size() > 1) {
     scheduler_.RecordImbalance(*run.spec, result->group->imbalance);
@@ -291,7 +291,7 @@ void Executor::RunAsMember(int local_rank, const parallel::GroupSpec& spec, cons
     const double finished = UnixNow();
     const RankWork work = WorkOf(report, started, finished);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       scheduler_.CountWork(local_rank, work.seconds, work.tiles);
     }
     if (!out.ok()) {

@@ -41,7 +41,9 @@ Result<torch::Tensor> DecodeAlone(const DecodeJob& job, const RankContext& ctx,
   Result<torch::Tensor> decoded = ctx.model->Decode(latent, alone, &retry);
   for (const auto& [name, seconds] : retry.timings.entries()) report->timings.Add(name, seconds);
   report->tiling = retry.tiling;
-  report->tiling.fallbacks.insert(report->tiling.fallbacks.begin(), "group: " + why);
+  report->tiling.fallbacks.insert(report->tiling.fallbacks.begin(),
+                                  {.kind = models::FallbackKind::kCollective,
+                                   .detail = "group: " + why});
   return decoded;
 }
 
@@ -74,7 +76,9 @@ Result<VideoOnGroup> DecodeVideoOnGroup(const DecodeJob& job, const RankContext&
   } else {
     decoded = ctx.model->Decode(latent, settings, report);
     if (!unavailable.empty()) {
-      report->tiling.fallbacks.insert(report->tiling.fallbacks.begin(), "group: " + unavailable);
+      report->tiling.fallbacks.insert(report->tiling.fallbacks.begin(),
+                                      {.kind = models::FallbackKind::kCollective,
+                                       .detail = "group: " + unavailable});
     }
     fallback = GroupFailure(comm, decoded);
   }

@@ -8,7 +8,7 @@ CancelToken::CancelToken(Clock::time_point received, uint32_t deadline_ms)
     : received_(received), deadline_ms_(deadline_ms) {}
 
 void CancelToken::Cancel(Status why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (cancelled_.load(std::memory_order_relaxed)) return;
   reason_ = std::move(why);
   cancelled_.store(true, std::memory_order_release);
@@ -16,7 +16,7 @@ void CancelToken::Cancel(Status why) {
 
 Status CancelToken::Check(std::string_view where) const {
   if (cancelled_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return reason_.WithContext(where.empty() ? "cancelled" : "cancelled " + std::string(where));
   }
   if (deadline_ms_ == 0) return Status::Ok();

@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "vaed/mutex.h"
 #include "vaed/status.h"
 
 namespace vaed::models {
@@ -51,8 +52,8 @@ class CancelToken {
   Clock::time_point received_{};
   uint32_t deadline_ms_ = 0;
   std::atomic<bool> cancelled_{false};
-  mutable std::mutex mu_;
-  Status reason_;  // guarded by mu_
+  mutable Mutex mu_;
+  Status reason_ VAED_GUARDED_BY(mu_);
 };
 
 // Thrown by ThrowIfCancelled() out of model code that reports errors by

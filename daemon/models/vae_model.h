@@ -178,7 +178,8 @@ struct FaultInjection {
   // Every unit of work (H3 tile call, TAEF2 frame batch) sleeps this long
   // first, so deadlines and cancellation can be tested on small models.
   int slow_unit_ms = 0;
-  // Tile-parallel decodes: the output rank's second collective fails (the
+  // Tile-parallel decodes: the output rank's first tile gather fails (its
+  // 4th collective, after the job's header, model name and latent; the
   // engine arms its communicator; the request falls back, the group is
   // rebuilt).
   int collective_failure = 0;
@@ -233,12 +234,26 @@ struct DecodeSettings {
   // = this rank alone. Models with info().caps.spatial_sharding honour it: on
   // rank 0 Decode() returns the output as usual, on other ranks an
   // undefined tensor (their tiles went to rank 0). A failed collective
-  // returns kUnavailable "collective failed: ...".
+  // returns kUnavailable with reason ErrorReason::kCollective.
   TileGroup* group = nullptr;
   // Called on the decoding thread after each unit of work (null = none).
   // Must not throw. A retry after a failure (e.g. out of memory) reports
   // from 0 again; the caller keeps what it forwards monotonic.
   DecodeProgressFn progress = nullptr;
+};
+
+// What kind of step a fallback was, set where the step is taken (never
+// read back from its text).
+enum class FallbackKind {
+  kOutOfMemory,  // the failure ladder stepped down, or plans were released, after out of memory
+  kCompile,      // a compiled plan failed to build or run; its bucket went eager
+  kCollective,   // the VAE group failed or was unavailable; the output rank decoded alone
+};
+
+// One step a decode took away from its plan to succeed (same bytes).
+struct Fallback {
+  FallbackKind kind = FallbackKind::kOutOfMemory;
+  std::string detail;  // what happened, e.g. "4 -> 2 tiles per call: out of memory ..."
 };
 
 // What a tiled decode did (zero/false for untiled models).
@@ -250,10 +265,11 @@ struct TilingReport {
   int64_t max_tiles_per_call = 0;
   bool stacked = false;
   std::string stack_decision;  // why stacked or not, e.g. "auto: 4 same-shape tiles per window"
-  // Failure ladder: tiles per call planned / in effect at the end, steps.
+  // Failure ladder: tiles per call planned / in effect at the end; the
+  // fallback steps taken, in order.
   int64_t planned_tiles_per_call = 0;
   int64_t final_tiles_per_call = 0;
-  std::vector<std::string> fallbacks;
+  std::vector<Fallback> fallbacks;
   // Tiles this rank decoded (all of them unless tile-parallel).
   int64_t tiles_decoded_here = 0;
   // Compiled plans: summary line and call counts.

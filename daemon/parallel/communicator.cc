@@ -80,12 +80,12 @@ std::vector<torch::Tensor> Communicator::GatherToOutputRank(const torch::Tensor&
 }
 
 std::string Communicator::abort_reason() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return abort_reason_;
 }
 
 void Communicator::MarkAborted(const std::string& why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (aborted_.exchange(true)) return;
   abort_reason_ = why;
 }

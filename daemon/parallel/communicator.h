@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "daemon/models/tile_group.h"
+#include "vaed/mutex.h"
 #include "vaed/status.h"
 
 namespace vaed::parallel {
@@ -95,8 +96,8 @@ class Communicator : public models::TileGroup {
 
  private:
   std::atomic<bool> aborted_{false};
-  mutable std::mutex mu_;
-  std::string abort_reason_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::string abort_reason_ VAED_GUARDED_BY(mu_);
   int fail_countdown_ = 0;
 };
 

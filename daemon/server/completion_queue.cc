@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <utility>
 
 namespace vaed::server {
 
@@ -28,7 +29,7 @@ void CompletionQueue::OnFinished(std::shared_ptr<const engine::DecodeJob> job,
 
 void CompletionQueue::Push(Completion c) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     queue_.push_back(std::move(c));
   }
   // Wakes the control loop. The counter cannot overflow (it is drained
@@ -42,7 +43,7 @@ std::deque<Completion> CompletionQueue::Drain() {
   uint64_t count = 0;
   while (::read(fd_, &count, sizeof(count)) < 0 && errno == EINTR) {
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return std::exchange(queue_, {});
 }
 

@@ -14,10 +14,10 @@
 
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 
 #include "daemon/engine/result_sink.h"
+#include "vaed/mutex.h"
 #include "vaed/status.h"
 
 namespace vaed::server {
@@ -53,8 +53,8 @@ class CompletionQueue : public engine::ResultSink {
   void Push(Completion c);
 
   const int fd_;
-  std::mutex mu_;
-  std::deque<Completion> queue_;  // guarded by mu_
+  Mutex mu_;
+  std::deque<Completion> queue_ VAED_GUARDED_BY(mu_);
 };
 
 }  // namespace vaed::server

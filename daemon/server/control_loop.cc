@@ -620,9 +620,9 @@ void ControlLoop::ReplyDropped(const std::string& routing_id) {
 
 void ControlLoop::DeliverCompletions() {
   for (Completion& c : completions_->Drain()) {
-    const v1::Reply reply =
-        c.progress ? ProgressReply(*c.job, *c.progress) : FinishedReply(*c.job, *c.result);
-    handler_->OnJobReply(c.job->client_id, reply, std::chrono::steady_clock::now());
+    const auto now = std::chrono::steady_clock::now();
+    const v1::Reply reply = c.progress ? handler_->OnJobProgress(*c.job, *c.progress, now)
+                                       : handler_->OnJobDone(*c.job, *c.result, now);
     std::string bytes;
     reply.SerializeToString(&bytes);
     // A Progress message that does not fit the peer's queue is skipped:

@@ -26,7 +26,7 @@ void FillTiling(const models::TilingReport& tiling, v1::TilingInfo* t) {
   t->set_stack_decision(tiling.stack_decision);
   t->set_planned_tiles_per_call(static_cast<uint32_t>(tiling.planned_tiles_per_call));
   t->set_final_tiles_per_call(static_cast<uint32_t>(tiling.final_tiles_per_call));
-  for (const std::string& f : tiling.fallbacks) t->add_fallbacks(f);
+  for (const models::Fallback& f : tiling.fallbacks) t->add_fallbacks(f.detail);
   t->set_plan_decision(tiling.plan_decision);
   t->set_planned_calls(static_cast<uint32_t>(tiling.planned_calls));
   t->set_eager_calls(static_cast<uint32_t>(tiling.eager_calls));

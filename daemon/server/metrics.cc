@@ -172,7 +172,7 @@ void Metrics::ObserveDecode(const DecodeLabels& labels,
                             const std::vector<std::pair<std::string, double>>& timings) {
   DecodeKey key{labels.model, labels.profile, labels.resolution, labels.stack,
                 std::to_string(labels.group_size)};
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!decode_label_sets_.count(key) && decode_label_sets_.size() >= max_label_sets_) {
     const std::string other(kOther);
     key = DecodeKey{other, other, other, other, other};
@@ -207,7 +207,7 @@ void Metrics::CountOutcome(std::string_view model, std::string_view outcome) {
   assert(known && "CountOutcome: unknown outcome");
   std::pair<std::string, std::string> key{known ? std::string(outcome) : std::string("error"),
                                           std::string(model)};
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!requests_.count(key) && requests_.size() >= max_label_sets_) {
     key.second = std::string(kOther);
   }
@@ -232,7 +232,7 @@ void Metrics::SetScalar(std::string_view name, bool counter, double value,
   assert(valid && "SetGauge/SetCounter: unknown metric, wrong type or wrong label");
   if (!valid) return;
   ScalarKey key{std::string(label_key), label_key.empty() ? "" : std::string(label_value)};
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::map<ScalarKey, double>& family = scalars_[std::string(name)];
   if (!family.count(key) && family.size() >= max_label_sets_) {
     key.second = std::string(kOther);
@@ -247,7 +247,7 @@ std::string Metrics::Render() const {
                "Build of the running vaed; the value is always 1.");
   AppendSample(&out, "vaed_build_info", {{"version", VAED_VERSION}}, 1.0);
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!requests_.empty()) {
     AppendHeader(&out, kRequestsFamily, "counter",
                  "Decode requests by outcome and model; fallback events (oom_fallback, "
@@ -308,7 +308,7 @@ std::vector<ComponentSummary> Metrics::Components() const {
   };
   std::map<std::string, Merged> merged;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [key, h] : histograms_) {
       if (h.count == 0) continue;
       Merged& m = merged[key.first];
@@ -334,7 +334,7 @@ std::vector<ComponentSummary> Metrics::Components() const {
 std::vector<std::pair<std::string, uint64_t>> Metrics::Outcomes() const {
   std::map<std::string, uint64_t> sums;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [key, n] : requests_) sums[key.first] += n;
   }
   return {sums.begin(), sums.end()};

@@ -32,6 +32,8 @@
 #include <utility>
 #include <vector>
 
+#include "vaed/mutex.h"
+
 namespace vaed::server {
 
 // Labels of one decode. Every value must come from a bounded set (configured
@@ -145,16 +147,18 @@ class Metrics {
   using ScalarKey = std::pair<std::string, std::string>;
 
   void SetScalar(std::string_view name, bool counter, double value, std::string_view label_key,
-                 std::string_view label_value);
+                 std::string_view label_value) VAED_EXCLUDES(mu_);
 
   const size_t max_label_sets_;
-  mutable std::mutex mu_;
-  // Guarded by mu_.
-  std::set<DecodeKey> decode_label_sets_;
-  std::set<std::string> components_;
-  std::map<std::pair<std::string, DecodeKey>, Histogram> histograms_;  // (component, key)
-  std::map<std::pair<std::string, std::string>, uint64_t> requests_;   // (outcome, model)
-  std::map<std::string, std::map<ScalarKey, double>> scalars_;         // by family name
+  mutable Mutex mu_;
+  std::set<DecodeKey> decode_label_sets_ VAED_GUARDED_BY(mu_);
+  std::set<std::string> components_ VAED_GUARDED_BY(mu_);
+  // (component, key)
+  std::map<std::pair<std::string, DecodeKey>, Histogram> histograms_ VAED_GUARDED_BY(mu_);
+  // (outcome, model)
+  std::map<std::pair<std::string, std::string>, uint64_t> requests_ VAED_GUARDED_BY(mu_);
+  // by family name
+  std::map<std::string, std::map<ScalarKey, double>> scalars_ VAED_GUARDED_BY(mu_);
 };
 
 }  // namespace vaed::server

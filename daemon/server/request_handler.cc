@@ -227,7 +227,7 @@ std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_
     if (reply) {
       FinishDecode(decode_->model, clients_.Find(decode_->client_id), *reply);
     } else {
-      // A job: its outcome comes with the sink's reply (OnJobReply).
+      // A job: its outcome comes with the sink's answer (OnJobDone).
       if (job_models_.size() >= 65536) job_models_.clear();  // bounded, never expected
       job_models_[{decode_->client_id, decode_->request_id}] = decode_->model;
     }
@@ -267,21 +267,19 @@ const char* OutcomeName(StatusCode code) {
   }
 }
 
-// The fallbacks a successful decode took, once each: "oom_fallback" (the
-// failure ladder stepped down, or plans were released, after out of
-// memory), "compile_fallback" (a compiled plan failed to build or run and
-// the bucket went eager), "collective_fallback" (the VAE group failed or
-// was unavailable and the output rank decoded alone).
-std::vector<const char*> FallbacksOf(const v1::DecodeReply& d) {
-  bool oom = false, compile = false, collective = !d.group().fallback().empty();
-  for (const std::string& f : d.tiling().fallbacks()) {
-    if (f.rfind("group: ", 0) == 0) {
-      collective = true;
-    } else if (f.find("out of memory") != std::string::npos) {
-      oom = true;
-    } else if (f.find("eager-only") != std::string::npos || f.find("plan") != std::string::npos) {
-      compile = true;
-    }
+// The fallbacks a successful decode took, once each, by their typed kinds
+// (models::FallbackKind): "oom_fallback" (the failure ladder stepped down,
+// or plans were released, after out of memory), "compile_fallback" (a
+// compiled plan failed to build or run and the bucket went eager),
+// "collective_fallback" (the VAE group failed or was unavailable and the
+// output rank decoded alone).
+std::vector<const char*> FallbackOutcomes(const engine::DecodeResult& result) {
+  bool oom = false, compile = false;
+  bool collective = result.group && !result.group->fallback.empty();
+  for (const models::Fallback& f : result.report.tiling.fallbacks) {
+    oom = oom || f.kind == models::FallbackKind::kOutOfMemory;
+    compile = compile || f.kind == models::FallbackKind::kCompile;
+    collective = collective || f.kind == models::FallbackKind::kCollective;
   }
   std::vector<const char*> out;
   if (oom) out.push_back("oom_fallback");
@@ -297,7 +295,8 @@ nlohmann::json ShapeJson(const google::protobuf::RepeatedField<int64_t>& shape) 
 }  // namespace
 
 void RequestHandler::FinishDecode(const std::string& model, const ClientState* client,
-                                  const v1::Reply& reply) {
+                                  const v1::Reply& reply,
+                                  const std::vector<const char*>& fallbacks) {
   // Bounded label values: a configured model, else "unknown".
   std::string label = model.empty() ? registry_->default_model() : model;
   if (registry_->Find(label) == nullptr) label = "unknown";
@@ -319,7 +318,6 @@ void RequestHandler::FinishDecode(const std::string& model, const ClientState* c
   }
   const v1::DecodeReply& d = reply.decode();
   peak_rss_bytes_ = std::max<uint64_t>(peak_rss_bytes_, d.peak_rss_bytes());
-  const std::vector<const char*> fallbacks = FallbacksOf(d);
   for (const char* f : fallbacks) ++outcomes_[f];
   std::vector<std::pair<std::string, double>> timings;
   nlohmann::json timing_json = nlohmann::json::object();
@@ -952,14 +950,21 @@ Status RequestHandler::HandleReleaseQuarantine(const Incoming& in, const v1::Rel
   return Status::Ok();
 }
 
-void RequestHandler::OnJobReply(uint64_t client_id, const v1::Reply& reply, Clock::time_point now) {
-  ClientState* c = clients_.Find(client_id);
-  if (reply.has_progress()) {  // not the end of the job: its reply follows
-    if (c != nullptr) c->last_seen = now;
-    return;
-  }
-  if (auto it = job_models_.find({client_id, reply.request_id()}); it != job_models_.end()) {
-    FinishDecode(it->second, c, reply);
+v1::Reply RequestHandler::OnJobProgress(const engine::DecodeJob& job,
+                                        const engine::ProgressEvent& event,
+                                        Clock::time_point now) {
+  if (ClientState* c = clients_.Find(job.client_id)) c->last_seen = now;
+  return ProgressReply(job, event);
+}
+
+v1::Reply RequestHandler::OnJobDone(const engine::DecodeJob& job,
+                                    const Result<engine::DecodeResult>& result,
+                                    Clock::time_point now) {
+  v1::Reply reply = FinishedReply(job, result);
+  ClientState* c = clients_.Find(job.client_id);
+  if (auto it = job_models_.find({job.client_id, job.request_id}); it != job_models_.end()) {
+    FinishDecode(it->second, c, reply,
+                 result.ok() ? FallbackOutcomes(*result) : std::vector<const char*>{});
     job_models_.erase(it);
   }
   if (c != nullptr) {
@@ -969,13 +974,12 @@ void RequestHandler::OnJobReply(uint64_t client_id, const v1::Reply& reply, Cloc
     // look silent the moment it completes.
     c->last_seen = now;
   }
-  if (reply.has_decode()) {
+  if (result.ok()) {
     ++requests_served_;
-    return;
+    return reply;
   }
   ++requests_failed_;
-  if (!reply.has_error()) return;
-  const Status s = FromProtoError(reply.error());
+  const Status& s = result.status();
   if (s.code() == StatusCode::kDeadlineExceeded) ++deadline_exceeded_;
   // Faults the executor found: a segment that faulted, non-finite latents.
   if (c != nullptr &&
@@ -983,6 +987,7 @@ void RequestHandler::OnJobReply(uint64_t client_id, const v1::Reply& reply, Cloc
     const PeerIdentity who = c->identity;
     CountFault(who, c->name, s, std::nullopt, now);
   }
+  return reply;
 }
 
 void RequestHandler::OnReplyDropped(const std::string& routing_id, Clock::time_point now) {

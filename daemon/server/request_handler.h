@@ -6,7 +6,7 @@
 //
 // Contract: every call of Handle() either returns the reply to send now or
 // hands exactly one job to the JobSink, whose completion is reported back
-// through OnJobReply(); so every request gets exactly one reply.
+// through OnJobDone(); so every request gets exactly one reply.
 //
 // Faults (quarantine.h) counted against the sending process: protocol
 // violations (unparsable, oversized or multi-frame messages, a client id
@@ -94,10 +94,17 @@ class RequestHandler {
     metrics_url_ = std::move(url);
   }
 
-  // The sink's reply to a job of `client_id`: updates the client's in-flight
-  // count and the counters, and counts a client_fault / invalid_argument
-  // result as the client's fault.
-  void OnJobReply(uint64_t client_id, const v1::Reply& reply, Clock::time_point now);
+  // The end of a job the sink took: returns its reply (decode_reply.h) and
+  // does the accounting: the client's in-flight count and the counters, the
+  // request's outcome and the fallbacks it took (by their typed kinds),
+  // metrics and its log record; a client_fault / invalid_argument result
+  // counts as the client's fault.
+  v1::Reply OnJobDone(const engine::DecodeJob& job, const Result<engine::DecodeResult>& result,
+                      Clock::time_point now);
+  // A progress event of a job: returns the message to forward (the client
+  // counts as heard from).
+  v1::Reply OnJobProgress(const engine::DecodeJob& job, const engine::ProgressEvent& event,
+                          Clock::time_point now);
 
   // A reply to `routing_id` could not be queued (the peer does not read its
   // replies and its queue is at server.send_hwm): a quota fault of that
@@ -142,7 +149,10 @@ class RequestHandler {
   // The end of a Decode request (not plan-only): counts its outcome (and,
   // for a decode, the fallbacks it took), observes its timings and writes
   // its one log record (logging.h). `client` may be null (unknown).
-  void FinishDecode(const std::string& model, const ClientState* client, const v1::Reply& reply);
+  // `fallbacks`: the outcome names of the fallbacks a decode took
+  // (FallbackOutcomes), counted besides "ok".
+  void FinishDecode(const std::string& model, const ClientState* client, const v1::Reply& reply,
+                    const std::vector<const char*>& fallbacks = {});
   // Outcomes of the decodes answered so far ("ok", "busy", ...).
   std::map<std::string, uint64_t> outcomes_;
   // Sets the metrics gauges and counters from the daemon's state.

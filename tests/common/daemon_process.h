@@ -36,6 +36,14 @@ inline std::string WriteTempConfig(const std::string& tag, const std::string& na
   return path;
 }
 
+// `vaed` arguments that turn quarantine off (quarantine.fault_threshold =
+// 0), for suites that send many bad requests on purpose: ctest runs a
+// suite's tests in one process, whose deliberate faults would otherwise add
+// up to a quarantine of the test process that these suites do not test.
+inline std::vector<std::string> NoQuarantineArgs() {
+  return {"--config", WriteTempConfig("noquarantine", "q", "[quarantine]\nfault_threshold = 0\n")};
+}
+
 // The H3 golden pack's tiny video decoder (paths under ../shared).
 inline constexpr const char* kH3TinyVideoWeights = "golden/h3/video_tiny_weights.safetensors";
 inline constexpr const char* kH3TinyVideoConfig = "golden/h3/video_tiny_config.json";

@@ -232,6 +232,9 @@ class HoldingSink : public JobSink {
   std::vector<uint64_t> cancelled_clients;
 };
 
+// A job of `client_id` on the demo model, as the executor would answer it.
+engine::DecodeJob JobOf(uint64_t client_id);
+
 models::ModelRegistry* DemoRegistry() {
   static models::ModelRegistry* registry = [] {
     models::ModelConfig demo;
@@ -242,6 +245,14 @@ models::ModelRegistry* DemoRegistry() {
     return r.ok() ? std::move(r).value().release() : nullptr;
   }();
   return registry;
+}
+
+engine::DecodeJob JobOf(uint64_t client_id) {
+  engine::DecodeJob job;
+  job.client_id = client_id;
+  job.request_id = 1;
+  job.model = DemoRegistry()->Find("demo");
+  return job;
 }
 
 const std::vector<int64_t> kLatentShape = {1, 32, 4, 4};
@@ -494,9 +505,7 @@ TEST_F(RequestHandlerTest, InFlightLimitAnswersBusyAndCountsAFault) {
   EXPECT_EQ(StatusNow().client_faults(), 1u);
   EXPECT_EQ(StatusNow().busy_rejections(), 1u);
   // A reply frees a slot.
-  v1::Reply done;
-  done.mutable_decode();
-  handler_->OnJobReply(c, done, Clock::now());
+  handler_->OnJobDone(*sink_.jobs.front(), engine::DecodeResult{}, Clock::now());
   EXPECT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
 }
 
@@ -641,19 +650,17 @@ TEST_F(RequestHandlerTest, ExecutorReportedMemoryFaultsCountAgainstTheClient) {
   Rebuild();
   const PeerCredentials p = Peer(100);
   const uint64_t c = Hello("a", p);
-  v1::Reply fault;
-  *fault.mutable_error() = ToProtoError(ClientFault("reading latent: memory fault (SIGBUS)"));
-  handler_->OnJobReply(c, fault, Clock::now());
+  const Status fault = ClientFault("reading latent: memory fault (SIGBUS)");
+  handler_->OnJobDone(JobOf(c), fault, Clock::now());
   EXPECT_EQ(StatusNow().quarantined_size(), 0);
-  handler_->OnJobReply(c, fault, Clock::now());
+  handler_->OnJobDone(JobOf(c), fault, Clock::now());
   ASSERT_EQ(StatusNow().quarantined_size(), 1);
   EXPECT_THAT(StatusNow().quarantined(0).last_fault(), HasSubstr("memory: reading latent"));
   // A daemon-side failure is not the client's fault.
   const uint64_t other = Hello("b", Peer(200));
-  v1::Reply internal;
-  *internal.mutable_error() = ToProtoError(Internal("LibTorch failed"));
-  handler_->OnJobReply(other, internal, Clock::now());
-  handler_->OnJobReply(other, internal, Clock::now());
+  const Status internal = Internal("LibTorch failed");
+  handler_->OnJobDone(JobOf(other), internal, Clock::now());
+  handler_->OnJobDone(JobOf(other), internal, Clock::now());
   EXPECT_EQ(StatusNow().quarantined_size(), 1);
 }
 

@@ -9,6 +9,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A header of a job that runs on a latent of `shape`.
+GroupJobHeader Header(std::vector<int64_t> shape) {
+  GroupJobHeader h;
+  h.go = true;
+  h.latent_shape = std::move(shape);
+  return h;
+}
+
 TEST(GroupJobHeaderTest, RoundTripsEverySettingAMemberDecodesWith) {
   models::DecodeSettings s;
   s.stack_tiling = models::StackTiling::kOn;
@@ -40,7 +48,7 @@ TEST(GroupJobHeaderTest, AStandDownCarriesNoJob) {
 }
 
 TEST(GroupJobHeaderTest, AnotherVersionIsRefusedNamingBoth) {
-  auto words = EncodeGroupJobHeader(GroupJobHeader{.go = true, .latent_shape = {4}});
+  auto words = EncodeGroupJobHeader(Header({4}));
   words[1] = kGroupJobVersion + 1;
   Result<GroupJobHeader> h = DecodeGroupJobHeader(words);
   ASSERT_FALSE(h.ok());
@@ -48,7 +56,7 @@ TEST(GroupJobHeaderTest, AnotherVersionIsRefusedNamingBoth) {
 }
 
 TEST(GroupJobHeaderTest, MalformedWordsAreRefusedNamingTheWord) {
-  auto good = EncodeGroupJobHeader(GroupJobHeader{.go = true, .latent_shape = {1, 2}});
+  auto good = EncodeGroupJobHeader(Header({1, 2}));
   auto bad = good;
   bad[0] = 7;
   EXPECT_THAT(DecodeGroupJobHeader(bad).status().message(), HasSubstr("magic"));

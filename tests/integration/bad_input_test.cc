@@ -32,7 +32,11 @@ constexpr uint64_t kOutputBytes = 1 * 32 * 32 * 3;
 
 class BadInputTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { daemon_ = new DaemonProcess({"--intra-op-threads", "1"}); }
+  static void SetUpTestSuite() {
+    std::vector<std::string> args = testing::NoQuarantineArgs();
+    args.insert(args.end(), {"--intra-op-threads", "1"});
+    daemon_ = new DaemonProcess(args);
+  }
   static void TearDownTestSuite() {
     EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->Log();
     delete daemon_;

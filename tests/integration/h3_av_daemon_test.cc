@@ -98,9 +98,11 @@ class H3AudioDaemonTest : public ::testing::Test {
     const std::string vc = testing::SharedPath(kVideoConfig);
     const std::string aw = testing::SharedPath(kAudioWeights);
     const std::string ac = testing::SharedPath(kAudioConfig);
-    daemon_ = new DaemonProcess({"--model", "av=h3:" + vw + ":" + vc + ":" + aw + ":" + ac,
-                                 "--model", "audio=h3_audio:" + aw + ":" + ac, "--default-model",
-                                 "av", "--intra-op-threads", "2"});
+    std::vector<std::string> args = testing::NoQuarantineArgs();
+    args.insert(args.end(), {"--model", "av=h3:" + vw + ":" + vc + ":" + aw + ":" + ac, "--model",
+                             "audio=h3_audio:" + aw + ":" + ac, "--default-model", "av",
+                             "--intra-op-threads", "2"});
+    daemon_ = new DaemonProcess(args);
     std::ifstream f(testing::SharedPath(kAudioCases));
     cases_ = new nlohmann::json(nlohmann::json::parse(f));
   }

@@ -329,7 +329,7 @@ TEST(HostileInputTest, HugeMessageIsAnsweredFromItsHeaderAndNeverBuffered) {
   status.set_request_id(7);
   status.mutable_status();
   ASSERT_TRUE(next.Write(std::string("\x00\x00\x20\x00", 4) + std::string(2 << 20, '\x01') +
-                         wire::EncodeFrame(status.SerializeAsString())));
+                         *wire::EncodeFrame(status.SerializeAsString())));
   std::optional<v1::Reply> skipped = next.Read(5000);
   ASSERT_TRUE(skipped.has_value());
   EXPECT_THAT(skipped->error().message(), HasSubstr("message of 2097152 bytes exceeds"));
@@ -404,7 +404,7 @@ TEST(HostileInputTest, IdleAndTricklingConnectionsAreClosedAfterTheClientTimeout
   ASSERT_NE(live, nullptr);
   RawConnection idle(daemon.socket()), trickle(daemon.socket());
   ASSERT_TRUE(idle.ok() && trickle.ok());
-  const std::string frame = wire::EncodeFrame(std::string(64, '\x01'));
+  const std::string frame = *wire::EncodeFrame(std::string(64, '\x01'));
   const auto t0 = Clock::now();
   bool idle_closed = false, trickle_closed = false;
   for (size_t i = 0; i < frame.size() && Clock::now() - t0 < std::chrono::seconds(8); ++i) {
@@ -459,7 +459,7 @@ TEST(HostileInputTest, ChattyAndNonReadingConnectionsAreClosedAndTheirDescriptor
   status.set_request_id(1);
   status.set_client_id(424242);  // never said Hello: answered unknown_client
   status.mutable_status();
-  const std::string one = wire::EncodeFrame(status.SerializeAsString());
+  const std::string one = *wire::EncodeFrame(status.SerializeAsString());
   std::string burst;
   for (int i = 0; i < 3000; ++i) burst += one;
   std::vector<std::unique_ptr<RawConnection>> deaf;

@@ -193,8 +193,9 @@ TEST_F(H3VideoVaeGoldenTest, BudgetOverflowInAStackedCallStepsDownTheLadder) {
   ASSERT_TRUE(laddered.ok()) << laddered.status().ToString();
   EXPECT_TRUE(torch::equal(laddered->contiguous(), reference));
   ASSERT_FALSE(report.tiling.fallbacks.empty());
-  EXPECT_THAT(report.tiling.fallbacks[0], HasSubstr("4 -> 2 tiles per call"));
-  EXPECT_THAT(report.tiling.fallbacks[0], HasSubstr("vaed tensor memory budget"));
+  EXPECT_EQ(report.tiling.fallbacks[0].kind, FallbackKind::kOutOfMemory);
+  EXPECT_THAT(report.tiling.fallbacks[0].detail, HasSubstr("4 -> 2 tiles per call"));
+  EXPECT_THAT(report.tiling.fallbacks[0].detail, HasSubstr("vaed tensor memory budget"));
   EXPECT_LT(report.tiling.final_tiles_per_call, 4);
 }
 

@@ -64,7 +64,7 @@ struct TiledDecodeStats {
   // at the end, and one line per step down, e.g. "4 -> 2 tiles per call:
   // out of memory: ...".
   int64_t final_tiles_per_call = 0;
-  std::vector<std::string> fallbacks;
+  std::vector<std::string> fallbacks;  // out-of-memory steps of the ladder
   // Tile-parallel decode (a group of size > 1): the gathers to the output
   // rank (their seconds are neither decode nor merge time).
   TileCommunicationStats communication;

@@ -470,7 +470,8 @@ Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const Decode
   DecodeReport retry;
   Result<torch::Tensor> again = DecodeOnce(latent, eager, report != nullptr ? &retry : nullptr);
   if (report != nullptr) {
-    retry.tiling.fallbacks.insert(retry.tiling.fallbacks.begin(), step);
+    retry.tiling.fallbacks.insert(retry.tiling.fallbacks.begin(),
+                                  {.kind = FallbackKind::kOutOfMemory, .detail = step});
     for (const auto& [name, seconds] : retry.timings.entries()) report->timings.Add(name, seconds);
     report->tiling = retry.tiling;
   }
@@ -510,8 +511,13 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
     t.stack_decision = reason;
     t.planned_tiles_per_call = std::min(per_call, grid.num_tiles());
     t.final_tiles_per_call = std::min(stats.final_tiles_per_call, grid.num_tiles());
-    t.fallbacks = stats.fallbacks;
-    t.fallbacks.insert(t.fallbacks.end(), ctx.plan_events.begin(), ctx.plan_events.end());
+    t.fallbacks.clear();
+    for (const std::string& f : stats.fallbacks) {
+      t.fallbacks.push_back({.kind = FallbackKind::kOutOfMemory, .detail = f});
+    }
+    for (const std::string& e : ctx.plan_events) {
+      t.fallbacks.push_back({.kind = FallbackKind::kCompile, .detail = e});
+    }
     t.planned_calls = ctx.planned_calls;
     t.eager_calls = ctx.eager_calls;
     t.plan_decision = settings.compile == CompileMode::kOff ? "eager (compile off)"
