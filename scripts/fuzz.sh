@@ -17,7 +17,10 @@
 # usage or build errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/ccache-env.sh
 root=$PWD
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 seconds=${1:-60}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || (( seconds < 1 )); then
@@ -52,7 +55,7 @@ configured_for=$(sed -n 's/^VAED_BUILD_DIR:PATH=//p' "$fuzz_build/CMakeCache.txt
 if [[ ! -f $fuzz_build/build.ninja || $configured_for != "$main_build" ]]; then
   echo "fuzz.sh: configuring $fuzz_build (main build: $main_build)"
   if ! "${wrapper[@]}" cmake -S fuzz -B "$fuzz_build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ \
-       -DVAED_BUILD_DIR="$main_build" >"$log" 2>&1; then
+       "${launcher[@]}" -DVAED_BUILD_DIR="$main_build" >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     die "configuring the fuzz target failed (full log: $log)"
   fi
