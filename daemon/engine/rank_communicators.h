@@ -85,7 +85,7 @@ class RankCommunicators {
                                                         const c10::intrusive_ptr<c10d::Store>& store);
 
   const MembershipContext* const context_;
-  const int local_rank_;
+  [[maybe_unused]] const int local_rank_;  // the device of NCCL builds
   const int global_rank_;
   std::map<std::string, GroupChannel> channels_;  // by group name
   bool last_failure_was_build_ = false;
