@@ -14,10 +14,8 @@
 
 namespace vaed::bench {
 
-// The one model of every daemon the benchmark starts.
-inline constexpr const char* kModelName = "bench";
-
 struct MatrixOptions {
+  // --- The daemons (one per dtype) and their model.
   // The daemon binary to start (default: the one built next to this program).
   std::string vaed_binary = VAED_BENCH_VAED_BINARY;
   // "h3_video" or "taef2".
@@ -29,6 +27,17 @@ struct MatrixOptions {
   std::string config;
   // Compute dtypes, one daemon each: float32, bfloat16 (h3_video only).
   std::vector<std::string> dtypes = {"float32"};
+  // The daemon's executor.intra_op_threads.
+  int threads = 2;
+  // h3_video plan_cache_capacity (compiled-plan buckets kept).
+  int64_t plan_cache_capacity = 8;
+  // The daemon's --group-ranks (local VAE ranks; qualifies sizes 1, 2, 4,
+  // ... up to it); 0 = not passed (one rank).
+  uint32_t group_ranks = 0;
+  // Seconds to wait for a daemon's first Hello.
+  int start_timeout_s = 600;
+
+  // --- What each daemon decodes, how often, and the report.
   // Random latent shapes in latent cells ("1x24x7x20x20"); or latent_path.
   std::vector<std::string> shapes;
   // A safetensors file holding one float32 latent (instead of shapes), and
@@ -39,30 +48,26 @@ struct MatrixOptions {
   uint64_t seed = 20261130;
   // Modes to run (names of KnownModes()); eager is the baseline.
   std::vector<std::string> modes = {"eager", "stacked", "compiled", "compiled_stacked", "auto"};
+  // VAE group sizes each mode is measured at, ascending after parsing;
+  // the first is the baseline of the group speedups. Empty = requests ask
+  // for no size (the daemon's group.size) and no group figures are printed.
+  std::vector<uint32_t> group_sizes;
   // Untimed rounds per cell after the first requests; timed rounds per cell.
   // More rounds give steadier medians and take longer.
   int warmup = 1;
   int iterations = 5;
+  // Seconds to wait for any one reply (0 = forever).
+  int request_timeout_s = 3600;
   // Fractions in (0, 1] of a generation's time spent in the VAE decode, for
   // the Amdahl end-to-end speedups.
   std::vector<double> vae_shares = {0.3};
   // Also write the results as one JSON document here; "" = do not.
   std::string json_path;
-  // The daemon's executor.intra_op_threads.
-  int threads = 2;
-  // h3_video plan_cache_capacity (compiled-plan buckets kept).
-  int64_t plan_cache_capacity = 8;
-  // Seconds to wait for a daemon's first Hello; for any one reply (0 = forever).
-  int start_timeout_s = 600;
-  int request_timeout_s = 3600;
-  // The daemon's --group-ranks (local VAE ranks; qualifies sizes 1, 2, 4,
-  // ... up to it); 0 = not passed (one rank).
-  uint32_t group_ranks = 0;
-  // VAE group sizes each mode is measured at, ascending after parsing;
-  // the first is the baseline of the group speedups. Empty = requests ask
-  // for no size (the daemon's group.size) and no group figures are printed.
-  std::vector<uint32_t> group_sizes;
 };
+
+// The one model of every daemon the benchmark starts (the generated config
+// and every request name it).
+inline constexpr const char* kModelName = "bench";
 
 // Parses the command line into `*o`, checks it as a whole
 // (ValidateMatrixOptions) and sorts o->group_sizes. Returns nullopt to go
