@@ -16,7 +16,8 @@ namespace vaed::bench {
 
 struct MatrixOptions {
   // --- The daemons (one per dtype) and their model.
-  // The daemon binary to start (default: the one built next to this program).
+  // The daemon binary to start (default: the one this build made;
+  // VAED_BENCH_VAED_BINARY is set by ops/bench/CMakeLists.txt).
   std::string vaed_binary = VAED_BENCH_VAED_BINARY;
   // "h3_video" or "taef2".
   std::string model_kind = "h3_video";
