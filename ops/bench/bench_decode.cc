@@ -29,7 +29,9 @@
 #include "daemon/engine/memory_policy.h"
 #include "daemon/models/postprocess.h"
 #include "daemon/models/taef2.h"
+#include "ops/bench/bench_cli.h"
 #include "ops/common/psnr.h"
+#include "ops/common/sample_stats.h"
 #include "ops/common/text_format.h"
 #include "vaed/client.h"
 #include "vaed/safetensors.h"
@@ -60,12 +62,7 @@ struct BenchOptions {
 // Seconds of the timed runs of one measurement.
 struct Runs {
   std::vector<double> seconds;
-  double Median() const {
-    std::vector<double> s = seconds;
-    std::sort(s.begin(), s.end());
-    const size_t n = s.size();
-    return n % 2 == 1 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  }
+  double Median() const { return vaed::ops::Median(seconds); }
   double Min() const { return *std::min_element(seconds.begin(), seconds.end()); }
   nlohmann::json ToJson() const {
     return {{"median_seconds", Median()}, {"min_seconds", Min()}, {"runs_seconds", seconds}};
@@ -214,6 +211,170 @@ nlohmann::json OrNull(bool present, const nlohmann::json& value) {
   return present ? value : nlohmann::json(nullptr);
 }
 
+// Declares every option; `glibc_default_malloc` is the one flag that is
+// not a BenchOptions field (it acts before anything is measured).
+void DefineOptions(CLI::App& app, BenchOptions* o, bool* glibc_default_malloc) {
+  app.add_option("--latent", o->latent_path, "safetensors file with the latent")
+      ->capture_default_str()
+      ->check(CLI::ExistingFile);
+  app.add_option("--key", o->key, "latent tensor name")->capture_default_str();
+  app.add_option("--frames", o->frames, "decode only the first N latent frames (0 = all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--weights", o->weights_path, "TAEF2 decoder weights for the in-process path")
+      ->capture_default_str();
+  vaed::bench::AddRangeOption(app, "--frame-batch", &o->frame_batch,
+                              "in-process frames per forward pass (match the daemon's "
+                              "models.entry frame_batch)",
+                              1, 4096);
+  vaed::bench::AddRangeOption(app, "--threads", &o->threads,
+                              "LibTorch intra-op threads in-process (at::set_num_threads); match "
+                              "the daemon's executor.intra_op_threads",
+                              1, 256);
+  app.add_option("--warmup", o->warmup, "untimed decodes per path")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  vaed::bench::AddRangeOption(app, "--iterations", &o->iterations, "timed decodes per path", 1,
+                              1000);
+  app.add_option("--socket", o->socket, "control socket of the running daemon")
+      ->capture_default_str();
+  app.add_option("--model", o->model, "daemon model to decode with")->capture_default_str();
+  auto* skip_local = app.add_flag("--skip-in-process", o->skip_in_process, "only time the daemon");
+  app.add_flag("--skip-daemon", o->skip_daemon, "only time the in-process decode")
+      ->excludes(skip_local);
+  app.add_flag("--json", o->json, "print one JSON object");
+  app.add_flag("--glibc-default-malloc", *glibc_default_malloc,
+               "keep glibc's default allocator policy in-process instead of the daemon's "
+               "(daemon/engine/memory_policy.h); shows what a DiT process pays without it");
+}
+
+// The two paths of one run (either may be absent) and how they compare.
+struct Measurement {
+  std::unique_ptr<InProcessPath> local;
+  std::unique_ptr<DaemonPath> daemon;
+  // Same latent, same decoder: the outputs should agree up to float
+  // rounding (README §6: +-1 in a few values when batching differs).
+  std::optional<vaed::ops::U8Diff> diff;
+  bool both = false;
+  double ratio_median = 0;  // daemon / in-process wall seconds
+  double ratio_min = 0;
+};
+
+// Creates the paths --skip-* leave, then runs --warmup untimed and
+// --iterations timed decodes, alternating between them. On failure prints
+// why and returns the exit code (Fail()).
+std::optional<int> Measure(const BenchOptions& o, const Latent& latent, Measurement* m) {
+  if (!o.skip_in_process) {
+    auto r = InProcessPath::Create(o, latent);
+    if (!r.ok()) return Fail("in-process", r.status());
+    m->local = std::move(r).value();
+  }
+  if (!o.skip_daemon) {
+    auto r = DaemonPath::Create(o, latent);
+    if (!r.ok()) return Fail("through the daemon at " + o.socket, r.status());
+    m->daemon = std::move(r).value();
+    if (m->daemon->status().intra_op_threads() != static_cast<uint32_t>(o.threads)) {
+      std::cerr << "vaed_bench_decode: WARNING: the daemon runs "
+                << m->daemon->status().intra_op_threads() << " intra-op threads, this benchmark "
+                << o.threads << "; the ratio compares unequal setups\n";
+    }
+  }
+  for (int i = 0; i < o.warmup + o.iterations; ++i) {
+    const bool timed = i >= o.warmup;
+    if (m->local) {
+      if (Status s = m->local->RunOnce(timed); !s.ok()) return Fail("in-process decode", s);
+    }
+    if (m->daemon) {
+      if (Status s = m->daemon->RunOnce(timed); !s.ok()) return Fail("daemon decode", s);
+    }
+  }
+  if (m->daemon && m->daemon->demo_weights()) {
+    std::cerr << "vaed_bench_decode: WARNING: daemon model '" << m->daemon->model()
+              << "' has DEMO weights\n";
+  }
+  if (m->local && m->daemon && m->local->output().size() == m->daemon->output().size()) {
+    m->diff = vaed::ops::CompareU8(m->local->output(), m->daemon->output());
+  }
+  m->both = m->local && m->daemon;
+  if (m->both) {
+    m->ratio_median = m->daemon->wall().Median() / m->local->wall().Median();
+    m->ratio_min = m->daemon->wall().Min() / m->local->wall().Min();
+  }
+  return std::nullopt;
+}
+
+// --json: the settings, each path's runs (null when skipped), the ratios
+// and the output comparison (null when not made).
+nlohmann::json MeasurementToJson(const BenchOptions& o, const Latent& latent,
+                                 const Measurement& m) {
+  nlohmann::json j = {
+      {"latent", o.latent_path},
+      {"latent_shape", latent.shape},
+      {"threads", o.threads},
+      {"frame_batch", o.frame_batch},
+      {"warmup", o.warmup},
+      {"iterations", o.iterations},
+      {"in_process", nullptr},
+      {"daemon", nullptr},
+      {"ratio_daemon_over_in_process_median", OrNull(m.both, m.ratio_median)},
+      {"ratio_daemon_over_in_process_min", OrNull(m.both, m.ratio_min)},
+      {"max_abs_diff_daemon_vs_in_process",
+       OrNull(m.diff.has_value(), m.diff ? m.diff->max_abs_diff : 0)},
+      {"values_differing_daemon_vs_in_process",
+       OrNull(m.diff.has_value(), m.diff ? m.diff->values_differing : 0)},
+  };
+  if (m.local) {
+    j["in_process"] = m.local->wall().ToJson();
+    j["in_process"]["model_decode"] = m.local->model_decode().ToJson();
+  }
+  if (m.daemon) {
+    const DaemonPath& d = *m.daemon;
+    j["daemon"] = d.wall().ToJson();
+    j["daemon"]["server_decode"] =
+        OrNull(!d.server_decode().seconds.empty(), d.server_decode().ToJson());
+    j["daemon"]["socket"] = o.socket;
+    j["daemon"]["model"] = d.model();
+    j["daemon"]["daemon_version"] = d.status().daemon_version();
+    j["daemon"]["intra_op_threads"] = d.status().intra_op_threads();
+  }
+  return j;
+}
+
+// The human-readable report: settings, the table of both paths, the ratio
+// and the output comparison.
+void PrintMeasurement(const BenchOptions& o, const Latent& latent, const Measurement& m) {
+  std::cout << "latent   " << o.latent_path << " " << vaed::ShapeToString(latent.shape)
+            << "\nthreads  " << o.threads << " (in-process)";
+  if (m.daemon) std::cout << ", " << m.daemon->status().intra_op_threads() << " (daemon)";
+  std::cout << "\nruns     " << o.warmup << " warm-up + " << o.iterations
+            << " timed per path, alternating\n\n";
+  vaed::ops::TextTable table({"path", "median s", "min s", "median ms/frame"},
+                             {false, true, true, true});
+  const double frames = static_cast<double>(latent.shape[0]);
+  auto add = [&](const std::string& name, const Runs& r) {
+    if (r.seconds.empty()) return;
+    table.AddRow({name, vaed::ops::FormatFixed(r.Median(), 4), vaed::ops::FormatFixed(r.Min(), 4),
+                  vaed::ops::FormatFixed(r.Median() / frames * 1e3, 1)});
+  };
+  if (m.local) {
+    add("in-process (decode + uint8)", m.local->wall());
+    add("  of which taef2.decode_latent", m.local->model_decode());
+  }
+  if (m.daemon) {
+    add("daemon (client round trip)", m.daemon->wall());
+    add("  of which server \"decode\"", m.daemon->server_decode());
+  }
+  std::cout << table.Render();
+  if (m.both) {
+    std::cout << "\nratio daemon / in-process: " << vaed::ops::FormatFixed(m.ratio_median, 3)
+              << " (median), " << vaed::ops::FormatFixed(m.ratio_min, 3) << " (min)\n";
+  }
+  if (m.diff) {
+    std::cout << "outputs: max |diff| " << m.diff->max_abs_diff << ", " << m.diff->values_differing
+              << " of " << m.diff->values << " uint8 values differ\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -227,42 +388,8 @@ int main(int argc, char** argv) {
       "Timed decodes alternate between the two paths. Exit status: 0 ok, 1 failure,\n"
       "2 the daemon is not running at --socket.",
       "vaed_bench_decode"};
-  app.add_option("--latent", o.latent_path, "safetensors file with the latent")
-      ->capture_default_str()
-      ->check(CLI::ExistingFile);
-  app.add_option("--key", o.key, "latent tensor name")->capture_default_str();
-  app.add_option("--frames", o.frames, "decode only the first N latent frames (0 = all)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--weights", o.weights_path, "TAEF2 decoder weights for the in-process path")
-      ->capture_default_str();
-  app.add_option("--frame-batch", o.frame_batch,
-                 "in-process frames per forward pass (match the daemon's models.entry "
-                 "frame_batch)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  app.add_option("--threads", o.threads,
-                 "LibTorch intra-op threads in-process (at::set_num_threads); match the "
-                 "daemon's executor.intra_op_threads")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 256));
-  app.add_option("--warmup", o.warmup, "untimed decodes per path")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--iterations", o.iterations, "timed decodes per path")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--socket", o.socket, "control socket of the running daemon")
-      ->capture_default_str();
-  app.add_option("--model", o.model, "daemon model to decode with")->capture_default_str();
-  auto* skip_local = app.add_flag("--skip-in-process", o.skip_in_process, "only time the daemon");
-  app.add_flag("--skip-daemon", o.skip_daemon, "only time the in-process decode")
-      ->excludes(skip_local);
-  app.add_flag("--json", o.json, "print one JSON object");
   bool glibc_default_malloc = false;
-  app.add_flag("--glibc-default-malloc", glibc_default_malloc,
-               "keep glibc's default allocator policy in-process instead of the daemon's "
-               "(daemon/engine/memory_policy.h); shows what a DiT process pays without it");
+  DefineOptions(app, &o, &glibc_default_malloc);
   CLI11_PARSE(app, argc, argv);
   // The in-process path gets the daemon's allocator policy by default, so
   // the ratio measures the cost of going through the daemon, not malloc.
@@ -275,112 +402,12 @@ int main(int argc, char** argv) {
 
   auto latent = LoadLatent(o);
   if (!latent.ok()) return Fail("loading the latent", latent.status());
-
-  std::unique_ptr<InProcessPath> local;
-  if (!o.skip_in_process) {
-    auto r = InProcessPath::Create(o, *latent);
-    if (!r.ok()) return Fail("in-process", r.status());
-    local = std::move(r).value();
-  }
-  std::unique_ptr<DaemonPath> daemon;
-  if (!o.skip_daemon) {
-    auto r = DaemonPath::Create(o, *latent);
-    if (!r.ok()) return Fail("through the daemon at " + o.socket, r.status());
-    daemon = std::move(r).value();
-    if (daemon->status().intra_op_threads() != static_cast<uint32_t>(o.threads)) {
-      std::cerr << "vaed_bench_decode: WARNING: the daemon runs "
-                << daemon->status().intra_op_threads() << " intra-op threads, this benchmark "
-                << o.threads << "; the ratio compares unequal setups\n";
-    }
-  }
-
-  for (int i = 0; i < o.warmup + o.iterations; ++i) {
-    const bool timed = i >= o.warmup;
-    if (local) {
-      if (Status s = local->RunOnce(timed); !s.ok()) return Fail("in-process decode", s);
-    }
-    if (daemon) {
-      if (Status s = daemon->RunOnce(timed); !s.ok()) return Fail("daemon decode", s);
-    }
-  }
-  if (daemon && daemon->demo_weights()) {
-    std::cerr << "vaed_bench_decode: WARNING: daemon model '" << daemon->model()
-              << "' has DEMO weights\n";
-  }
-
-  // Same latent, same decoder: the outputs should agree up to float
-  // rounding (README §6: +-1 in a few values when batching differs).
-  std::optional<vaed::ops::U8Diff> diff;
-  if (local && daemon && local->output().size() == daemon->output().size()) {
-    diff = vaed::ops::CompareU8(local->output(), daemon->output());
-  }
-  const bool both = local && daemon;
-  const double ratio_median = both ? daemon->wall().Median() / local->wall().Median() : 0.0;
-  const double ratio_min = both ? daemon->wall().Min() / local->wall().Min() : 0.0;
-
+  Measurement m;
+  if (std::optional<int> exit_code = Measure(o, *latent, &m)) return *exit_code;
   if (o.json) {
-    nlohmann::json j = {
-        {"latent", o.latent_path},
-        {"latent_shape", latent->shape},
-        {"threads", o.threads},
-        {"frame_batch", o.frame_batch},
-        {"warmup", o.warmup},
-        {"iterations", o.iterations},
-        {"in_process", nullptr},
-        {"daemon", nullptr},
-        {"ratio_daemon_over_in_process_median", OrNull(both, ratio_median)},
-        {"ratio_daemon_over_in_process_min", OrNull(both, ratio_min)},
-        {"max_abs_diff_daemon_vs_in_process",
-         OrNull(diff.has_value(), diff ? diff->max_abs_diff : 0)},
-        {"values_differing_daemon_vs_in_process",
-         OrNull(diff.has_value(), diff ? diff->values_differing : 0)},
-    };
-    if (local) {
-      j["in_process"] = local->wall().ToJson();
-      j["in_process"]["model_decode"] = local->model_decode().ToJson();
-    }
-    if (daemon) {
-      j["daemon"] = daemon->wall().ToJson();
-      j["daemon"]["server_decode"] =
-          OrNull(!daemon->server_decode().seconds.empty(), daemon->server_decode().ToJson());
-      j["daemon"]["socket"] = o.socket;
-      j["daemon"]["model"] = daemon->model();
-      j["daemon"]["daemon_version"] = daemon->status().daemon_version();
-      j["daemon"]["intra_op_threads"] = daemon->status().intra_op_threads();
-    }
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-
-  std::cout << "latent   " << o.latent_path << " " << vaed::ShapeToString(latent->shape)
-            << "\nthreads  " << o.threads << " (in-process)";
-  if (daemon) std::cout << ", " << daemon->status().intra_op_threads() << " (daemon)";
-  std::cout << "\nruns     " << o.warmup << " warm-up + " << o.iterations
-            << " timed per path, alternating\n\n";
-  vaed::ops::TextTable table({"path", "median s", "min s", "median ms/frame"},
-                             {false, true, true, true});
-  const double frames = static_cast<double>(latent->shape[0]);
-  auto add = [&](const std::string& name, const Runs& r) {
-    if (r.seconds.empty()) return;
-    table.AddRow({name, vaed::ops::FormatFixed(r.Median(), 4), vaed::ops::FormatFixed(r.Min(), 4),
-                  vaed::ops::FormatFixed(r.Median() / frames * 1e3, 1)});
-  };
-  if (local) {
-    add("in-process (decode + uint8)", local->wall());
-    add("  of which taef2.decode_latent", local->model_decode());
-  }
-  if (daemon) {
-    add("daemon (client round trip)", daemon->wall());
-    add("  of which server \"decode\"", daemon->server_decode());
-  }
-  std::cout << table.Render();
-  if (both) {
-    std::cout << "\nratio daemon / in-process: " << vaed::ops::FormatFixed(ratio_median, 3)
-              << " (median), " << vaed::ops::FormatFixed(ratio_min, 3) << " (min)\n";
-  }
-  if (diff) {
-    std::cout << "outputs: max |diff| " << diff->max_abs_diff << ", " << diff->values_differing
-              << " of " << diff->values << " uint8 values differ\n";
+    std::cout << MeasurementToJson(o, *latent, m).dump(2) << "\n";
+  } else {
+    PrintMeasurement(o, *latent, m);
   }
   return 0;
 }

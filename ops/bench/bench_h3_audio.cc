@@ -11,7 +11,6 @@
 // real-time factor. Uses the daemon's memory policy unless
 // --glibc-default-malloc. Figures to read, not pass/fail criteria.
 #include <ATen/Parallel.h>
-#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
@@ -21,8 +20,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "daemon/engine/memory_policy.h"
 #include "daemon/models/h3/audio_decoder.h"
+#include "ops/bench/bench_cli.h"
+#include "ops/bench/in_process_bench.h"
 #include "ops/common/text_format.h"
 
 namespace {
@@ -31,18 +31,23 @@ using vaed::models::h3::AudioDecoder;
 using vaed::models::h3::AudioDecoderConfig;
 using Clock = std::chrono::steady_clock;
 
+// The command line (see DefineOptions() for each flag's help).
 struct BenchOptions {
-  double seconds = 10.0;
-  int threads = 2;
-  int iterations = 1;
-  uint64_t seed = 1;
-  std::string weights;
-  std::string config;
-  bool json = false;
-  bool glibc_default_malloc = false;
+  double seconds = 10.0;              // of audio to decode; rounded to whole latent frames
+  int threads = 2;                    // LibTorch intra-op threads
+  int iterations = 1;                 // timed decodes per layout; the fastest is reported
+  uint64_t seed = 1;                  // of the latents and the random weights
+  std::string weights;                // real weights (safetensors); "" = seeded random weights
+  std::string config;                 // decoder config JSON; "" = the released configuration
+  bool json = false;                  // also print the figures as JSON
+  bool glibc_default_malloc = false;  // skip the daemon's memory policy
 };
 
 int Run(const BenchOptions& o) {
+  if (!std::isfinite(o.seconds)) {  // CLI::Range lets NaN through
+    std::cerr << "vaed_bench_h3_audio: --seconds must be a finite number in [0.025, 600]\n";
+    return 2;
+  }
   at::set_num_threads(o.threads);
   torch::NoGradGuard no_grad;
   AudioDecoderConfig config = AudioDecoderConfig::Official();
@@ -64,11 +69,12 @@ int Run(const BenchOptions& o) {
   const double latent_rate = double(config.sample_rate) / double(hop);  // 40 Hz
   const int64_t latent_frames = std::max<int64_t>(1, int64_t(o.seconds * latent_rate + 0.5));
   const double audio_seconds = double(latent_frames * hop) / double(config.sample_rate);
-  std::cout << "H3 audio decoder benchmark: " << latent_frames << " latent frames = "
-            << latent_frames * hop << " samples = " << audio_seconds << " s of "
-            << config.sample_rate << " Hz audio; " << (o.weights.empty() ? "random" : "real")
-            << " weights (" << vaed::ops::HumanBytes((*decoder)->resident_bytes()) << "), "
-            << o.threads << " intra-op threads\n";
+  std::cout << "H3 audio decoder benchmark: " << latent_frames
+            << " latent frames = " << latent_frames * hop << " samples = " << audio_seconds
+            << " s of " << config.sample_rate << " Hz audio; "
+            << (o.weights.empty() ? "random" : "real") << " weights ("
+            << vaed::ops::HumanBytes((*decoder)->resident_bytes()) << "), " << o.threads
+            << " intra-op threads\n";
 
   vaed::ops::TextTable table({"channels", "decode s", "s per s of audio", "real-time factor"},
                              {false, true, true, true});
@@ -94,56 +100,44 @@ int Run(const BenchOptions& o) {
     table.AddRow({channels == 1 ? "mono" : "stereo", vaed::ops::FormatFixed(best, 3),
                   vaed::ops::FormatFixed(per_second, 4),
                   vaed::ops::FormatFixed(1.0 / per_second, 2) + "x"});
-    rows.push_back({{"channels", channels},
-                    {"decode_s", best},
-                    {"seconds_per_audio_second", per_second}});
+    rows.push_back(
+        {{"channels", channels}, {"decode_s", best}, {"seconds_per_audio_second", per_second}});
   }
   std::cout << "\n" << table.Render();
   if (o.json) {
-    std::cout << nlohmann::json{{"latent_frames", latent_frames},
+    const nlohmann::json doc = {{"latent_frames", latent_frames},
                                 {"audio_seconds", audio_seconds},
                                 {"threads", o.threads},
-                                {"results", rows}}
-                     .dump(2)
-              << "\n";
+                                {"results", rows}};
+    std::cout << doc.dump(2) << "\n";
   }
   return 0;
+}
+
+// Describes the program and declares every option, bound to `*o`.
+void DefineOptions(CLI::App& app, BenchOptions* o) {
+  app.description(
+      "H3 audio decoder benchmark: decode time per second of 32 kHz audio, mono and "
+      "stereo (official configuration, random weights unless --weights)");
+  vaed::bench::AddRangeOption(app, "--seconds", &o->seconds, "seconds of audio to decode", 0.025,
+                              600.0);
+  vaed::bench::AddRangeOption(app, "--threads", &o->threads, "LibTorch intra-op threads", 1, 1024);
+  app.add_option("--iterations", o->iterations, "timed decodes per layout (min is reported)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", o->seed, "seed of the latents and random weights")
+      ->capture_default_str();
+  app.add_option("--weights", o->weights, "real audio decoder weights (safetensors)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--config", o->config, "audio decoder config JSON (default: released values)")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--json", o->json, "also print the figures as JSON");
+  app.add_flag("--glibc-default-malloc", o->glibc_default_malloc,
+               "keep glibc's default malloc settings instead of the daemon's memory policy");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  BenchOptions o;
-  CLI::App app{"H3 audio decoder benchmark: decode time per second of 32 kHz audio, mono and "
-               "stereo (official configuration, random weights unless --weights)"};
-  app.add_option("--seconds", o.seconds, "seconds of audio to decode")
-      ->capture_default_str()
-      ->check(CLI::Range(0.025, 600.0));
-  app.add_option("--threads", o.threads, "LibTorch intra-op threads")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  app.add_option("--iterations", o.iterations, "timed decodes per layout (min is reported)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seed", o.seed, "seed of the latents and random weights")->capture_default_str();
-  app.add_option("--weights", o.weights, "real audio decoder weights (safetensors)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--config", o.config, "audio decoder config JSON (default: released values)")
-      ->check(CLI::ExistingFile);
-  app.add_flag("--json", o.json, "also print the figures as JSON");
-  app.add_flag("--glibc-default-malloc", o.glibc_default_malloc,
-               "keep glibc's default malloc settings instead of the daemon's memory policy");
-  CLI11_PARSE(app, argc, argv);
-  if (!std::isfinite(o.seconds)) {  // CLI::Range lets NaN through
-    std::cerr << "vaed_bench_h3_audio: --seconds must be a finite number in [0.025, 600]\n";
-    return 2;
-  }
-  spdlog::set_level(spdlog::level::warn);
-  if (!o.glibc_default_malloc) vaed::engine::RetainFreedMemoryForReuse();
-  try {
-    return Run(o);
-  } catch (const std::exception& e) {
-    std::cerr << "vaed_bench_h3_audio: " << e.what() << "\n";
-    return 1;
-  }
+  return vaed::bench::InProcessBenchmarkMain(argc, argv, "vaed_bench_h3_audio", DefineOptions, Run);
 }

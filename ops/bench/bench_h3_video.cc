@@ -19,7 +19,6 @@
 // read, not pass/fail criteria. The process uses the daemon's memory policy
 // (freed activations pooled) unless --glibc-default-malloc is given.
 #include <ATen/Parallel.h>
-#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
@@ -31,11 +30,11 @@
 #include <string>
 #include <vector>
 
-#include "daemon/engine/memory_policy.h"
-#include "daemon/models/h3/video_vae.h"
 #include "daemon/models/h3/video_tiling.h"
+#include "daemon/models/h3/video_vae.h"
 #include "daemon/models/postprocess.h"
-#include "daemon/models/torch_status.h"
+#include "ops/bench/bench_cli.h"
+#include "ops/bench/in_process_bench.h"
 #include "ops/common/text_format.h"
 
 namespace {
@@ -81,11 +80,11 @@ double TileFlops(const VideoDecoderConfig& c, int64_t t, int64_t h, int64_t w) {
   const double n = double(t * h * w);
   const double s = n + double(c.num_register_tokens) + 1;
   const double d = double(c.dim), f = double(c.ffn_inner);
-  const double per_block = 2 * s * d * 3 * d      // to_qkv
-                           + 2 * 2 * s * s * d    // q k^T and attn v
-                           + 2 * s * d * d        // to_out
-                           + 2 * s * d * 2 * f    // w1 (gate and value)
-                           + 2 * s * f * d;       // w2
+  const double per_block = 2 * s * d * 3 * d    // to_qkv
+                           + 2 * 2 * s * s * d  // q k^T and attn v
+                           + 2 * s * d * d      // to_out
+                           + 2 * s * d * 2 * f  // w1 (gate and value)
+                           + 2 * s * f * d;     // w2
   const double patch = double(c.out_channels * 4 * 16 * 16);
   return double(c.depth) * per_block + 2 * n * double(c.latent_channels) * d  // x_embedder
          + 2 * s * d * patch;                                                 // proj_out
@@ -162,6 +161,186 @@ Result<std::unique_ptr<VideoVae>> BuildModel(const BenchOptions& o, torch::Scala
   return VideoVae::Create(options);
 }
 
+// What one run measured, per compute dtype where keyed by dtype name.
+struct Figures {
+  std::vector<ModeResult> modes;                        // per (dtype, scheduling)
+  nlohmann::json matmul = nlohmann::json::object();     // GFLOP/s, FFN w1 shape
+  nlohmann::json batched = nlohmann::json::object();    // GFLOP/s, rows of all tiles
+  nlohmann::json plan_cost = nlohmann::json::object();  // a compiled plan's build and gain
+  nlohmann::json summary;  // stacked vs sequential, bf16 vs fp32 (set for each dtype measured)
+};
+
+// The geometry every measurement shares.
+struct Geometry {
+  vaed::models::h3::TileGrid grid;
+  vaed::models::h3::TemporalPlan temporal;
+  VideoDecoderConfig cfg;     // the official config with --layers blocks
+  double flops_per_tile = 0;  // one decoder call on tile 0 (7 latent frames)
+  int64_t tokens = 0;         // tokens of that call
+};
+
+std::string DtypeName(torch::ScalarType dtype) {
+  return dtype == torch::kFloat ? "float32" : "bfloat16";
+}
+
+// What a compiled plan saves per decoder call: building it (RoPE tables +
+// workspace) is the per-call work a plan removes; one tile decoded eager vs
+// with the plan, best of 3 each. Prints a line and records it.
+void MeasurePlanCost(const VideoVae& model, const Geometry& geo, torch::ScalarType dtype,
+                     Figures* figures) {
+  torch::NoGradGuard no_grad;
+  const vaed::models::h3::Vit3dDecoder& vit = model.decoder();
+  const vaed::models::h3::TileRect tile = geo.grid.tile(0);
+  const torch::Tensor z =
+      torch::randn({1, geo.cfg.latent_channels, 7, tile.height_latent, tile.width_latent});
+  double build = 1e300, eager = 1e300, planned = 1e300;
+  std::shared_ptr<vaed::models::h3::Vit3dDecoder::TilePlan> plan;
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = Clock::now();
+    plan = vit.BuildTilePlan(1, 7, tile.height_latent, tile.width_latent);
+    build = std::min(build, Seconds(t0));
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = Clock::now();
+    (void)vit.Forward(z);
+    eager = std::min(eager, Seconds(t0));
+    t0 = Clock::now();
+    (void)vit.Forward(z, plan.get());
+    planned = std::min(planned, Seconds(t0));
+  }
+  const std::string name = DtypeName(dtype);
+  std::cout << "  " << name << " compiled plan: build " << vaed::ops::FormatFixed(build * 1e3, 2)
+            << " ms (" << vaed::ops::HumanBytes(plan->bytes()) << "); one tile eager "
+            << vaed::ops::FormatFixed(eager, 3) << " s, planned "
+            << vaed::ops::FormatFixed(planned, 3) << " s (eager/planned "
+            << vaed::ops::FormatFixed(eager / planned, 3) << ")\n"
+            << std::flush;
+  figures->plan_cost[name] = {{"build_s", build},
+                              {"plan_bytes", plan->bytes()},
+                              {"tile_eager_s", eager},
+                              {"tile_planned_s", planned}};
+}
+
+// Every measurement of one compute dtype: both tile schedulings, the plan
+// cost and the matmul references. Errors: those of building the model or
+// decoding.
+Status MeasureDtype(const BenchOptions& o, const Geometry& geo, const torch::Tensor& latent,
+                    torch::ScalarType dtype, Figures* figures) {
+  VAED_ASSIGN_OR_RETURN(std::unique_ptr<VideoVae> model, BuildModel(o, dtype));
+  for (StackTiling s : {StackTiling::kOff, StackTiling::kOn}) {
+    VAED_ASSIGN_OR_RETURN(ModeResult r,
+                          RunMode(*model, latent, s, o.iterations, geo.flops_per_tile));
+    std::cout << "  " << r.dtype << " " << r.scheduling << ": "
+              << vaed::ops::FormatFixed(r.decode_latent, 2) << " s\n"
+              << std::flush;
+    figures->modes.push_back(std::move(r));
+  }
+  MeasurePlanCost(*model, geo, dtype, figures);
+  figures->matmul[DtypeName(dtype)] =
+      MatmulGflops(geo.tokens, geo.cfg.dim, 2 * geo.cfg.ffn_inner, dtype, 3);
+  // What a truly batched GEMM over the stacked tiles would run at (the
+  // decoder keeps one GEMM per tile: CPU GEMM bits depend on the row
+  // count, see vit3d_decoder.h).
+  const int64_t stacked_rows = geo.tokens * geo.grid.num_tiles();
+  figures->batched[DtypeName(dtype)] =
+      MatmulGflops(stacked_rows, geo.cfg.dim, 2 * geo.cfg.ffn_inner, dtype, 2);
+  return Status::Ok();
+}
+
+// The table of every (dtype, scheduling) and the matmul references.
+void PrintModes(const Geometry& geo, const Figures& figures) {
+  vaed::ops::TextTable table({"dtype", "tiles", "calls", "tiles/call", "decode s", "tile_decode s",
+                              "tile_merge s", "GFLOP/s", "% of matmul"},
+                             {false, false, true, true, true, true, true, true, true});
+  for (const ModeResult& r : figures.modes) {
+    const double mm = figures.matmul[r.dtype].get<double>();
+    table.AddRow({r.dtype, r.scheduling, std::to_string(r.decoder_calls),
+                  std::to_string(r.max_tiles_per_call), vaed::ops::FormatFixed(r.decode_latent, 3),
+                  vaed::ops::FormatFixed(r.tile_decode, 3), vaed::ops::FormatFixed(r.tile_merge, 3),
+                  vaed::ops::FormatFixed(r.gflops, 1),
+                  vaed::ops::FormatFixed(100 * r.gflops / mm, 1)});
+  }
+  std::cout << "\n" << table.Render();
+  for (const auto& [dtype, gflops] : figures.matmul.items()) {
+    std::cout << "plain matmul [" << geo.tokens << ", " << geo.cfg.dim << "] x [" << geo.cfg.dim
+              << ", " << 2 * geo.cfg.ffn_inner << "] " << dtype << ": "
+              << vaed::ops::FormatFixed(gflops.get<double>(), 1) << " GFLOP/s; batched over "
+              << geo.grid.num_tiles() << " tiles (" << geo.tokens * geo.grid.num_tiles()
+              << " rows): " << vaed::ops::FormatFixed(figures.batched[dtype].get<double>(), 1)
+              << " GFLOP/s\n";
+  }
+}
+
+const ModeResult* FindMode(const Figures& figures, const std::string& dtype,
+                           const std::string& scheduling) {
+  for (const ModeResult& r : figures.modes) {
+    if (r.dtype == dtype && r.scheduling == scheduling) return &r;
+  }
+  return nullptr;
+}
+
+// Per dtype: stacked vs sequential speed and bitwise equality.
+void CompareScheduling(Figures* figures) {
+  for (const std::string dtype : {"float32", "bfloat16"}) {
+    const ModeResult* seq = FindMode(*figures, dtype, "sequential");
+    const ModeResult* st = FindMode(*figures, dtype, "stacked");
+    if (seq == nullptr || st == nullptr) continue;
+    const bool same = torch::equal(seq->raw, st->raw);
+    const double speedup = seq->decode_latent / st->decode_latent;
+    std::cout << dtype << ": stacked / sequential speed-up " << vaed::ops::FormatFixed(speedup, 3)
+              << "x; stacked output " << (same ? "bitwise equal to" : "DIFFERS from")
+              << " sequential";
+    if (!same) {
+      std::cout << " (max abs " << (seq->raw - st->raw).abs().max().item<double>() << ")";
+    }
+    std::cout << "\n";
+    figures->summary[dtype] = {{"stacked_speedup", speedup}, {"stacked_bitwise_equal", same}};
+  }
+}
+
+// bfloat16 vs float32 (sequential): speed, raw error, uint8 PSNR.
+void CompareDtypes(Figures* figures) {
+  const ModeResult* f32 = FindMode(*figures, "float32", "sequential");
+  const ModeResult* b16 = FindMode(*figures, "bfloat16", "sequential");
+  if (f32 == nullptr || b16 == nullptr) return;
+  const torch::Tensor diff = (f32->raw - b16->raw).abs();
+  const double max_abs = diff.max().item<double>();
+  const double mean_abs = diff.mean().item<double>();
+  const double mse =
+      (f32->u8.to(torch::kDouble) - b16->u8.to(torch::kDouble)).pow(2).mean().item<double>();
+  const double psnr = mse == 0 ? INFINITY : 10 * std::log10(255.0 * 255.0 / mse);
+  const double speedup = f32->decode_latent / b16->decode_latent;
+  std::cout << "bfloat16 vs float32 (sequential): speed-up " << vaed::ops::FormatFixed(speedup, 3)
+            << "x; raw output max abs error " << max_abs << ", mean abs " << mean_abs
+            << "; uint8 frames PSNR " << vaed::ops::FormatFixed(psnr, 2) << " dB\n";
+  figures->summary["bf16_vs_fp32"] = {
+      {"speedup", speedup},
+      {"max_abs_error", max_abs},
+      {"mean_abs_error", mean_abs},
+      {"uint8_psnr_db", std::isfinite(psnr) ? nlohmann::json(psnr) : nlohmann::json(nullptr)}};
+}
+
+// --json: {modes [{dtype, scheduling, decoder_calls, decode_latent_s,
+// tile_decode_s, tile_merge_s, gflops}], matmul_gflops, compiled_plan_cost,
+// batched_matmul_gflops, summary}.
+nlohmann::json FiguresToJson(const Figures& figures) {
+  nlohmann::json modes = nlohmann::json::array();
+  for (const ModeResult& r : figures.modes) {
+    modes.push_back({{"dtype", r.dtype},
+                     {"scheduling", r.scheduling},
+                     {"decoder_calls", r.decoder_calls},
+                     {"decode_latent_s", r.decode_latent},
+                     {"tile_decode_s", r.tile_decode},
+                     {"tile_merge_s", r.tile_merge},
+                     {"gflops", r.gflops}});
+  }
+  return {{"modes", modes},
+          {"matmul_gflops", figures.matmul},
+          {"compiled_plan_cost", figures.plan_cost},
+          {"batched_matmul_gflops", figures.batched},
+          {"summary", figures.summary}};
+}
+
 int Run(const BenchOptions& o) {
   // The plan is checked before the thread pool, the latent or any weights
   // exist (the command line already bounds every size to what VideoVae
@@ -175,221 +354,77 @@ int Run(const BenchOptions& o) {
   }
   at::set_num_threads(o.threads);
   torch::NoGradGuard no_grad;
-  const VideoDecoderConfig base = VideoDecoderConfig::Official();
-  const auto tile0 = grid->tile(0);
-  VideoDecoderConfig cfg = base;
-  cfg.depth = o.layers;
-  const double flops_per_tile = TileFlops(cfg, 7, tile0.height_latent, tile0.width_latent);
-  const int64_t tokens = 7 * tile0.height_latent * tile0.width_latent + 5;
+  Geometry geo{*grid, *temporal, VideoDecoderConfig::Official()};
+  geo.cfg.depth = o.layers;
+  const auto tile0 = geo.grid.tile(0);
+  geo.flops_per_tile = TileFlops(geo.cfg, 7, tile0.height_latent, tile0.width_latent);
+  geo.tokens = 7 * tile0.height_latent * tile0.width_latent + 5;
 
   torch::Generator g = at::detail::createCPUGenerator(o.seed);
-  const torch::Tensor latent = torch::randn(
-      {1, 24, o.latent_frames, o.height_latent, o.width_latent}, g, torch::kFloat);
+  const torch::Tensor latent =
+      torch::randn({1, 24, o.latent_frames, o.height_latent, o.width_latent}, g, torch::kFloat);
 
   std::cout << "H3 video decoder benchmark: latent [1, 24, " << o.latent_frames << ", "
             << o.height_latent << ", " << o.width_latent << "] -> "
-            << temporal->output_pixel_frames << " frames " << o.width_latent * 16 << "x"
-            << o.height_latent * 16 << " px; " << grid->num_tiles() << " tiles x "
-            << temporal->num_windows() << " windows; ViT3D " << o.layers << " layers x "
-            << cfg.dim << " (full model: 36), random weights; " << o.threads
+            << geo.temporal.output_pixel_frames << " frames " << o.width_latent * 16 << "x"
+            << o.height_latent * 16 << " px; " << geo.grid.num_tiles() << " tiles x "
+            << geo.temporal.num_windows() << " windows; ViT3D " << o.layers << " layers x "
+            << geo.cfg.dim << " (full model: 36), random weights; " << o.threads
             << " intra-op threads\n"
-            << "analytic decoder FLOPs per tile call: " << flops_per_tile / 1e12
-            << " TFLOP (" << tokens << " tokens)\n" << std::flush;
+            << "analytic decoder FLOPs per tile call: " << geo.flops_per_tile / 1e12 << " TFLOP ("
+            << geo.tokens << " tokens)\n"
+            << std::flush;
 
-  std::vector<ModeResult> results;
+  Figures figures;
   std::vector<torch::ScalarType> dtypes;
   if (!o.skip_fp32) dtypes.push_back(torch::kFloat);
   if (!o.skip_bf16) dtypes.push_back(torch::kBFloat16);
-  nlohmann::json matmul = nlohmann::json::object();
-  nlohmann::json batched = nlohmann::json::object();
-  nlohmann::json plan_cost = nlohmann::json::object();
   for (torch::ScalarType dtype : dtypes) {
-    auto model = BuildModel(o, dtype);
-    if (!model.ok()) {
-      std::cerr << "vaed_bench_h3_video: " << model.status().ToString() << "\n";
+    if (Status s = MeasureDtype(o, geo, latent, dtype, &figures); !s.ok()) {
+      std::cerr << "vaed_bench_h3_video: " << s.ToString() << "\n";
       return 1;
     }
-    for (StackTiling s : {StackTiling::kOff, StackTiling::kOn}) {
-      auto r = RunMode(**model, latent, s, o.iterations, flops_per_tile);
-      if (!r.ok()) {
-        std::cerr << "vaed_bench_h3_video: " << r.status().ToString() << "\n";
-        return 1;
-      }
-      std::cout << "  " << r->dtype << " " << r->scheduling << ": "
-                << vaed::ops::FormatFixed(r->decode_latent, 2) << " s\n" << std::flush;
-      results.push_back(std::move(*r));
-    }
-    {
-      // What a compiled plan saves per decoder call: building it (RoPE
-      // tables + workspace) is the per-call work a plan removes; one tile
-      // decoded eager vs with the plan, best of 3 each.
-      torch::NoGradGuard no_grad;
-      const vaed::models::h3::Vit3dDecoder& vit = (*model)->decoder();
-      const vaed::models::h3::TileRect tile = grid->tile(0);
-      const torch::Tensor z =
-          torch::randn({1, cfg.latent_channels, 7, tile.height_latent, tile.width_latent});
-      double build = 1e300, eager = 1e300, planned = 1e300;
-      std::shared_ptr<vaed::models::h3::Vit3dDecoder::TilePlan> plan;
-      for (int i = 0; i < 3; ++i) {
-        auto t0 = Clock::now();
-        plan = vit.BuildTilePlan(1, 7, tile.height_latent, tile.width_latent);
-        build = std::min(build, Seconds(t0));
-      }
-      for (int i = 0; i < 3; ++i) {
-        auto t0 = Clock::now();
-        (void)vit.Forward(z);
-        eager = std::min(eager, Seconds(t0));
-        t0 = Clock::now();
-        (void)vit.Forward(z, plan.get());
-        planned = std::min(planned, Seconds(t0));
-      }
-      const std::string name = dtype == torch::kFloat ? "float32" : "bfloat16";
-      std::cout << "  " << name << " compiled plan: build " << vaed::ops::FormatFixed(build * 1e3, 2)
-                << " ms (" << vaed::ops::HumanBytes(plan->bytes()) << "); one tile eager "
-                << vaed::ops::FormatFixed(eager, 3) << " s, planned "
-                << vaed::ops::FormatFixed(planned, 3) << " s (eager/planned "
-                << vaed::ops::FormatFixed(eager / planned, 3) << ")\n"
-                << std::flush;
-      plan_cost[name] = {{"build_s", build},
-                         {"plan_bytes", plan->bytes()},
-                         {"tile_eager_s", eager},
-                         {"tile_planned_s", planned}};
-    }
-    const double mm = MatmulGflops(tokens, cfg.dim, 2 * cfg.ffn_inner, dtype, 3);
-    matmul[dtype == torch::kFloat ? "float32" : "bfloat16"] = mm;
-    // What a truly batched GEMM over the stacked tiles would run at (the
-    // decoder keeps one GEMM per tile: CPU GEMM bits depend on the row
-    // count, see vit3d_decoder.h).
-    const int64_t stacked_rows = tokens * grid->num_tiles();
-    batched[dtype == torch::kFloat ? "float32" : "bfloat16"] =
-        MatmulGflops(stacked_rows, cfg.dim, 2 * cfg.ffn_inner, dtype, 2);
   }
-
-  vaed::ops::TextTable table({"dtype", "tiles", "calls", "tiles/call", "decode s", "tile_decode s",
-                              "tile_merge s", "GFLOP/s", "% of matmul"},
-                             {false, false, true, true, true, true, true, true, true});
-  nlohmann::json modes = nlohmann::json::array();
-  for (const ModeResult& r : results) {
-    const double mm = matmul[r.dtype].get<double>();
-    table.AddRow({r.dtype, r.scheduling, std::to_string(r.decoder_calls),
-                  std::to_string(r.max_tiles_per_call), vaed::ops::FormatFixed(r.decode_latent, 3),
-                  vaed::ops::FormatFixed(r.tile_decode, 3), vaed::ops::FormatFixed(r.tile_merge, 3),
-                  vaed::ops::FormatFixed(r.gflops, 1), vaed::ops::FormatFixed(100 * r.gflops / mm, 1)});
-    modes.push_back({{"dtype", r.dtype},
-                     {"scheduling", r.scheduling},
-                     {"decoder_calls", r.decoder_calls},
-                     {"decode_latent_s", r.decode_latent},
-                     {"tile_decode_s", r.tile_decode},
-                     {"tile_merge_s", r.tile_merge},
-                     {"gflops", r.gflops}});
-  }
-  std::cout << "\n" << table.Render();
-  for (const auto& [dtype, gflops] : matmul.items()) {
-    std::cout << "plain matmul [" << tokens << ", " << cfg.dim << "] x [" << cfg.dim << ", "
-              << 2 * cfg.ffn_inner << "] " << dtype << ": "
-              << vaed::ops::FormatFixed(gflops.get<double>(), 1) << " GFLOP/s; batched over "
-              << grid->num_tiles() << " tiles (" << tokens * grid->num_tiles() << " rows): "
-              << vaed::ops::FormatFixed(batched[dtype].get<double>(), 1) << " GFLOP/s\n";
-  }
-
-  nlohmann::json summary;
-  auto find = [&](const std::string& dtype, const std::string& s) -> const ModeResult* {
-    for (const ModeResult& r : results) {
-      if (r.dtype == dtype && r.scheduling == s) return &r;
-    }
-    return nullptr;
-  };
-  for (const std::string dtype : {"float32", "bfloat16"}) {
-    const ModeResult* seq = find(dtype, "sequential");
-    const ModeResult* st = find(dtype, "stacked");
-    if (seq == nullptr || st == nullptr) continue;
-    const bool same = torch::equal(seq->raw, st->raw);
-    const double speedup = seq->decode_latent / st->decode_latent;
-    std::cout << dtype << ": stacked / sequential speed-up " << vaed::ops::FormatFixed(speedup, 3)
-              << "x; stacked output " << (same ? "bitwise equal to" : "DIFFERS from")
-              << " sequential";
-    if (!same) {
-      std::cout << " (max abs " << (seq->raw - st->raw).abs().max().item<double>() << ")";
-    }
-    std::cout << "\n";
-    summary[dtype] = {{"stacked_speedup", speedup}, {"stacked_bitwise_equal", same}};
-  }
-  const ModeResult* f32 = find("float32", "sequential");
-  const ModeResult* b16 = find("bfloat16", "sequential");
-  if (f32 != nullptr && b16 != nullptr) {
-    const torch::Tensor diff = (f32->raw - b16->raw).abs();
-    const double max_abs = diff.max().item<double>();
-    const double mean_abs = diff.mean().item<double>();
-    const double mse =
-        (f32->u8.to(torch::kDouble) - b16->u8.to(torch::kDouble)).pow(2).mean().item<double>();
-    const double psnr = mse == 0 ? INFINITY : 10 * std::log10(255.0 * 255.0 / mse);
-    const double speedup = f32->decode_latent / b16->decode_latent;
-    std::cout << "bfloat16 vs float32 (sequential): speed-up " << vaed::ops::FormatFixed(speedup, 3)
-              << "x; raw output max abs error " << max_abs << ", mean abs " << mean_abs
-              << "; uint8 frames PSNR " << vaed::ops::FormatFixed(psnr, 2)
-              << " dB\n";
-    summary["bf16_vs_fp32"] = {{"speedup", speedup},
-                               {"max_abs_error", max_abs},
-                               {"mean_abs_error", mean_abs},
-                               {"uint8_psnr_db", std::isfinite(psnr) ? nlohmann::json(psnr)
-                                                                     : nlohmann::json(nullptr)}};
-  }
-  if (o.json) {
-    std::cout << nlohmann::json{{"modes", modes},
-                                {"matmul_gflops", matmul},
-                                {"compiled_plan_cost", plan_cost},
-                                {"batched_matmul_gflops", batched},
-                                {"summary", summary}}
-                     .dump(2)
-              << "\n";
-  }
+  PrintModes(geo, figures);
+  CompareScheduling(&figures);
+  CompareDtypes(&figures);
+  if (o.json) std::cout << FiguresToJson(figures).dump(2) << "\n";
   return 0;
+}
+
+// Describes the program and declares every option, bound to `*o`.
+void DefineOptions(CLI::App& app, BenchOptions* o) {
+  app.description(
+      "H3 video decoder benchmark: sequential vs stacked tiles, float32 vs bfloat16, and the "
+      "decoder's FLOP rate against a plain matmul, all measured in one run (random weights)");
+  vaed::bench::AddRangeOption(app, "--layers", &o->layers,
+                              "ViT3D blocks (the released model has 36)", 1, 36);
+  vaed::bench::AddRangeOption(app, "--latent-frames", &o->latent_frames,
+                              "latent frames T (12 = 2 windows)", int64_t{3},
+                              VideoVae::kMaxLatentFrames);
+  vaed::bench::AddRangeOption(app, "--height-latent", &o->height_latent,
+                              "latent height (cells of 16 px)", int64_t{1},
+                              VideoVae::kMaxLatentExtent);
+  vaed::bench::AddRangeOption(app, "--width-latent", &o->width_latent,
+                              "latent width (cells of 16 px)", int64_t{1},
+                              VideoVae::kMaxLatentExtent);
+  vaed::bench::AddRangeOption(app, "--threads", &o->threads, "LibTorch intra-op threads", 1,
+                              kMaxThreads);
+  app.add_option("--iterations", o->iterations, "timed decodes per mode (min is reported)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", o->seed, "seed of the latent and the weights")->capture_default_str();
+  // Both together would measure nothing and print an empty table.
+  auto* skip_bf16 = app.add_flag("--skip-bf16", o->skip_bf16, "measure float32 only");
+  app.add_flag("--skip-fp32", o->skip_fp32, "measure bfloat16 only")->excludes(skip_bf16);
+  app.add_flag("--json", o->json, "also print the figures as JSON");
+  app.add_flag("--glibc-default-malloc", o->glibc_default_malloc,
+               "keep glibc's default malloc settings instead of the daemon's memory policy "
+               "(daemon/engine/memory_policy.h)");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  BenchOptions o;
-  CLI::App app{
-      "H3 video decoder benchmark: sequential vs stacked tiles, float32 vs bfloat16, and the "
-      "decoder's FLOP rate against a plain matmul, all measured in one run (random weights)"};
-  app.add_option("--layers", o.layers, "ViT3D blocks (the released model has 36)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 36));
-  app.add_option("--latent-frames", o.latent_frames, "latent frames T (12 = 2 windows)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{3}, VideoVae::kMaxLatentFrames));
-  app.add_option("--height-latent", o.height_latent, "latent height (cells of 16 px)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, VideoVae::kMaxLatentExtent));
-  app.add_option("--width-latent", o.width_latent, "latent width (cells of 16 px)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, VideoVae::kMaxLatentExtent));
-  app.add_option("--threads", o.threads, "LibTorch intra-op threads")
-      ->capture_default_str()
-      ->check(CLI::Range(1, kMaxThreads));
-  app.add_option("--iterations", o.iterations, "timed decodes per mode (min is reported)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seed", o.seed, "seed of the latent and the weights")->capture_default_str();
-  // Both together would measure nothing and print an empty table.
-  auto* skip_bf16 = app.add_flag("--skip-bf16", o.skip_bf16, "measure float32 only");
-  app.add_flag("--skip-fp32", o.skip_fp32, "measure bfloat16 only")->excludes(skip_bf16);
-  app.add_flag("--json", o.json, "also print the figures as JSON");
-  app.add_flag("--glibc-default-malloc", o.glibc_default_malloc,
-               "keep glibc's default malloc settings instead of the daemon's memory policy "
-               "(daemon/engine/memory_policy.h)");
-  CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(spdlog::level::warn);
-  // Measure under the daemon's allocator settings unless asked not to.
-  if (!o.glibc_default_malloc) vaed::engine::RetainFreedMemoryForReuse();
-  // The model API returns Status; this catches what LibTorch still throws
-  // outside it (thread pool, randn, the matmul reference, torch::equal).
-  try {
-    return Run(o);
-  } catch (...) {
-    std::cerr << "vaed_bench_h3_video: "
-              << vaed::models::CurrentTorchErrorStatus("benchmark").ToString() << "\n";
-    return 1;
-  }
+  return vaed::bench::InProcessBenchmarkMain(argc, argv, "vaed_bench_h3_video", DefineOptions, Run);
 }

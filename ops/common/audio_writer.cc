@@ -219,115 +219,159 @@ Result<WavWriteStats> WriteWav(const PlanarAudio& audio, const std::string& path
   return stats;
 }
 
-Result<WavAudio> ReadWav(const std::string& path) {
+namespace {
+
+// The reader's one error: the file is not a WAV file it can read.
+Status NotReadableWav(const std::string& path, const std::string& why) {
+  return InvalidArgument(path + ": not a readable WAV file: " + why);
+}
+
+Result<std::vector<uint8_t>> ReadWholeFile(const std::string& path) {
   std::vector<uint8_t> bytes;
-  {
-    FilePtr file(std::fopen(path.c_str(), "rb"));
-    if (file == nullptr) return ErrnoStatus(errno, "opening " + path);
-    uint8_t buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), file.get())) > 0) {
-      bytes.insert(bytes.end(), buf, buf + n);
-    }
-    if (std::ferror(file.get())) return ErrnoStatus(errno, "reading " + path);
+  FilePtr file(std::fopen(path.c_str(), "rb"));
+  if (file == nullptr) return ErrnoStatus(errno, "opening " + path);
+  uint8_t buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), file.get())) > 0) {
+    bytes.insert(bytes.end(), buf, buf + n);
   }
-  auto bad = [&path](const std::string& why) {
-    return InvalidArgument(path + ": not a readable WAV file: " + why);
-  };
+  if (std::ferror(file.get())) return ErrnoStatus(errno, "reading " + path);
+  return bytes;
+}
 
-  if (bytes.size() < 12 || std::memcmp(bytes.data(), "RIFF", 4) != 0 ||
-      std::memcmp(bytes.data() + 8, "WAVE", 4) != 0) {
-    return bad("no RIFF/WAVE header");
-  }
-  const uint64_t riff_end = 8 + static_cast<uint64_t>(LoadU32(bytes.data() + 4));
-  if (riff_end > bytes.size()) {
-    return bad("truncated: the RIFF header declares " + std::to_string(riff_end) +
-               " bytes, the file has " + std::to_string(bytes.size()));
-  }
-
+// The bodies of the `fmt ` and `data` chunks, pointing into the file's bytes.
+struct WavChunks {
   const uint8_t* fmt = nullptr;
   uint32_t fmt_size = 0;
   const uint8_t* data = nullptr;
   uint32_t data_size = 0;
+};
+
+// Checks the RIFF/WAVE header and walks the chunks inside the RIFF size.
+Result<WavChunks> FindWavChunks(const std::vector<uint8_t>& bytes, const std::string& path) {
+  if (bytes.size() < 12 || std::memcmp(bytes.data(), "RIFF", 4) != 0 ||
+      std::memcmp(bytes.data() + 8, "WAVE", 4) != 0) {
+    return NotReadableWav(path, "no RIFF/WAVE header");
+  }
+  const uint64_t riff_end = 8 + static_cast<uint64_t>(LoadU32(bytes.data() + 4));
+  if (riff_end > bytes.size()) {
+    return NotReadableWav(path, "truncated: the RIFF header declares " + std::to_string(riff_end) +
+                                    " bytes, the file has " + std::to_string(bytes.size()));
+  }
+  WavChunks chunks;
   for (uint64_t pos = 12; pos < riff_end;) {
-    if (riff_end - pos < 8) return bad("truncated chunk header at byte " + std::to_string(pos));
+    if (riff_end - pos < 8) {
+      return NotReadableWav(path, "truncated chunk header at byte " + std::to_string(pos));
+    }
     const std::string id(reinterpret_cast<const char*>(bytes.data() + pos), 4);
     const uint32_t size = LoadU32(bytes.data() + pos + 4);
     const uint64_t body = pos + 8;
     if (size > riff_end - body) {
-      return bad("chunk '" + id + "' at byte " + std::to_string(pos) + " declares " +
-                 std::to_string(size) + " bytes, only " + std::to_string(riff_end - body) +
-                 " remain");
+      return NotReadableWav(path, "chunk '" + id + "' at byte " + std::to_string(pos) +
+                                      " declares " + std::to_string(size) + " bytes, only " +
+                                      std::to_string(riff_end - body) + " remain");
     }
     if (id == "fmt ") {
-      if (fmt != nullptr) return bad("more than one 'fmt ' chunk");
-      fmt = bytes.data() + body;
-      fmt_size = size;
+      if (chunks.fmt != nullptr) return NotReadableWav(path, "more than one 'fmt ' chunk");
+      chunks.fmt = bytes.data() + body;
+      chunks.fmt_size = size;
     } else if (id == "data") {
-      if (data != nullptr) return bad("more than one 'data' chunk");
-      data = bytes.data() + body;
-      data_size = size;
+      if (chunks.data != nullptr) return NotReadableWav(path, "more than one 'data' chunk");
+      chunks.data = bytes.data() + body;
+      chunks.data_size = size;
     }
     // Chunk bodies are padded to even sizes; a missing final pad byte is
     // tolerated (the loop ends either way).
     pos = body + size + (size & 1u);
   }
-  if (fmt == nullptr) return bad("no 'fmt ' chunk");
-  if (data == nullptr) return bad("no 'data' chunk");
-  if (fmt_size < 16) return bad("'fmt ' chunk has " + std::to_string(fmt_size) + " bytes, < 16");
+  if (chunks.fmt == nullptr) return NotReadableWav(path, "no 'fmt ' chunk");
+  if (chunks.data == nullptr) return NotReadableWav(path, "no 'data' chunk");
+  return chunks;
+}
 
+// What the `fmt ` chunk says about the samples in `data`.
+struct WavLayout {
+  WavSampleFormat format = WavSampleFormat::kPcm16;
+  uint16_t channels = 0;
+  uint32_t sample_rate = 0;
+  uint16_t block_align = 0;  // bytes per sample frame (all channels)
+  uint32_t bytes_per_sample = 0;
+};
+
+// Decodes the `fmt ` chunk (plain or WAVE_FORMAT_EXTENSIBLE) and checks it
+// against itself and the data chunk's size.
+Result<WavLayout> ParseWavLayout(const WavChunks& chunks, const std::string& path) {
+  const uint8_t* fmt = chunks.fmt;
+  if (chunks.fmt_size < 16) {
+    return NotReadableWav(path,
+                          "'fmt ' chunk has " + std::to_string(chunks.fmt_size) + " bytes, < 16");
+  }
   uint16_t format_tag = LoadU16(fmt);
-  const uint16_t channels = LoadU16(fmt + 2);
-  const uint32_t sample_rate = LoadU32(fmt + 4);
+  WavLayout layout;
+  layout.channels = LoadU16(fmt + 2);
+  layout.sample_rate = LoadU32(fmt + 4);
   const uint32_t byte_rate = LoadU32(fmt + 8);
-  const uint16_t block_align = LoadU16(fmt + 12);
+  layout.block_align = LoadU16(fmt + 12);
   const uint16_t bits = LoadU16(fmt + 14);
   if (format_tag == kWaveFormatExtensible) {
-    if (fmt_size < 40 || LoadU16(fmt + 16) < 22) {
-      return bad("WAVE_FORMAT_EXTENSIBLE 'fmt ' chunk shorter than 40 bytes");
+    if (chunks.fmt_size < 40 || LoadU16(fmt + 16) < 22) {
+      return NotReadableWav(path, "WAVE_FORMAT_EXTENSIBLE 'fmt ' chunk shorter than 40 bytes");
     }
     const uint8_t* guid = fmt + 24;
     if (std::memcmp(guid + 2, kSubFormatGuidTail.data(), kSubFormatGuidTail.size()) != 0) {
-      return bad("WAVE_FORMAT_EXTENSIBLE with an unknown SubFormat GUID");
+      return NotReadableWav(path, "WAVE_FORMAT_EXTENSIBLE with an unknown SubFormat GUID");
     }
     format_tag = LoadU16(guid);
   }
-  WavSampleFormat format;
   if (format_tag == kWaveFormatPcm && bits == 16) {
-    format = WavSampleFormat::kPcm16;
+    layout.format = WavSampleFormat::kPcm16;
   } else if (format_tag == kWaveFormatIeeeFloat && bits == 32) {
-    format = WavSampleFormat::kFloat32;
+    layout.format = WavSampleFormat::kFloat32;
   } else {
-    return bad("unsupported encoding: format tag " + std::to_string(format_tag) + " with " +
-               std::to_string(bits) + " bits per sample (supported: 16-bit PCM, 32-bit float)");
+    return NotReadableWav(path, "unsupported encoding: format tag " + std::to_string(format_tag) +
+                                    " with " + std::to_string(bits) +
+                                    " bits per sample (supported: 16-bit PCM, 32-bit float)");
   }
-  const uint32_t bytes_per_sample = bits / 8u;
-  if (channels == 0 || block_align != channels * bytes_per_sample) {
-    return bad("block_align " + std::to_string(block_align) + " does not match " +
-               std::to_string(channels) + " channels of " + std::to_string(bits) + " bits");
+  layout.bytes_per_sample = bits / 8u;
+  if (layout.channels == 0 || layout.block_align != layout.channels * layout.bytes_per_sample) {
+    return NotReadableWav(path, "block_align " + std::to_string(layout.block_align) +
+                                    " does not match " + std::to_string(layout.channels) +
+                                    " channels of " + std::to_string(bits) + " bits");
   }
-  if (byte_rate != static_cast<uint64_t>(sample_rate) * block_align) {
-    return bad("byte rate " + std::to_string(byte_rate) + " is not sample rate " +
-               std::to_string(sample_rate) + " x block_align " + std::to_string(block_align));
+  if (byte_rate != static_cast<uint64_t>(layout.sample_rate) * layout.block_align) {
+    return NotReadableWav(path, "byte rate " + std::to_string(byte_rate) + " is not sample rate " +
+                                    std::to_string(layout.sample_rate) + " x block_align " +
+                                    std::to_string(layout.block_align));
   }
-  if (data_size % block_align != 0) {
-    return bad("data chunk of " + std::to_string(data_size) + " bytes is not a whole number of " +
-               std::to_string(block_align) + "-byte sample frames");
+  if (chunks.data_size % layout.block_align != 0) {
+    return NotReadableWav(path, "data chunk of " + std::to_string(chunks.data_size) +
+                                    " bytes is not a whole number of " +
+                                    std::to_string(layout.block_align) + "-byte sample frames");
   }
+  return layout;
+}
+
+}  // namespace
+
+Result<WavAudio> ReadWav(const std::string& path) {
+  VAED_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, ReadWholeFile(path));
+  VAED_ASSIGN_OR_RETURN(const WavChunks chunks, FindWavChunks(bytes, path));
+  VAED_ASSIGN_OR_RETURN(const WavLayout layout, ParseWavLayout(chunks, path));
 
   WavAudio out;
-  out.channels = channels;
-  out.samples = data_size / block_align;
-  out.sample_rate_hz = sample_rate;
-  out.format = format;
+  out.channels = layout.channels;
+  out.samples = chunks.data_size / layout.block_align;
+  out.sample_rate_hz = layout.sample_rate;
+  out.format = layout.format;
   out.data.resize(static_cast<size_t>(out.channels * out.samples));
   if (Status s = CheckPlanarAudio(out.view()); !s.ok()) return s.WithContext(path);
 
+  // Interleaved in the file, planar in WavAudio.
   for (int64_t t = 0; t < out.samples; ++t) {
     for (int64_t c = 0; c < out.channels; ++c) {
-      const uint8_t* p = data + (t * out.channels + c) * bytes_per_sample;
+      const uint8_t* p = chunks.data + (t * out.channels + c) * layout.bytes_per_sample;
       float v;
-      if (format == WavSampleFormat::kFloat32) {
+      if (layout.format == WavSampleFormat::kFloat32) {
         v = std::bit_cast<float>(LoadU32(p));
       } else {
         v = static_cast<float>(static_cast<int16_t>(LoadU16(p)) / kPcm16Scale);

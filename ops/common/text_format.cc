@@ -55,6 +55,15 @@ std::string FormatFixed(double value, int decimals) {
   return buf;
 }
 
+std::string Join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string joined;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) joined += separator;
+    joined += items[i];
+  }
+  return joined;
+}
+
 TextTable::TextTable(std::vector<std::string> header, std::vector<bool> right_align)
     : right_align_(std::move(right_align)) {
   rows_.push_back(std::move(header));

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vaed::ops {
@@ -23,6 +24,10 @@ std::string HumanDuration(double seconds);
 // `value` with `decimals` digits after the point ("%.*f"); "inf"/"-inf"/
 // "nan" for non-finite values.
 std::string FormatFixed(double value, int decimals);
+
+// `items` joined by `separator`: Join({"a", "b"}, ", ") is "a, b"; "" for
+// no items.
+std::string Join(const std::vector<std::string>& items, std::string_view separator);
 
 // A table rendered with columns padded to their widest cell, separated by
 // two spaces; a header row followed by a rule of dashes. Columns marked

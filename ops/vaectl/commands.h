@@ -1,10 +1,5 @@
-// The subcommands of vaectl. Each returns the process exit code and prints
-// its result to stdout (errors to stderr).
-//
-// Exit codes: kExitOk; kExitFailure (a request failed, a file could not be
-// read or written); kExitUnavailable (the daemon is not running or does not
-// answer at the socket); kExitUnhealthy (status: the daemon answered but
-// reports itself unhealthy).
+// The subcommands of vaectl and their options. Each Run* function returns
+// the process exit code and prints its result to stdout (errors to stderr).
 #ifndef VAED_OPS_VAECTL_COMMANDS_H_
 #define VAED_OPS_VAECTL_COMMANDS_H_
 
@@ -15,10 +10,14 @@
 
 namespace vaed::vaectl {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;
-inline constexpr int kExitUnavailable = 2;
-inline constexpr int kExitUnhealthy = 3;
+// vaectl's exit codes (also listed in `vaectl --help`); an int where the
+// Run* functions return them.
+enum ExitCode : int {
+  kExitOk = 0,           // the command did what was asked
+  kExitFailure = 1,      // a request failed, or a file could not be read or written
+  kExitUnavailable = 2,  // the daemon is not running or does not answer at the socket
+  kExitUnhealthy = 3,    // `status`: the daemon answered but reports itself unhealthy
+};
 
 struct GlobalOptions {
   std::string socket = client::kDefaultSocket;
@@ -39,9 +38,9 @@ struct DecodeCommandOptions {
   std::string stack_tiling = "default";  // default | off | on | auto
   std::string profile;                   // "" = the daemon's default
   std::string compile = "default";       // default | off | on | auto
-  std::string model;  // "" = the daemon's default model
-  std::string out;    // see PlanOutput() in decode_report.h
-  std::string format = "png";  // of the video; "none" also writes no audio
+  std::string model;                     // "" = the daemon's default model
+  std::string out;                       // see PlanOutput() in output_plan.h
+  std::string format = "png";            // of the video; "none" also writes no audio
   // Video frames per second: the MP4's rate and the request's
   // AvSync.fps (durations and the A/V length rule agree with the file).
   double fps = 24.0;
@@ -52,7 +51,7 @@ struct DecodeCommandOptions {
   std::string audio_latent_file;    // safetensors file; empty with random_audio_latent
   std::string random_audio_latent;  // "C,32,T": seeded random float32 latent instead of a file
   std::string audio_key = "latent";
-  std::string audio_out;                         // see PlanAudioOutput() in decode_report.h
+  std::string audio_out;                         // see PlanAudioOutput() in output_plan.h
   std::string wav_format = "pcm16";              // pcm16 | float32
   std::string audio_reference_key = "waveform";  // "" = no audio comparison
   // Waive the daemon's A/V length rule for a joint request.
@@ -62,7 +61,7 @@ struct DecodeCommandOptions {
   // of its group.qualified_sizes (the daemon refuses others). Same bytes.
   uint32_t group_size = 0;
   // Per-window progress on stderr: auto (a bar on a terminal), bar, lines
-  // or none (ParseProgressMode).
+  // or none (ParseProgressMode in progress_format.h).
   std::string progress = "auto";
 };
 

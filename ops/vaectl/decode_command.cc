@@ -3,86 +3,22 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "ops/common/random_latent.h"
 #include "ops/vaectl/commands.h"
 #include "ops/vaectl/connect.h"
 #include "ops/vaectl/decode_report.h"
-#include "vaed/safetensors.h"
+#include "ops/vaectl/latent_input.h"
+#include "ops/vaectl/output_plan.h"
+#include "ops/vaectl/progress_format.h"
 #include "vaed/tensor_ref.h"
 #include "vaed/wire.h"
 
 namespace vaed::vaectl {
 namespace {
-
-// A latent to send: a tensor of a safetensors file (borrowed from its
-// mapping) or generated random values.
-struct LatentInput {
-  std::unique_ptr<SafetensorsFile> file;  // null for a random latent
-  std::vector<float> generated;
-  DType dtype = DType::kUnknown;
-  std::vector<int64_t> shape;
-  const uint8_t* data = nullptr;
-  uint64_t bytes = 0;
-  std::string source;  // for the report
-  std::string stem;    // default output name
-};
-
-// Where one latent comes from; `flag` names the random option in messages.
-struct LatentSource {
-  const std::string& file;
-  const std::string& key;
-  const std::string& random_shape;
-  const char* flag;         // "--random-latent" / "--random-audio-latent"
-  const char* key_flag;     // "--key" / "--audio-key"
-  const char* random_stem;  // default output name of a random latent
-};
-
-Result<LatentInput> LoadLatent(const LatentSource& from, uint64_t seed) {
-  LatentInput in;
-  if (!from.random_shape.empty()) {
-    auto shape = ops::ParseShape(from.random_shape);
-    if (!shape.ok()) return shape.status().WithContext(from.flag);
-    in.shape = std::move(shape).value();
-    VAED_ASSIGN_OR_RETURN(const uint64_t count, NumElements(in.shape, from.flag));
-    // Generated before the daemon can plan it: refuse what cannot be a
-    // sensible latent instead of dying in the allocator.
-    constexpr uint64_t kMaxRandomElements = uint64_t{1} << 28;  // 1 GiB of float32
-    if (count > kMaxRandomElements) {
-      return InvalidArgument(std::string(from.flag) + " " + from.random_shape + " has " +
-                             std::to_string(count) + " elements; at most " +
-                             std::to_string(kMaxRandomElements) + " (1 GiB float32) are generated");
-    }
-    in.generated = ops::RandomNormalLatent(count, seed);
-    in.dtype = DType::kFloat32;
-    in.data = reinterpret_cast<const uint8_t*>(in.generated.data());
-    in.bytes = count * sizeof(float);
-    in.source = "random(seed=" + std::to_string(seed) + ")";
-    in.stem = from.random_stem;
-    return in;
-  }
-  VAED_ASSIGN_OR_RETURN(in.file, SafetensorsFile::Open(from.file));
-  const TensorEntry* entry = in.file->Find(from.key);
-  if (entry == nullptr) {
-    std::string names;
-    for (const auto& n : in.file->names()) names += (names.empty() ? "" : ", ") + n;
-    return NotFound(from.file + ": no tensor '" + from.key + "' (tensors: " + names +
-                    "); choose one with " + from.key_flag);
-  }
-  in.dtype = entry->dtype;
-  in.shape = entry->shape;
-  in.data = entry->data;
-  in.bytes = entry->nbytes;
-  const std::filesystem::path path(from.file);
-  in.source = path.filename().string() + ":" + from.key;
-  in.stem = path.stem().string();
-  return in;
-}
 
 // A region of `bytes` bytes registered with the daemon.
 struct RegisteredRegion {
@@ -143,57 +79,79 @@ Result<uint64_t> CheckAudioPlan(const v1::AudioInfo& audio) {
   return bytes;
 }
 
-}  // namespace
+// The latents of one decode: video, audio or both (never neither).
+struct DecodeInputs {
+  std::optional<LatentInput> video;
+  std::optional<LatentInput> audio;
+};
 
-int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) {
-  const bool has_video = !options.latent_file.empty() || !options.random_latent.empty();
-  const bool has_audio = !options.audio_latent_file.empty() || !options.random_audio_latent.empty();
-  if (!has_video && !has_audio) {
-    return ReportFailure(
-        "decode", InvalidArgument("no latent given: give a video latent (LATENT_FILE or "
-                                  "--random-latent N,C,H,W), an audio latent (--audio-latent "
-                                  "FILE or --random-audio-latent C,32,T), or both"));
+// The registered regions of one decode, per latent given.
+struct DecodeRegions {
+  std::optional<RegionPair> video;
+  std::optional<RegionPair> audio;
+};
+
+// What the decode wrote into the output regions, checked against the
+// reply's sizes (views into DecodeRegions).
+struct DecodedViews {
+  std::optional<ops::RgbFrames> frames;
+  std::optional<ops::PlanarAudio> audio;
+};
+
+bool HasVideoLatent(const DecodeCommandOptions& options) {
+  return !options.latent_file.empty() || !options.random_latent.empty();
+}
+
+bool HasAudioLatent(const DecodeCommandOptions& options) {
+  return !options.audio_latent_file.empty() || !options.random_audio_latent.empty();
+}
+
+// The checks made before anything is read: a latent is given, and no flag
+// would be ignored without a word. Returns --wav-format parsed.
+Result<ops::WavSampleFormat> CheckDecodeFlags(const DecodeCommandOptions& options) {
+  const bool has_video = HasVideoLatent(options);
+  if (!has_video && !HasAudioLatent(options)) {
+    return InvalidArgument(
+        "no latent given: give a video latent (LATENT_FILE or --random-latent N,C,H,W), an audio "
+        "latent (--audio-latent FILE or --random-audio-latent C,32,T), or both");
   }
-  auto wav_format = ParseWavFormat(options.wav_format);
-  if (!wav_format.ok()) return ReportFailure("decode", wav_format.status());
-  // Flags that would otherwise be ignored without a word.
+  VAED_ASSIGN_OR_RETURN(const ops::WavSampleFormat wav_format, ParseWavFormat(options.wav_format));
   if (!has_video && (options.format != "png" || !options.out.empty())) {
     if (options.format != "none" || !options.out.empty()) {
-      return ReportFailure(
-          "decode", InvalidArgument("--format " + options.format +
-                                    (options.out.empty() ? "" : " / --out " + options.out) +
-                                    " apply to video frames, and this decode has no video "
-                                    "latent; an audio-only decode writes a WAV (choose it "
-                                    "with --audio-out) or nothing with --format none"));
+      return InvalidArgument("--format " + options.format +
+                             (options.out.empty() ? "" : " / --out " + options.out) +
+                             " apply to video frames, and this decode has no video latent; an "
+                             "audio-only decode writes a WAV (choose it with --audio-out) or "
+                             "nothing with --format none");
     }
   }
   if (options.format == "none" && !options.audio_out.empty()) {
-    return ReportFailure("decode", InvalidArgument("--audio-out " + options.audio_out +
-                                                   " is set but --format none writes no files"));
+    return InvalidArgument("--audio-out " + options.audio_out +
+                           " is set but --format none writes no files");
   }
+  return wav_format;
+}
 
-  std::optional<LatentInput> latent;
-  if (has_video) {
-    auto loaded = LoadLatent({options.latent_file, options.key, options.random_latent,
-                              "--random-latent", "--key", "random_latent"},
-                             options.seed);
-    if (!loaded.ok()) return ReportFailure("decode", loaded.status());
-    latent = std::move(loaded).value();
+Result<DecodeInputs> LoadInputs(const DecodeCommandOptions& options) {
+  DecodeInputs in;
+  if (HasVideoLatent(options)) {
+    VAED_ASSIGN_OR_RETURN(in.video,
+                          LoadLatent({options.latent_file, options.key, options.random_latent,
+                                      "--random-latent", "--key", "random_latent"},
+                                     options.seed));
   }
-  std::optional<LatentInput> audio_latent;
-  if (has_audio) {
-    auto loaded =
+  if (HasAudioLatent(options)) {
+    VAED_ASSIGN_OR_RETURN(
+        in.audio,
         LoadLatent({options.audio_latent_file, options.audio_key, options.random_audio_latent,
                     "--random-audio-latent", "--audio-key", "random_audio_latent"},
-                   options.seed);
-    if (!loaded.ok()) return ReportFailure("decode", loaded.status());
-    audio_latent = std::move(loaded).value();
+                   options.seed));
   }
+  return in;
+}
 
-  int exit_code = kExitOk;
-  auto client = ConnectOrExplain(global, &exit_code);
-  if (client == nullptr) return exit_code;
-
+// The request without regions (AttachRegions fills them in).
+client::DecodeRequest BuildRequest(const DecodeCommandOptions& options, const DecodeInputs& in) {
   client::DecodeRequest request;
   request.model = options.model;
   request.format = client::OutputFormat::kUInt8NHWC;
@@ -207,98 +165,194 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
   request.fps = options.fps;
   request.independent_lengths = options.independent_lengths;
   request.group_size = options.group_size;
-  if (latent) request.latent = {0, 0, latent->dtype, latent->shape};
-  if (audio_latent) request.audio_latent = {0, 0, audio_latent->dtype, audio_latent->shape};
+  if (in.video) request.latent = {0, 0, in.video->dtype, in.video->shape};
+  if (in.audio) request.audio_latent = {0, 0, in.audio->dtype, in.audio->shape};
+  return request;
+}
+
+// After a refused plan: the daemon names the wire field; say which flag
+// sets it. Matched on the message text until errors carry a typed field.
+// The daemon names the field that decides the rule (Error.field); say which
+// flag sets it.
+void PrintFlagHint(const DecodeCommandOptions& options, const DecodeInputs& in,
+                   const Status& plan_error) {
+  if (in.video && in.audio && !options.independent_lengths &&
+      plan_error.field() == "av_sync.independent_lengths") {
+    std::cerr << "vaectl decode: --independent-lengths decodes audio and video lengths that "
+                 "differ\n";
+  }
+  if (options.group_size != 0 && plan_error.field() == "options.group_size") {
+    std::cerr << "vaectl decode: --group-size sets options.group_size; vaectl status lists the "
+                 "daemon's groups and their sizes\n";
+  }
+}
+
+// Where the outputs go, checked before decoding: the tools they need are
+// present and no output overwrites an input.
+Result<OutputPlan> PlanFiles(const DecodeCommandOptions& options, const DecodeInputs& in,
+                             const v1::DecodeReply& plan, ops::WavSampleFormat wav_format) {
+  OutputPlan outputs;
+  if (in.video) {
+    VAED_ASSIGN_OR_RETURN(outputs,
+                          PlanOutput(options.format, options.out, in.video->stem, plan.frames()));
+  }
+  if (in.audio) {
+    VAED_ASSIGN_OR_RETURN(outputs, PlanAudioOutput(outputs, options.format, options.audio_out,
+                                                   in.audio->stem, wav_format));
+  }
+  VAED_RETURN_IF_ERROR(CheckOutputTools(outputs));
+  // Writing over an input would corrupt the file this process still has
+  // mapped (and read for the reference comparison): refuse before decoding.
+  std::vector<std::string> inputs;
+  if (in.video && !options.latent_file.empty()) inputs.push_back(options.latent_file);
+  if (in.audio && !options.audio_latent_file.empty()) {
+    inputs.push_back(options.audio_latent_file);
+  }
+  VAED_RETURN_IF_ERROR(CheckOutputsAvoidInputs(outputs, inputs));
+  return outputs;
+}
+
+// Creates and registers the regions of each latent and its output, copies
+// the latents in and points `request` at them.
+Result<DecodeRegions> AttachRegions(client::Client& client, const DecodeInputs& in,
+                                    const v1::DecodeReply& plan, uint64_t audio_output_bytes,
+                                    client::DecodeRequest* request) {
+  DecodeRegions regions;
+  if (in.video) {
+    VAED_ASSIGN_OR_RETURN(
+        regions.video, CreateRegions(client, *in.video, plan.output_bytes(), "latent", "output"));
+    request->latent.region_id = regions.video->latent.id;
+    request->output = {regions.video->output.id, 0, FromProto(plan.output_dtype()),
+                       Shape(plan.output_shape())};
+  }
+  if (in.audio) {
+    VAED_ASSIGN_OR_RETURN(regions.audio, CreateRegions(client, *in.audio, audio_output_bytes,
+                                                       "audio latent", "audio output"));
+    request->audio_latent.region_id = regions.audio->latent.id;
+    request->audio_output = {regions.audio->output.id, 0, DType::kFloat32,
+                             Shape(plan.audio().output_shape())};
+  }
+  return regions;
+}
+
+// Shows the daemon's Progress messages on stderr as `mode` says. The
+// callback sets *bar_open while a bar is drawn without its final newline;
+// `bar_open` must outlive the request's Decode().
+void ShowProgress(ProgressMode mode, bool* bar_open, client::DecodeRequest* request) {
+  if (mode == ProgressMode::kNone) return;
+  request->progress = [mode, bar_open](const v1::Progress& p) {
+    if (mode == ProgressMode::kLines) {
+      std::fprintf(stderr, "%s\n", FormatProgressLine(p).c_str());
+    } else {
+      // Redrawn in place; "\x1b[K" clears what a longer line left.
+      std::fprintf(stderr, "\r%s\x1b[K", FormatProgressBar(p, 30).c_str());
+      *bar_open = p.fraction() < 1.0;
+      if (!*bar_open) std::fputc('\n', stderr);
+    }
+    std::fflush(stderr);
+  };
+}
+
+Result<DecodedViews> ViewOutputs(const v1::DecodeReply& reply, const DecodeRegions& regions) {
+  DecodedViews views;
+  if (regions.video) {
+    const client::SharedRegion& region = *regions.video->output.region;
+    if (reply.output_bytes() > region.size()) {
+      return Internal("daemon reported " + std::to_string(reply.output_bytes()) +
+                      " output bytes, the region holds " + std::to_string(region.size()));
+    }
+    views.frames = ops::RgbFrames{std::span<const uint8_t>(region.data(), reply.output_bytes()),
+                                  static_cast<int64_t>(reply.frames()),
+                                  static_cast<int64_t>(reply.height_px()),
+                                  static_cast<int64_t>(reply.width_px())};
+  }
+  if (regions.audio) {
+    const v1::AudioInfo& info = reply.audio();
+    const client::SharedRegion& region = *regions.audio->output.region;
+    const uint64_t values = info.channels() * info.samples();
+    if (info.output_bytes() != values * sizeof(float) || info.output_bytes() > region.size()) {
+      return Internal("daemon reported " + std::to_string(info.output_bytes()) +
+                      " audio output bytes for " + std::to_string(info.channels()) + " x " +
+                      std::to_string(info.samples()) + " float32 samples; the region holds " +
+                      std::to_string(region.size()));
+    }
+    // The region is page-aligned, so it may be read as float32.
+    views.audio = ops::PlanarAudio{
+        std::span<const float>(reinterpret_cast<const float*>(region.data()), values),
+        static_cast<int64_t>(info.channels()), static_cast<int64_t>(info.samples()),
+        static_cast<int64_t>(info.sample_rate_hz())};
+  }
+  return views;
+}
+
+// Compares the decode with the references in the latent files.
+void CompareWithInputs(const DecodeCommandOptions& options, const DecodeInputs& in,
+                       const DecodedViews& views, const OutputPlan& outputs, DecodeReport* report) {
+  if (in.video && in.video->file != nullptr) {
+    report->quality = CompareWithFile(*views.frames, *in.video->file, options.reference_key,
+                                      options.original_key);
+  }
+  if (in.audio) {
+    AudioReport& a = report->audio.emplace();
+    a.latent_source = in.audio->source;
+    a.latent_dtype = in.audio->dtype;
+    a.wav = outputs.wav;
+    a.wav_format = outputs.wav_format;
+    if (in.audio->file != nullptr) {
+      a.quality = CompareAudioWithFile(*views.audio, *in.audio->file, options.audio_reference_key);
+    }
+  }
+}
+
+void PrintReport(const GlobalOptions& global, const DecodeReport& report) {
+  if (global.json) {
+    if (report.reply.demo_weights()) {
+      std::cerr << "vaectl: WARNING: model '" << report.reply.model()
+                << "' has DEMO weights (deterministic random, not a trained decoder)\n";
+    }
+    std::cout << DecodeReportToJson(report).dump(2) << "\n";
+  } else {
+    std::cout << FormatDecodeReport(report);
+  }
+}
+
+}  // namespace
+
+int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) {
+  auto wav_format = CheckDecodeFlags(options);
+  if (!wav_format.ok()) return ReportFailure("decode", wav_format.status());
+  auto in = LoadInputs(options);
+  if (!in.ok()) return ReportFailure("decode", in.status());
+
+  int exit_code = kExitOk;
+  auto client = ConnectOrExplain(global, &exit_code);
+  if (client == nullptr) return exit_code;
 
   // Size the outputs before allocating them: the daemon validates the
   // latents against the model's contract (and the A/V length rule) and
   // returns the uint8 NHWC video and float32 audio output shapes.
+  client::DecodeRequest request = BuildRequest(options, *in);
   auto plan = client->PlanDecode(request);
   if (!plan.ok()) {
     const int code = ReportFailure("decode (plan)", plan.status());
-    // The daemon names the field that decides the rule (Error.field); say
-    // which flag sets it.
-    if (latent && audio_latent && !options.independent_lengths &&
-        plan.status().field() == "av_sync.independent_lengths") {
-      std::cerr << "vaectl decode: --independent-lengths decodes audio and video lengths that "
-                   "differ\n";
-    }
-    if (options.group_size != 0 && plan.status().field() == "options.group_size") {
-      std::cerr << "vaectl decode: --group-size sets options.group_size; vaectl status lists the "
-                   "daemon's groups and their sizes\n";
-    }
+    PrintFlagHint(options, *in, plan.status());
     return code;
   }
   uint64_t audio_output_bytes = 0;
-  if (audio_latent) {
+  if (in->audio) {
     auto bytes = CheckAudioPlan(plan->audio());
     if (!bytes.ok()) return ReportFailure("decode (plan)", bytes.status());
     audio_output_bytes = *bytes;
   }
+  auto outputs = PlanFiles(options, *in, *plan, *wav_format);
+  if (!outputs.ok()) return ReportFailure("decode", outputs.status());
+  auto regions = AttachRegions(*client, *in, *plan, audio_output_bytes, &request);
+  if (!regions.ok()) return ReportFailure("decode", regions.status());
 
-  OutputPlan outputs;
-  if (latent) {
-    auto video_plan = PlanOutput(options.format, options.out, latent->stem, plan->frames());
-    if (!video_plan.ok()) return ReportFailure("decode", video_plan.status());
-    outputs = *video_plan;
-  }
-  if (audio_latent) {
-    auto with_audio = PlanAudioOutput(outputs, options.format, options.audio_out,
-                                      audio_latent->stem, *wav_format);
-    if (!with_audio.ok()) return ReportFailure("decode", with_audio.status());
-    outputs = *with_audio;
-  }
-  if (Status s = CheckOutputTools(outputs); !s.ok()) return ReportFailure("decode", s);
-  // Writing over an input would corrupt the file this process still has
-  // mapped (and read for the reference comparison): refuse before decoding.
-  {
-    std::vector<std::string> inputs;
-    if (latent && !options.latent_file.empty()) inputs.push_back(options.latent_file);
-    if (audio_latent && !options.audio_latent_file.empty()) {
-      inputs.push_back(options.audio_latent_file);
-    }
-    if (Status s = CheckOutputsAvoidInputs(outputs, inputs); !s.ok()) {
-      return ReportFailure("decode", s);
-    }
-  }
-
-  std::optional<RegionPair> video_regions;
-  if (latent) {
-    auto regions = CreateRegions(*client, *latent, plan->output_bytes(), "latent", "output");
-    if (!regions.ok()) return ReportFailure("decode", regions.status());
-    video_regions = std::move(regions).value();
-    request.latent.region_id = video_regions->latent.id;
-    request.output = {video_regions->output.id, 0, FromProto(plan->output_dtype()),
-                      Shape(plan->output_shape())};
-  }
-  std::optional<RegionPair> audio_regions;
-  if (audio_latent) {
-    auto regions =
-        CreateRegions(*client, *audio_latent, audio_output_bytes, "audio latent", "audio output");
-    if (!regions.ok()) return ReportFailure("decode", regions.status());
-    audio_regions = std::move(regions).value();
-    request.audio_latent.region_id = audio_regions->latent.id;
-    request.audio_output = {audio_regions->output.id, 0, DType::kFloat32,
-                            Shape(plan->audio().output_shape())};
-  }
-
-  auto progress_mode =
-      ParseProgressMode(options.progress, isatty(STDERR_FILENO) == 1, global.json);
+  auto progress_mode = ParseProgressMode(options.progress, isatty(STDERR_FILENO) == 1, global.json);
   if (!progress_mode.ok()) return ReportFailure("decode", progress_mode.status());
   bool bar_open = false;
-  if (*progress_mode != ProgressMode::kNone) {
-    request.progress = [mode = *progress_mode, &bar_open](const v1::Progress& p) {
-      if (mode == ProgressMode::kLines) {
-        std::fprintf(stderr, "%s\n", FormatProgressLine(p).c_str());
-      } else {
-        // Redrawn in place; "\x1b[K" clears what a longer line left.
-        std::fprintf(stderr, "\r%s\x1b[K", FormatProgressBar(p, 30).c_str());
-        bar_open = p.fraction() < 1.0;
-        if (!bar_open) std::fputc('\n', stderr);
-      }
-      std::fflush(stderr);
-    };
-  }
+  ShowProgress(*progress_mode, &bar_open, &request);
   const auto start = std::chrono::steady_clock::now();
   auto reply = client->Decode(request);
   if (bar_open) std::fputc('\n', stderr);  // the decode failed before 100 %
@@ -306,73 +360,22 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!reply.ok()) return ReportFailure("decode", reply.status());
 
+  auto views = ViewOutputs(*reply, *regions);
+  if (!views.ok()) return ReportFailure("decode", views.status());
+  auto written = WriteDecodedOutputs(
+      *outputs,
+      {views->frames ? &*views->frames : nullptr, views->audio ? &*views->audio : nullptr},
+      options.fps);
+  if (!written.ok()) return ReportFailure("decode", written.status());
+
   DecodeReport report;
   report.reply = *reply;
   report.round_trip_seconds = round_trip;
   report.format = options.format;
-
-  std::optional<ops::RgbFrames> frames;
-  if (latent) {
-    report.latent_source = latent->source;
-    const client::SharedRegion& region = *video_regions->output.region;
-    if (reply->output_bytes() > region.size()) {
-      return ReportFailure(
-          "decode", Internal("daemon reported " + std::to_string(reply->output_bytes()) +
-                             " output bytes, the region holds " + std::to_string(region.size())));
-    }
-    frames = ops::RgbFrames{std::span<const uint8_t>(region.data(), reply->output_bytes()),
-                            static_cast<int64_t>(reply->frames()),
-                            static_cast<int64_t>(reply->height_px()),
-                            static_cast<int64_t>(reply->width_px())};
-  }
-  std::optional<ops::PlanarAudio> audio;
-  if (audio_latent) {
-    const v1::AudioInfo& info = reply->audio();
-    const client::SharedRegion& region = *audio_regions->output.region;
-    const uint64_t values = info.channels() * info.samples();
-    if (info.output_bytes() != values * sizeof(float) || info.output_bytes() > region.size()) {
-      return ReportFailure(
-          "decode",
-          Internal("daemon reported " + std::to_string(info.output_bytes()) +
-                   " audio output bytes for " + std::to_string(info.channels()) + " x " +
-                   std::to_string(info.samples()) + " float32 samples; the region holds " +
-                   std::to_string(region.size())));
-    }
-    // The region is page-aligned, so it may be read as float32.
-    audio = ops::PlanarAudio{
-        std::span<const float>(reinterpret_cast<const float*>(region.data()), values),
-        static_cast<int64_t>(info.channels()), static_cast<int64_t>(info.samples()),
-        static_cast<int64_t>(info.sample_rate_hz())};
-  }
-
-  auto written = WriteDecodedOutputs(
-      outputs, {frames ? &*frames : nullptr, audio ? &*audio : nullptr}, options.fps);
-  if (!written.ok()) return ReportFailure("decode", written.status());
+  if (in->video) report.latent_source = in->video->source;
   report.outputs = *written;
-  if (latent && latent->file != nullptr) {
-    report.quality =
-        CompareWithFile(*frames, *latent->file, options.reference_key, options.original_key);
-  }
-  if (audio_latent) {
-    AudioReport& a = report.audio.emplace();
-    a.latent_source = audio_latent->source;
-    a.latent_dtype = audio_latent->dtype;
-    a.wav = outputs.wav;
-    a.wav_format = outputs.wav_format;
-    if (audio_latent->file != nullptr) {
-      a.quality = CompareAudioWithFile(*audio, *audio_latent->file, options.audio_reference_key);
-    }
-  }
-
-  if (global.json) {
-    if (reply->demo_weights()) {
-      std::cerr << "vaectl: WARNING: model '" << reply->model()
-                << "' has DEMO weights (deterministic random, not a trained decoder)\n";
-    }
-    std::cout << DecodeReportToJson(report).dump(2) << "\n";
-  } else {
-    std::cout << FormatDecodeReport(report);
-  }
+  CompareWithInputs(options, *in, *views, *outputs, &report);
+  PrintReport(global, report);
   return kExitOk;
 }
 

@@ -1,4 +1,5 @@
-// vaectl: operate a running vaed daemon (status, decode).
+// vaectl: operate a running vaed daemon (status, top, quarantine, decode):
+// the command line; each subcommand runs in its own *_command.cc.
 #include <CLI/CLI.hpp>
 
 #include "ops/vaectl/commands.h"
@@ -75,28 +76,37 @@ constexpr const char* kDecodeFooter =
     "  vaectl decode --random-audio-latent 2,32,40 --model h3 --wav-format float32 --json\n"
     "  vaectl decode --random-latent 2,32,16,16 --seed 7 --model demo --format none --json";
 
-}  // namespace
+using vaed::vaectl::DecodeCommandOptions;
+using vaed::vaectl::GlobalOptions;
+using vaed::vaectl::TopCommandOptions;
 
-int main(int argc, char** argv) {
-  using vaed::vaectl::DecodeCommandOptions;
-  using vaed::vaectl::GlobalOptions;
-  GlobalOptions global;
-  DecodeCommandOptions decode;
-  vaed::vaectl::TopCommandOptions top;
+// A validator of numbers in (0, max] (NaN fails): "" or "<flag> <value>
+// must be <must_be>". `name` is what --help shows for it.
+CLI::Validator PositiveAtMost(const std::string& flag, double max, const std::string& must_be,
+                              const std::string& name) {
+  return CLI::Validator(
+      [flag, max, must_be](std::string& v) -> std::string {
+        try {
+          const double x = std::stod(v);
+          if (x > 0 && x <= max) return "";  // false for NaN
+        } catch (const std::exception&) {
+        }
+        return flag + " " + v + " must be " + must_be;
+      },
+      name);
+}
 
-  CLI::App app{kDescription, "vaectl"};
-  app.footer(kFooter);
-  app.require_subcommand(1);
-  // Global options may also follow the subcommand: `vaectl status --json`.
-  app.fallthrough();
-  app.add_option("--socket", global.socket, "vaed control socket (Unix socket path)")
+void AddGlobalOptions(CLI::App& app, GlobalOptions* global) {
+  app.add_option("--socket", global->socket, "vaed control socket (Unix socket path)")
       ->capture_default_str();
-  app.add_flag("--json", global.json, "print one JSON object instead of text");
-  app.add_option("--connect-timeout-ms", global.connect_timeout_ms,
+  app.add_flag("--json", global->json, "print one JSON object instead of text");
+  app.add_option("--connect-timeout-ms", global->connect_timeout_ms,
                  "how long to wait for the daemon's hello reply")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+}
 
+CLI::App* AddStatusCommand(CLI::App& app) {
   CLI::App* status = app.add_subcommand(
       "status", "Show daemon health, uptime, models, clients, regions and request counters");
   status->footer(
@@ -104,7 +114,10 @@ int main(int argc, char** argv) {
       "weights path and sha256, resident memory); connected clients, registered regions,\n"
       "requests served/failed, protocol errors, queue depth and intra-op threads.\n"
       "Exit status: 0 healthy, 2 not running, 3 unhealthy.");
+  return status;
+}
 
+CLI::App* AddTopCommand(CLI::App& app, TopCommandOptions* top) {
   CLI::App* top_cmd = app.add_subcommand(
       "top", "Live view: requests/s, outcomes, queue, latency per component, rank utilisation");
   top_cmd->footer(
@@ -117,28 +130,27 @@ int main(int argc, char** argv) {
       "averages since the daemon started. A daemon that goes away is shown as \"daemon\n"
       "unavailable\" and polled again. Quit with q (stdin a terminal), Ctrl-C or SIGTERM.\n"
       "Exit status: that of the last refresh: 0 answered, 2 not running.");
-  top_cmd
-      ->add_option("--interval", top.interval_seconds, "seconds between refreshes (> 0)")
+  top_cmd->add_option("--interval", top->interval_seconds, "seconds between refreshes (> 0)")
       ->capture_default_str()
       ->type_name("SECONDS")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            try {
-              const double s = std::stod(v);
-              if (s > 0 && s <= 86400) return "";  // false for NaN
-            } catch (const std::exception&) {
-            }
-            return "--interval " + v + " must be a number of seconds in (0, 86400]";
-          },
-          ""));
+      ->check(PositiveAtMost("--interval", 86400, "a number of seconds in (0, 86400]", ""));
   top_cmd
-      ->add_option("--iterations", top.iterations,
+      ->add_option("--iterations", top->iterations,
                    "frames to show, then exit (0 = until q, Ctrl-C or SIGTERM)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  top_cmd->add_flag("--no-clear", top.no_clear,
+  top_cmd->add_flag("--no-clear", top->no_clear,
                     "append each frame instead of clearing the screen (logs, pipes)");
+  return top_cmd;
+}
 
+// `vaectl quarantine list` and `vaectl quarantine release TARGET`.
+struct QuarantineCommands {
+  CLI::App* list;
+  CLI::App* release;
+};
+
+QuarantineCommands AddQuarantineCommands(CLI::App& app, std::string* release_target) {
   CLI::App* quarantine = app.add_subcommand(
       "quarantine", "List quarantined client processes, or release one (list | release TARGET)");
   quarantine->require_subcommand(1);
@@ -149,132 +161,167 @@ int main(int argc, char** argv) {
       "Release needs root, the daemon's user or server.admin_uids.");
   CLI::App* quarantine_list =
       quarantine->add_subcommand("list", "Show quarantined processes and the connected clients");
-  std::string release_target;
   CLI::App* quarantine_release =
       quarantine->add_subcommand("release", "Lift a quarantine now (and reset its back-off)");
   quarantine_release
-      ->add_option("TARGET", release_target,
-                   "a client id, pid:N, uid:N, a client name, or 'all'")
+      ->add_option("TARGET", *release_target, "a client id, pid:N, uid:N, a client name, or 'all'")
       ->required();
+  return {quarantine_list, quarantine_release};
+}
 
-  CLI::App* decode_cmd = app.add_subcommand("decode", kDecodeDescription);
-  decode_cmd->footer(kDecodeFooter);
-  auto* file_opt = decode_cmd
-                       ->add_option("LATENT_FILE", decode.latent_file,
-                                    "safetensors file holding the video/image latent (optional "
-                                    "with an audio latent)")
-                       ->check(CLI::ExistingFile);
+// A latent given as the file `file_option` or as a random shape
+// `random_option` (shown as `shape_name`), not both.
+void AddLatentChoice(CLI::App* decode_cmd, const std::string& file_option, std::string* file,
+                     const std::string& file_help, const std::string& random_option,
+                     std::string* random_shape, const std::string& random_help,
+                     const std::string& shape_name) {
+  auto* file_opt = decode_cmd->add_option(file_option, *file, file_help)->check(CLI::ExistingFile);
   auto* random_opt =
-      decode_cmd
-          ->add_option("--random-latent", decode.random_latent,
-                       "decode a seeded random float32 latent of this shape instead of a "
-                       "file (e.g. 1,32,64,64 for the demo model, 1,24,7,16,16 for h3_video)")
-          ->type_name("D0,D1,...");
+      decode_cmd->add_option(random_option, *random_shape, random_help)->type_name(shape_name);
   file_opt->excludes(random_opt);
-  auto* audio_file_opt =
-      decode_cmd
-          ->add_option("--audio-latent", decode.audio_latent_file,
-                       "safetensors file holding the audio latent (H3: float32 [1|2, 32, T])")
-          ->check(CLI::ExistingFile);
-  auto* random_audio_opt =
-      decode_cmd
-          ->add_option("--random-audio-latent", decode.random_audio_latent,
-                       "decode a seeded random float32 audio latent of this shape instead of a "
-                       "file (e.g. 2,32,40: stereo, 1 s for H3)")
-          ->type_name("C,32,T");
-  audio_file_opt->excludes(random_audio_opt);
-  decode_cmd->add_option("--seed", decode.seed, "seed of --random-latent and --random-audio-latent")
-      ->capture_default_str();
-  decode_cmd->add_option("--key", decode.key, "tensor holding the latent")->capture_default_str();
+}
+
+// LATENT_FILE, --random-latent, the audio latent, --seed and the keys.
+void AddLatentOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
+  AddLatentChoice(decode_cmd, "LATENT_FILE", &decode->latent_file,
+                  "safetensors file holding the video/image latent (optional with an audio "
+                  "latent)",
+                  "--random-latent", &decode->random_latent,
+                  "decode a seeded random float32 latent of this shape instead of a file (e.g. "
+                  "1,32,64,64 for the demo model, 1,24,7,16,16 for h3_video)",
+                  "D0,D1,...");
+  AddLatentChoice(decode_cmd, "--audio-latent", &decode->audio_latent_file,
+                  "safetensors file holding the audio latent (H3: float32 [1|2, 32, T])",
+                  "--random-audio-latent", &decode->random_audio_latent,
+                  "decode a seeded random float32 audio latent of this shape instead of a file "
+                  "(e.g. 2,32,40: stereo, 1 s for H3)",
+                  "C,32,T");
   decode_cmd
-      ->add_option("--stack-tiling", decode.stack_tiling,
+      ->add_option("--seed", decode->seed, "seed of --random-latent and --random-audio-latent")
+      ->capture_default_str();
+  decode_cmd->add_option("--key", decode->key, "tensor holding the latent")->capture_default_str();
+}
+
+// How the daemon decodes: tiling, profile, compiled plans, model.
+void AddDecodeChoiceOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
+  decode_cmd
+      ->add_option("--stack-tiling", decode->stack_tiling,
                    "tile scheduling of tiled models: default (the model's), off, on or auto; "
                    "the output is the same, speed and memory differ")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "off", "on", "auto"}));
-  decode_cmd->add_option("--profile", decode.profile,
+  decode_cmd->add_option("--profile", decode->profile,
                          "decode profile: safe, optimized, diagnostic or student, within what the "
                          "daemon allows (vaectl status); empty = the daemon's default");
   decode_cmd
-      ->add_option("--compile", decode.compile,
+      ->add_option("--compile", decode->compile,
                    "compiled plans by shape bucket (models with compiled_plans): default (off "
                    "under safe, auto otherwise), off, on or auto; same output")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "off", "on", "auto"}));
-  decode_cmd->add_option("--model", decode.model,
+  decode_cmd->add_option("--model", decode->model,
                          "model to decode with (default: the daemon's default model)");
+}
+
+// Video outputs and the comparisons with the latent file's tensors.
+void AddVideoOutputOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
   decode_cmd
-      ->add_option("--out", decode.out,
+      ->add_option("--out", decode->out,
                    "png: directory (default <stem>_frames/) or a .png file for one "
                    "frame; mp4/raw: file (default <stem>.mp4 / <stem>.u8) or directory")
       ->type_name("DIR_OR_FILE");
-  decode_cmd->add_option("--format", decode.format, "what to write: png, mp4, raw or none")
+  decode_cmd->add_option("--format", decode->format, "what to write: png, mp4, raw or none")
       ->capture_default_str()
       ->check(CLI::IsMember({"png", "mp4", "raw", "none"}));
   decode_cmd
-      ->add_option("--fps", decode.fps,
+      ->add_option("--fps", decode->fps,
                    "video frame rate: of the MP4, and the one the daemon's A/V length rule and "
                    "durations use")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            try {
-              const double fps = std::stod(v);
-              if (fps > 0 && fps <= 1000) return "";  // false for NaN
-            } catch (const std::exception&) {
-            }
-            return "--fps " + v + " must be a frame rate in (0, 1000] frames per second";
-          },
-          "FPS in (0, 1000]"));
+      ->check(PositiveAtMost("--fps", 1000, "a frame rate in (0, 1000] frames per second",
+                             "FPS in (0, 1000]"));
   decode_cmd
-      ->add_option("--reference-key", decode.reference_key,
+      ->add_option("--reference-key", decode->reference_key,
                    "uint8 [N,H,W,3] or [H,W,3] reference decode in the file to compare "
                    "with ('' to skip)")
       ->capture_default_str();
-  decode_cmd->add_option("--original-key", decode.original_key,
+  decode_cmd->add_option("--original-key", decode->original_key,
                          "uint8 original pixels in the file (default: frames_u8, then "
                          "image_u8, unless that is the --reference-key; 'none': no original)");
+}
 
-  decode_cmd->add_option("--audio-key", decode.audio_key, "tensor holding the audio latent")
+// The audio latent's key, the WAV output, its comparison, the A/V rule.
+void AddAudioOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
+  decode_cmd->add_option("--audio-key", decode->audio_key, "tensor holding the audio latent")
       ->capture_default_str();
   decode_cmd
-      ->add_option("--audio-out", decode.audio_out,
+      ->add_option("--audio-out", decode->audio_out,
                    "WAV file, or directory for <audio latent stem>.wav (default: beside the "
                    "video output, e.g. clip.mp4 -> clip.wav, else <audio latent stem>.wav)")
       ->type_name("FILE_OR_DIR");
   decode_cmd
-      ->add_option("--wav-format", decode.wav_format,
+      ->add_option("--wav-format", decode->wav_format,
                    "WAV samples: pcm16 (16-bit PCM) or float32 (IEEE float, lossless)")
       ->capture_default_str()
       ->check(CLI::IsMember({"pcm16", "float32"}));
   decode_cmd
-      ->add_option("--audio-reference-key", decode.audio_reference_key,
+      ->add_option("--audio-reference-key", decode->audio_reference_key,
                    "float32 reference waveform in the audio latent file to compare with, "
                    "channels*samples values ('' to skip)")
       ->capture_default_str();
-  decode_cmd->add_flag("--independent-lengths", decode.independent_lengths,
+  decode_cmd->add_flag("--independent-lengths", decode->independent_lengths,
                        "let audio and video lengths differ (waives the daemon's A/V length rule)");
+}
+
+CLI::App* AddDecodeCommand(CLI::App& app, DecodeCommandOptions* decode) {
+  CLI::App* decode_cmd = app.add_subcommand("decode", kDecodeDescription);
+  decode_cmd->footer(kDecodeFooter);
+  AddLatentOptions(decode_cmd, decode);
+  AddDecodeChoiceOptions(decode_cmd, decode);
+  AddVideoOutputOptions(decode_cmd, decode);
+  AddAudioOptions(decode_cmd, decode);
   decode_cmd
-      ->add_option("--group-size", decode.group_size,
+      ->add_option("--group-size", decode->group_size,
                    "ranks of the daemon's VAE group that decode the video tile-parallel: 0 = the "
                    "daemon's group.size, else one of its group.qualified_sizes (vaectl status "
                    "lists the groups); same output, the report's group line shows the ranks")
       ->capture_default_str()
       ->type_name("N");
   decode_cmd
-      ->add_option("--progress", decode.progress,
+      ->add_option("--progress", decode->progress,
                    "progress while the daemon decodes, on stderr: auto (a bar with ETA when "
                    "stderr is a terminal and not --json), bar, lines (one line per temporal "
                    "window / frame batch / audio) or none")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
+  return decode_cmd;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  GlobalOptions global;
+  DecodeCommandOptions decode;
+  TopCommandOptions top;
+  std::string release_target;
+
+  CLI::App app{kDescription, "vaectl"};
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  // Global options may also follow the subcommand: `vaectl status --json`.
+  app.fallthrough();
+  AddGlobalOptions(app, &global);
+  CLI::App* status = AddStatusCommand(app);
+  CLI::App* top_cmd = AddTopCommand(app, &top);
+  const QuarantineCommands quarantine = AddQuarantineCommands(app, &release_target);
+  AddDecodeCommand(app, &decode);
 
   CLI11_PARSE(app, argc, argv);
 
   if (status->parsed()) return vaed::vaectl::RunStatus(global);
   if (top_cmd->parsed()) return vaed::vaectl::RunTop(global, top);
-  if (quarantine_list->parsed()) return vaed::vaectl::RunQuarantineList(global);
-  if (quarantine_release->parsed()) {
+  if (quarantine.list->parsed()) return vaed::vaectl::RunQuarantineList(global);
+  if (quarantine.release->parsed()) {
     return vaed::vaectl::RunQuarantineRelease(global, release_target);
   }
   return vaed::vaectl::RunDecode(global, decode);

@@ -23,6 +23,95 @@ std::string RankList(const google::protobuf::RepeatedField<uint32_t>& ranks) {
   return s;
 }
 
+nlohmann::json PlanCacheJson(const v1::PlanCacheInfo& c) {
+  nlohmann::json eager_only = nlohmann::json::array();
+  for (const auto& e : c.eager_only()) {
+    eager_only.push_back({{"bucket", e.bucket()}, {"reason", e.reason()}});
+  }
+  return {{"capacity", c.capacity()},
+          {"buckets", std::vector<std::string>(c.buckets().begin(), c.buckets().end())},
+          {"eager_only", eager_only},
+          {"hits", c.hits()},
+          {"builds", c.builds()},
+          {"build_failures", c.build_failures()},
+          {"evictions", c.evictions()},
+          {"eager_calls", c.eager_calls()},
+          {"plan_bytes", c.plan_bytes()}};
+}
+
+nlohmann::json ModelJson(const v1::ModelInfo& m) {
+  return {
+      {"plan_cache", m.has_plan_cache() ? PlanCacheJson(m.plan_cache()) : nlohmann::json(nullptr)},
+      {"name", m.name()},
+      {"kind", m.kind()},
+      {"demo_weights", m.demo_weights()},
+      {"weights_path", m.weights_path()},
+      {"weights_sha256", m.weights_sha256()},
+      {"resident_bytes", m.resident_bytes()},
+      {"description", m.description()},
+      {"compute_dtype", m.compute_dtype()},
+      {"capabilities", std::vector<std::string>(m.capabilities().begin(), m.capabilities().end())},
+      {"audio_weights_path", m.audio_weights_path()},
+      {"audio_weights_sha256", m.audio_weights_sha256()},
+      {"audio_sample_rate_hz", m.audio_sample_rate_hz()},
+      {"audio_latent_rate_hz", m.audio_latent_rate_hz()},
+      {"native_fps", m.native_fps()},
+  };
+}
+
+nlohmann::json GroupJson(const v1::GroupStatus& g) {
+  return {{"name", g.name()},
+          {"size", g.size()},
+          {"ranks", std::vector<uint32_t>(g.ranks().begin(), g.ranks().end())},
+          {"generation", g.generation()},
+          {"state", g.state()},
+          {"runs", g.runs()},
+          {"failures", g.failures()},
+          {"last_failure", g.last_failure()},
+          {"last_imbalance", g.last_imbalance()}};
+}
+
+nlohmann::json ClientJson(const v1::ClientEntry& c) {
+  return {{"client_id", c.client_id()},
+          {"name", c.name()},
+          {"uid", c.uid()},
+          {"pid", c.pid()},
+          {"regions", c.regions()},
+          {"region_bytes", c.region_bytes()},
+          {"in_flight", c.in_flight()},
+          {"faults_in_window", c.faults_in_window()},
+          {"idle_seconds", c.idle_seconds()}};
+}
+
+nlohmann::json RankStatusJson(const v1::RankStatus& r) {
+  return {{"rank", r.rank()},
+          {"busy_seconds", r.busy_seconds()},
+          {"tiles", r.tiles()},
+          {"last_imbalance", r.last_imbalance()}};
+}
+
+// {component: {count, sum_seconds, p50_seconds, p95_seconds, mean_seconds}}.
+nlohmann::json ComponentsJson(const v1::StatusReply& s) {
+  nlohmann::json components = nlohmann::json::object();
+  for (const auto& c : s.components()) {
+    components[c.component()] = {
+        {"count", c.count()},
+        {"sum_seconds", c.sum_seconds()},
+        {"p50_seconds", c.p50_seconds()},
+        {"p95_seconds", c.p95_seconds()},
+        {"mean_seconds", c.count() > 0 ? c.sum_seconds() / static_cast<double>(c.count()) : 0.0}};
+  }
+  return components;
+}
+
+// One JSON value per element of `items`, made by `to_json`.
+template <typename Items, typename ToJson>
+nlohmann::json JsonArray(const Items& items, ToJson to_json) {
+  nlohmann::json array = nlohmann::json::array();
+  for (const auto& item : items) array.push_back(to_json(item));
+  return array;
+}
+
 }  // namespace
 
 std::string FormatImbalance(double imbalance) {
@@ -73,8 +162,7 @@ std::string FormatQuarantine(const v1::StatusReply& s) {
       t.AddRow({std::to_string(q.pid()), std::to_string(q.uid()), q.client_name(),
                 std::to_string(q.offences()),
                 ops::HumanDuration(static_cast<double>(q.remaining_ms()) / 1000.0),
-                ops::HumanDuration(static_cast<double>(q.duration_ms()) / 1000.0),
-                q.last_fault()});
+                ops::HumanDuration(static_cast<double>(q.duration_ms()) / 1000.0), q.last_fault()});
     }
     out << t.Render();
     out << "release with: vaectl quarantine release pid:<pid>  (or a client id, uid:<uid>, a "
@@ -82,9 +170,9 @@ std::string FormatQuarantine(const v1::StatusReply& s) {
   }
   if (s.client_list_size() > 0) {
     out << "\nclients\n";
-    ops::TextTable c({"id", "name", "pid", "uid", "regions", "mapped", "in flight",
-                      "recent faults", "idle"},
-                     {true, false, true, true, true, true, true, true, true});
+    ops::TextTable c(
+        {"id", "name", "pid", "uid", "regions", "mapped", "in flight", "recent faults", "idle"},
+        {true, false, true, true, true, true, true, true, true});
     for (const auto& e : s.client_list()) {
       c.AddRow({std::to_string(e.client_id()), e.name(), std::to_string(e.pid()),
                 std::to_string(e.uid()), std::to_string(e.regions()),
@@ -97,88 +185,8 @@ std::string FormatQuarantine(const v1::StatusReply& s) {
 }
 
 nlohmann::json StatusToJson(const v1::StatusReply& s) {
-  nlohmann::json models = nlohmann::json::array();
-  for (const auto& m : s.models()) {
-    nlohmann::json cache = nullptr;
-    if (m.has_plan_cache()) {
-      const v1::PlanCacheInfo& c = m.plan_cache();
-      nlohmann::json eager_only = nlohmann::json::array();
-      for (const auto& e : c.eager_only()) {
-        eager_only.push_back({{"bucket", e.bucket()}, {"reason", e.reason()}});
-      }
-      cache = {{"capacity", c.capacity()},
-               {"buckets", std::vector<std::string>(c.buckets().begin(), c.buckets().end())},
-               {"eager_only", eager_only},
-               {"hits", c.hits()},
-               {"builds", c.builds()},
-               {"build_failures", c.build_failures()},
-               {"evictions", c.evictions()},
-               {"eager_calls", c.eager_calls()},
-               {"plan_bytes", c.plan_bytes()}};
-    }
-    models.push_back({
-        {"plan_cache", cache},
-        {"name", m.name()},
-        {"kind", m.kind()},
-        {"demo_weights", m.demo_weights()},
-        {"weights_path", m.weights_path()},
-        {"weights_sha256", m.weights_sha256()},
-        {"resident_bytes", m.resident_bytes()},
-        {"description", m.description()},
-        {"compute_dtype", m.compute_dtype()},
-        {"capabilities", std::vector<std::string>(m.capabilities().begin(),
-                                                  m.capabilities().end())},
-        {"audio_weights_path", m.audio_weights_path()},
-        {"audio_weights_sha256", m.audio_weights_sha256()},
-        {"audio_sample_rate_hz", m.audio_sample_rate_hz()},
-        {"audio_latent_rate_hz", m.audio_latent_rate_hz()},
-        {"native_fps", m.native_fps()},
-    });
-  }
-  nlohmann::json quarantined = nlohmann::json::array();
-  for (const auto& q : s.quarantined()) quarantined.push_back(QuarantineToJson(q));
-  nlohmann::json groups = nlohmann::json::array();
-  for (const auto& g : s.groups()) {
-    groups.push_back({{"name", g.name()},
-                      {"size", g.size()},
-                      {"ranks", std::vector<uint32_t>(g.ranks().begin(), g.ranks().end())},
-                      {"generation", g.generation()},
-                      {"state", g.state()},
-                      {"runs", g.runs()},
-                      {"failures", g.failures()},
-                      {"last_failure", g.last_failure()},
-                      {"last_imbalance", g.last_imbalance()}});
-  }
-  nlohmann::json client_list = nlohmann::json::array();
-  for (const auto& c : s.client_list()) {
-    client_list.push_back({{"client_id", c.client_id()},
-                           {"name", c.name()},
-                           {"uid", c.uid()},
-                           {"pid", c.pid()},
-                           {"regions", c.regions()},
-                           {"region_bytes", c.region_bytes()},
-                           {"in_flight", c.in_flight()},
-                           {"faults_in_window", c.faults_in_window()},
-                           {"idle_seconds", c.idle_seconds()}});
-  }
-  nlohmann::json components = nlohmann::json::object();
-  for (const auto& c : s.components()) {
-    components[c.component()] = {
-        {"count", c.count()},
-        {"sum_seconds", c.sum_seconds()},
-        {"p50_seconds", c.p50_seconds()},
-        {"p95_seconds", c.p95_seconds()},
-        {"mean_seconds", c.count() > 0 ? c.sum_seconds() / static_cast<double>(c.count()) : 0.0}};
-  }
   nlohmann::json outcomes = nlohmann::json::object();
   for (const auto& o : s.outcomes()) outcomes[o.outcome()] = o.count();
-  nlohmann::json rank_status = nlohmann::json::array();
-  for (const auto& r : s.rank_status()) {
-    rank_status.push_back({{"rank", r.rank()},
-                           {"busy_seconds", r.busy_seconds()},
-                           {"tiles", r.tiles()},
-                           {"last_imbalance", r.last_imbalance()}});
-  }
   return {
       {"healthy", s.healthy()},
       {"daemon_version", s.daemon_version()},
@@ -187,9 +195,9 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
       {"socket", s.socket()},
       {"default_model", s.default_model()},
       {"default_profile", s.default_profile()},
-      {"allowed_profiles", std::vector<std::string>(s.allowed_profiles().begin(),
-                                                    s.allowed_profiles().end())},
-      {"models", models},
+      {"allowed_profiles",
+       std::vector<std::string>(s.allowed_profiles().begin(), s.allowed_profiles().end())},
+      {"models", JsonArray(s.models(), ModelJson)},
       {"clients", s.clients()},
       {"regions", s.regions()},
       {"requests_served", s.requests_served()},
@@ -204,17 +212,17 @@ nlohmann::json StatusToJson(const v1::StatusReply& s) {
       {"busy_rejections", s.busy_rejections()},
       {"deadline_exceeded", s.deadline_exceeded()},
       {"rejected_connections", s.rejected_connections()},
-      {"quarantined", quarantined},
-      {"client_list", client_list},
+      {"quarantined", JsonArray(s.quarantined(), QuarantineToJson)},
+      {"client_list", JsonArray(s.client_list(), ClientJson)},
       {"ranks", s.ranks()},
-      {"groups", groups},
-      {"components", components},
+      {"groups", JsonArray(s.groups(), GroupJson)},
+      {"components", ComponentsJson(s)},
       {"outcomes", outcomes},
       {"in_flight", s.in_flight()},
       {"resident_weight_bytes", s.resident_weight_bytes()},
       {"plan_cache_entries", s.plan_cache_entries()},
       {"peak_rss_bytes", s.peak_rss_bytes()},
-      {"rank_status", rank_status},
+      {"rank_status", JsonArray(s.rank_status(), RankStatusJson)},
       {"metrics_url", s.metrics_url()},
   };
 }
@@ -227,8 +235,8 @@ std::string FormatGroups(const v1::StatusReply& s) {
     any_failure = any_failure || !g.last_failure().empty();
     any_imbalance = any_imbalance || FormatImbalance(g.last_imbalance()) != "-";
   }
-  std::vector<std::string> header = {"group", "size",     "ranks", "generation",
-                                     "state", "runs",     "failures"};
+  std::vector<std::string> header = {"group", "size", "ranks",   "generation",
+                                     "state", "runs", "failures"};
   std::vector<bool> right_align = {false, true, false, true, false, true, true};
   if (any_imbalance) {
     header.push_back("last imbalance");
@@ -280,14 +288,14 @@ std::string FormatStatus(const v1::StatusReply& s) {
                       ? std::string(s.components_size() == 0 ? "endpoint: off (no latency data)"
                                                              : "endpoint: off")
                       : s.metrics_url()});
-  summary.AddRow({"reliability",
-                  std::to_string(s.client_faults()) + " client faults, " +
-                      std::to_string(s.quarantined_size()) + " quarantined now (" +
-                      std::to_string(s.quarantines()) + " since start, " +
-                      std::to_string(s.quarantine_rejections()) + " requests refused), " +
-                      std::to_string(s.busy_rejections()) + " busy, " +
-                      std::to_string(s.deadline_exceeded()) + " past deadline, " +
-                      std::to_string(s.rejected_connections()) + " connections refused"});
+  summary.AddRow({"reliability", std::to_string(s.client_faults()) + " client faults, " +
+                                     std::to_string(s.quarantined_size()) + " quarantined now (" +
+                                     std::to_string(s.quarantines()) + " since start, " +
+                                     std::to_string(s.quarantine_rejections()) +
+                                     " requests refused), " + std::to_string(s.busy_rejections()) +
+                                     " busy, " + std::to_string(s.deadline_exceeded()) +
+                                     " past deadline, " + std::to_string(s.rejected_connections()) +
+                                     " connections refused"});
   summary.AddRow({"default model", s.default_model()});
   std::string allowed;
   for (const auto& p : s.allowed_profiles()) allowed += (allowed.empty() ? "" : ", ") + p;
@@ -319,16 +327,15 @@ std::string FormatStatus(const v1::StatusReply& s) {
       const std::string& sha = m.audio_weights_sha256();
       out << "; audio " << m.audio_sample_rate_hz() << " Hz, " << m.audio_latent_rate_hz()
           << " latent frames/s, weights "
-          << (sha.empty() ? std::string("DEMO") : sha.substr(0, 12) + "... " +
-                                                      m.audio_weights_path());
+          << (sha.empty() ? std::string("DEMO")
+                          : sha.substr(0, 12) + "... " + m.audio_weights_path());
     }
     out << "\n";
     if (m.has_plan_cache()) {
       const v1::PlanCacheInfo& c = m.plan_cache();
       out << "    compiled plans: " << c.buckets_size() << " of " << c.capacity() << " ("
           << ops::HumanBytes(c.plan_bytes()) << "), " << c.hits() << " hits, " << c.builds()
-          << " builds, " << c.evictions() << " evictions, " << c.eager_calls()
-          << " eager calls";
+          << " builds, " << c.evictions() << " evictions, " << c.eager_calls() << " eager calls";
       for (const auto& b : c.buckets()) out << "\n      plan " << b;
       for (const auto& e : c.eager_only()) {
         out << "\n      EAGER-ONLY " << e.bucket() << ": " << e.reason();

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <limits>
 
+#include "ops/vaectl/decode_quality.h"
+#include "ops/vaectl/output_plan.h"
 #include "safetensors_writer.h"
 #include "test_util.h"
 

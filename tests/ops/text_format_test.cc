@@ -71,5 +71,12 @@ TEST(TextTableTest, EmptyHeaderRendersNoHeaderOrRule) {
   EXPECT_EQ(t.Render(), "socket   /run/vaed/vaed.sock\nclients  2\n");
 }
 
+TEST(JoinTest, PutsTheSeparatorBetweenItemsOnly) {
+  EXPECT_EQ(Join({}, ", "), "");
+  EXPECT_EQ(Join({"a"}, ", "), "a");
+  EXPECT_EQ(Join({"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(Join({"1", "24", "7"}, "x"), "1x24x7");
+}
+
 }  // namespace
 }  // namespace vaed::ops

@@ -1,0 +1,94 @@
+// What vaed_bench_matrix was asked to measure: its command line, checked as
+// a whole, and the daemon configuration it implies.
+//
+// Thread-safety: plain values and pure functions.
+#ifndef VAED_OPS_BENCH_MATRIX_OPTIONS_H_
+#define VAED_OPS_BENCH_MATRIX_OPTIONS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vaed/status.h"
+
+namespace vaed::bench {
+
+struct MatrixOptions {
+  // --- The daemons (one per dtype) and their model.
+  // The daemon binary to start (default: the one this build made;
+  // VAED_BENCH_VAED_BINARY is set by ops/bench/CMakeLists.txt).
+  std::string vaed_binary = VAED_BENCH_VAED_BINARY;
+  // "h3_video" or "taef2".
+  std::string model_kind = "h3_video";
+  // Decoder weights (safetensors). taef2: required; h3_video: empty = random
+  // weights (the daemon flags the model as demo).
+  std::string weights;
+  // h3_video decoder config JSON; empty = the released configuration.
+  std::string config;
+  // Compute dtypes, one daemon each: float32, bfloat16 (h3_video only).
+  std::vector<std::string> dtypes = {"float32"};
+  // The daemon's executor.intra_op_threads.
+  int threads = 2;
+  // h3_video plan_cache_capacity (compiled-plan buckets kept).
+  int64_t plan_cache_capacity = 8;
+  // The daemon's --group-ranks (local VAE ranks; qualifies sizes 1, 2, 4,
+  // ... up to it); 0 = not passed (one rank).
+  uint32_t group_ranks = 0;
+  // Seconds to wait for a daemon's first Hello.
+  int start_timeout_s = 600;
+
+  // --- What each daemon decodes, how often, and the report.
+  // Random latent shapes in latent cells ("1x24x7x20x20"); or latent_path.
+  std::vector<std::string> shapes;
+  // A safetensors file holding one float32 latent (instead of shapes), and
+  // the tensor's name in it.
+  std::string latent_path;
+  std::string latent_key = "latent";
+  // Seed of the random latents.
+  uint64_t seed = 20261130;
+  // Modes to run (names of KnownModes()); eager is the baseline.
+  std::vector<std::string> modes = {"eager", "stacked", "compiled", "compiled_stacked", "auto"};
+  // VAE group sizes each mode is measured at, ascending after parsing;
+  // the first is the baseline of the group speedups. Empty = requests ask
+  // for no size (the daemon's group.size) and no group figures are printed.
+  std::vector<uint32_t> group_sizes;
+  // Untimed rounds per cell after the first requests; timed rounds per cell.
+  // More rounds give steadier medians and take longer.
+  int warmup = 1;
+  int iterations = 5;
+  // Seconds to wait for any one reply (0 = forever).
+  int request_timeout_s = 3600;
+  // Fractions in (0, 1] of a generation's time spent in the VAE decode, for
+  // the Amdahl end-to-end speedups.
+  std::vector<double> vae_shares = {0.3};
+  // Also write the results as one JSON document here; "" = do not.
+  std::string json_path;
+};
+
+// The one model of every daemon the benchmark starts (the generated config
+// and every request name it).
+inline constexpr const char* kModelName = "bench";
+
+// Parses the command line into `*o`, checks it as a whole
+// (ValidateMatrixOptions) and sorts o->group_sizes. Returns nullopt to go
+// on, or the exit code to end the program with: CLI11's (0 after --help;
+// its own code for a malformed command line, after printing the error), or
+// 2 after printing "vaed_bench_matrix: <why>" to stderr for options that
+// do not fit together.
+std::optional<int> ParseMatrixCommandLine(int argc, char** argv, MatrixOptions* o);
+
+// Whole-option checks CLI11's per-option validators cannot make (dtypes and
+// config against the model kind, known and distinct modes, group sizes
+// within the ranks, VAE shares in (0, 1]). kInvalidArgument naming the
+// flag otherwise.
+Status ValidateMatrixOptions(const MatrixOptions& o);
+
+// The daemon config (TOML) for one compute dtype: executor threads and one
+// model, named kModelName, with absolute paths. taef2 gets only name, kind
+// and weights.
+std::string MatrixDaemonConfigToml(const MatrixOptions& o, const std::string& dtype);
+
+}  // namespace vaed::bench
+
+#endif  // VAED_OPS_BENCH_MATRIX_OPTIONS_H_

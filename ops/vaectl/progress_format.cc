@@ -1,0 +1,60 @@
+#include "ops/vaectl/progress_format.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "ops/common/text_format.h"
+
+namespace vaed::vaectl {
+namespace {
+
+// "video window 2/4 (8/16 tiles)", "video frames 4/16", "audio".
+std::string ProgressWhat(const v1::Progress& p) {
+  std::string what = p.stage();
+  if (p.unit() != "audio") {
+    what += " " + p.unit() + " " + std::to_string(p.done()) + "/" + std::to_string(p.total());
+  }
+  if (p.tiles_total() > 0) {
+    what +=
+        " (" + std::to_string(p.tiles_done()) + "/" + std::to_string(p.tiles_total()) + " tiles)";
+  }
+  return what;
+}
+
+std::string ProgressTimes(const v1::Progress& p) {
+  std::string out = ops::HumanDuration(p.elapsed_seconds()) + " elapsed";
+  if (p.fraction() < 1.0) out += ", ETA " + ops::HumanDuration(p.eta_seconds());
+  return out;
+}
+
+int Percent(const v1::Progress& p) {
+  return static_cast<int>(std::clamp(p.fraction(), 0.0, 1.0) * 100.0 + 1e-9);
+}
+
+}  // namespace
+
+Result<ProgressMode> ParseProgressMode(const std::string& text, bool stderr_is_tty, bool json) {
+  if (text == "auto") return stderr_is_tty && !json ? ProgressMode::kBar : ProgressMode::kNone;
+  if (text == "bar") return ProgressMode::kBar;
+  if (text == "lines") return ProgressMode::kLines;
+  if (text == "none") return ProgressMode::kNone;
+  return InvalidArgument("--progress '" + text + "' is not one of auto, bar, lines, none");
+}
+
+std::string FormatProgressLine(const v1::Progress& p) {
+  char pct[8];
+  std::snprintf(pct, sizeof(pct), "%3d%%", Percent(p));
+  return std::string("progress ") + pct + "  " + ProgressWhat(p) + "  " + ProgressTimes(p);
+}
+
+std::string FormatProgressBar(const v1::Progress& p, int width) {
+  width = std::max(width, 1);
+  const int filled = static_cast<int>(std::clamp(p.fraction(), 0.0, 1.0) * width + 1e-9);
+  char pct[8];
+  std::snprintf(pct, sizeof(pct), "%3d%%", Percent(p));
+  return "[" + std::string(static_cast<size_t>(filled), '#') +
+         std::string(static_cast<size_t>(width - filled), '-') + "] " + pct + " " +
+         ProgressWhat(p) + "  " + ProgressTimes(p);
+}
+
+}  // namespace vaed::vaectl

@@ -1,0 +1,30 @@
+// How `vaectl decode --progress` shows the daemon's Progress messages on
+// stderr: one line per message, or a bar redrawn in place.
+//
+// Thread-safety: pure functions.
+#ifndef VAED_OPS_VAECTL_PROGRESS_FORMAT_H_
+#define VAED_OPS_VAECTL_PROGRESS_FORMAT_H_
+
+#include <string>
+
+#include "vaed/status.h"
+#include "vaed/v1/vaed.pb.h"
+
+namespace vaed::vaectl {
+
+// `vaectl decode --progress`: how Progress messages are shown (on stderr).
+enum class ProgressMode { kNone, kBar, kLines };
+// "auto" (a bar when stderr is a terminal and the report is not --json,
+// else none), "bar", "lines" or "none". Errors: kInvalidArgument naming
+// --progress.
+Result<ProgressMode> ParseProgressMode(const std::string& text, bool stderr_is_tty, bool json);
+// One progress line, e.g. "progress  50%  video window 2/4 (8/16 tiles)
+// elapsed 1.2 s, ETA 1.2 s".
+std::string FormatProgressLine(const v1::Progress& p);
+// A terminal progress bar `width` cells wide, without the leading '\r':
+// "[##########----------]  50% video window 2/4  1.2 s elapsed, ETA 1.2 s".
+std::string FormatProgressBar(const v1::Progress& p, int width);
+
+}  // namespace vaed::vaectl
+
+#endif  // VAED_OPS_VAECTL_PROGRESS_FORMAT_H_
