@@ -222,7 +222,7 @@ TEST_F(ClientExceptionsTest, CApiEntryPointsReportAThrownExceptionAsAStatus) {
                 std::string("internal: ") + name + ": unexpected exception: injected fault");
     }
     {
-      ScopedFault fault(name, Thrown::kInt);
+      ScopedFault fault(name, Thrown::kInt, /*times=*/2);
       EXPECT_EQ(call(nullptr, 0), static_cast<int>(StatusCode::kInternal));  // err may be NULL
       char small[12];
       EXPECT_EQ(call(small, sizeof(small)), static_cast<int>(StatusCode::kInternal));
