@@ -1,10 +1,15 @@
-#include "vaed/vaed_c.h"
-
+// The C ABI (vaed/vaed_c.h) over the C++ client. Every entry point that
+// returns a vaed_status runs its body through CApiCall(), which catches
+// whatever the body throws and reports it as a status and message: no C++
+// exception crosses into a C caller.
 #include <algorithm>
 #include <cstring>
 #include <memory>
 
+#include "exception_status.h"
+#include "fault_points.h"
 #include "vaed/client.h"
+#include "vaed/vaed_c.h"
 
 struct vaed_client {
   std::unique_ptr<vaed::client::Client> impl;
@@ -23,6 +28,20 @@ vaed_status Fail(const vaed::Status& s, char* err, size_t err_len) {
     err[n] = '\0';
   }
   return static_cast<vaed_status>(s.code());
+}
+
+// Runs the body of C ABI function `function` (its name, for messages and
+// the fault point of the same name). What the body throws becomes
+// kResourceExhausted (out of memory) or kInternal, written into `err`
+// without allocating.
+template <typename Body>
+vaed_status CApiCall(const char* function, char* err, size_t err_len, Body&& body) noexcept {
+  try {
+    vaed::client::internal::FaultPoint(function);
+    return body();
+  } catch (...) {
+    return vaed::client::WriteCurrentException(function, err, err_len);
+  }
 }
 
 vaed::Status CheckTensor(const vaed_tensor* t, const char* what) {
@@ -63,74 +82,87 @@ void FillResult(const vaed::v1::DecodeReply& r, vaed_decode_result* out) {
 
 extern "C" {
 
-vaed_status vaed_connect(const char* socket, const char* client_name, vaed_client** out,
-                         char* err, size_t err_len) {
-  if (!out) return Fail(vaed::InvalidArgument("out is NULL"), err, err_len);
-  vaed::client::ClientOptions options;
-  if (socket && *socket) options.socket = socket;
-  if (client_name && *client_name) options.client_name = client_name;
-  auto c = vaed::client::Client::Connect(options);
-  if (!c.ok()) return Fail(c.status(), err, err_len);
-  *out = new vaed_client{std::move(c).value()};
-  return 0;
+vaed_status vaed_connect(const char* socket, const char* client_name, vaed_client** out, char* err,
+                         size_t err_len) VAED_C_NOEXCEPT {
+  return CApiCall("vaed_connect", err, err_len, [&]() -> vaed_status {
+    if (!out) return Fail(vaed::InvalidArgument("out is NULL"), err, err_len);
+    vaed::client::ClientOptions options;
+    if (socket && *socket) options.socket = socket;
+    if (client_name && *client_name) options.client_name = client_name;
+    auto c = vaed::client::Client::Connect(options);
+    if (!c.ok()) return Fail(c.status(), err, err_len);
+    *out = new vaed_client{std::move(c).value()};
+    return 0;
+  });
 }
 
-void vaed_client_free(vaed_client* client) { delete client; }
+void vaed_client_free(vaed_client* client) VAED_C_NOEXCEPT { delete client; }
 
-vaed_status vaed_region_create(uint64_t bytes, vaed_region** out, char* err, size_t err_len) {
-  if (!out) return Fail(vaed::InvalidArgument("out is NULL"), err, err_len);
-  auto r = vaed::client::SharedRegion::Create(bytes);
-  if (!r.ok()) return Fail(r.status(), err, err_len);
-  *out = new vaed_region{std::move(r).value()};
-  return 0;
+vaed_status vaed_region_create(uint64_t bytes, vaed_region** out, char* err,
+                               size_t err_len) VAED_C_NOEXCEPT {
+  return CApiCall("vaed_region_create", err, err_len, [&]() -> vaed_status {
+    if (!out) return Fail(vaed::InvalidArgument("out is NULL"), err, err_len);
+    auto r = vaed::client::SharedRegion::Create(bytes);
+    if (!r.ok()) return Fail(r.status(), err, err_len);
+    *out = new vaed_region{std::move(r).value()};
+    return 0;
+  });
 }
 
-void* vaed_region_data(vaed_region* region) { return region ? region->impl->data() : nullptr; }
-uint64_t vaed_region_size(const vaed_region* region) {
+void* vaed_region_data(vaed_region* region) VAED_C_NOEXCEPT {
+  return region ? region->impl->data() : nullptr;
+}
+uint64_t vaed_region_size(const vaed_region* region) VAED_C_NOEXCEPT {
   return region ? region->impl->size() : 0;
 }
-void vaed_region_free(vaed_region* region) { delete region; }
+void vaed_region_free(vaed_region* region) VAED_C_NOEXCEPT { delete region; }
 
 vaed_status vaed_register_region(vaed_client* client, const vaed_region* region,
-                                 uint64_t* region_id, char* err, size_t err_len) {
-  if (!client || !region || !region_id) {
-    return Fail(vaed::InvalidArgument("client, region and region_id must not be NULL"), err,
-                err_len);
-  }
-  auto id = client->impl->RegisterRegion(*region->impl);
-  if (!id.ok()) return Fail(id.status(), err, err_len);
-  *region_id = *id;
-  return 0;
+                                 uint64_t* region_id, char* err, size_t err_len) VAED_C_NOEXCEPT {
+  return CApiCall("vaed_register_region", err, err_len, [&]() -> vaed_status {
+    if (!client || !region || !region_id) {
+      return Fail(vaed::InvalidArgument("client, region and region_id must not be NULL"), err,
+                  err_len);
+    }
+    auto id = client->impl->RegisterRegion(*region->impl);
+    if (!id.ok()) return Fail(id.status(), err, err_len);
+    *region_id = *id;
+    return 0;
+  });
 }
 
 vaed_status vaed_plan_decode(vaed_client* client, const char* model, const vaed_tensor* latent,
                              int32_t output_format, vaed_decode_result* result, char* err,
-                             size_t err_len) {
-  if (!client) return Fail(vaed::InvalidArgument("client is NULL"), err, err_len);
-  if (auto s = CheckTensor(latent, "latent"); !s.ok()) return Fail(s, err, err_len);
-  auto r = client->impl->PlanDecode(model ? model : "", static_cast<vaed::DType>(latent->dtype),
-                                    ToView(*latent).shape,
-                                    static_cast<vaed::client::OutputFormat>(output_format));
-  if (!r.ok()) return Fail(r.status(), err, err_len);
-  FillResult(*r, result);
-  return 0;
+                             size_t err_len) VAED_C_NOEXCEPT {
+  return CApiCall("vaed_plan_decode", err, err_len, [&]() -> vaed_status {
+    if (!client) return Fail(vaed::InvalidArgument("client is NULL"), err, err_len);
+    if (auto s = CheckTensor(latent, "latent"); !s.ok()) return Fail(s, err, err_len);
+    auto r = client->impl->PlanDecode(model ? model : "", static_cast<vaed::DType>(latent->dtype),
+                                      ToView(*latent).shape,
+                                      static_cast<vaed::client::OutputFormat>(output_format));
+    if (!r.ok()) return Fail(r.status(), err, err_len);
+    FillResult(*r, result);
+    return 0;
+  });
 }
 
 vaed_status vaed_decode(vaed_client* client, const char* model, const vaed_tensor* latent,
                         const vaed_tensor* output, int32_t output_format,
-                        vaed_decode_result* result, char* err, size_t err_len) {
-  if (!client) return Fail(vaed::InvalidArgument("client is NULL"), err, err_len);
-  if (auto s = CheckTensor(latent, "latent"); !s.ok()) return Fail(s, err, err_len);
-  if (auto s = CheckTensor(output, "output"); !s.ok()) return Fail(s, err, err_len);
-  vaed::client::DecodeRequest req;
-  req.model = model ? model : "";
-  req.latent = ToView(*latent);
-  req.output = ToView(*output);
-  req.format = static_cast<vaed::client::OutputFormat>(output_format);
-  auto r = client->impl->Decode(req);
-  if (!r.ok()) return Fail(r.status(), err, err_len);
-  FillResult(*r, result);
-  return 0;
+                        vaed_decode_result* result, char* err, size_t err_len) VAED_C_NOEXCEPT {
+  return CApiCall("vaed_decode", err, err_len, [&]() -> vaed_status {
+    if (!client) return Fail(vaed::InvalidArgument("client is NULL"), err, err_len);
+    if (auto s = CheckTensor(latent, "latent"); !s.ok()) return Fail(s, err, err_len);
+    if (auto s = CheckTensor(output, "output"); !s.ok()) return Fail(s, err, err_len);
+    vaed::client::DecodeRequest req;
+    req.model = model ? model : "";
+    req.latent = ToView(*latent);
+    req.output = ToView(*output);
+    req.format = static_cast<vaed::client::OutputFormat>(output_format);
+    auto r = client->impl->Decode(req);
+    if (!r.ok()) return Fail(r.status(), err, err_len);
+    FillResult(*r, result);
+    return 0;
+  });
 }
 
 }  // extern "C"

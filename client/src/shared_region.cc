@@ -1,5 +1,7 @@
 // vaed::client::SharedRegion: a POSIX shm segment this process creates, owns
 // and unlinks, built on Boost.Interprocess.
+#include "vaed/shared_region.h"
+
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -14,7 +16,7 @@
 #include <string>
 #include <utility>
 
-#include "vaed/client.h"
+#include "exception_status.h"
 #include "vaed/host_region.h"
 
 namespace vaed::client {
@@ -55,24 +57,44 @@ std::string GenerateName() {
 
 }  // namespace
 
-struct SharedRegion::Mapping {
-  bip::mapped_region region;
+// Everything a region owns, behind one pointer so that a move is a pointer
+// move and an empty (moved-from) region is a null pointer.
+struct SharedRegion::Segment {
+  std::string name;
+  bip::mapped_region mapping;
+  // The process that created the segment: only it unlinks the name (a
+  // forked child that inherited the object only unmaps its copy).
+  pid_t owner_pid = ::getpid();
+
+  Segment(std::string segment_name, bip::mapped_region mapped)
+      : name(std::move(segment_name)), mapping(std::move(mapped)) {}
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  ~Segment() {
+    // Unlink first so no new opener finds the name; the daemon's existing
+    // mapping stays valid until it unmaps. `mapping`'s destructor unmaps
+    // ours. remove() reports failure by returning false and never throws;
+    // a name that is already gone is not an error worth surfacing from a
+    // destructor.
+    if (::getpid() == owner_pid) bip::shared_memory_object::remove(name.c_str());
+  }
 };
 
-SharedRegion::SharedRegion(std::string name, std::unique_ptr<Mapping> mapping)
-    : name_(std::move(name)),
-      mapping_(std::move(mapping)),
-      data_(static_cast<uint8_t*>(mapping_->region.get_address())),
-      size_(mapping_->region.get_size()),
-      owner_pid_(static_cast<int>(::getpid())) {}
+SharedRegion::SharedRegion(std::unique_ptr<Segment> segment) : segment_(std::move(segment)) {}
+SharedRegion::~SharedRegion() = default;
+SharedRegion::SharedRegion(SharedRegion&& other) noexcept = default;
+// unique_ptr's move assignment is reset(other.release()): the segment held
+// before is released (unlinked, unmapped), and a self-move changes nothing.
+SharedRegion& SharedRegion::operator=(SharedRegion&& other) noexcept = default;
 
-SharedRegion::~SharedRegion() {
-  // Unlink first so no new opener finds the name; the daemon's existing
-  // mapping stays valid until it unmaps. mapping_'s destructor unmaps ours.
-  // remove() reports failure by returning false and never throws; a name
-  // that is already gone is not an error worth surfacing from a destructor.
-  // A forked child that inherited the object leaves the name to its owner.
-  if (mapping_ && ::getpid() == owner_pid_) bip::shared_memory_object::remove(name_.c_str());
+uint8_t* SharedRegion::data() const {
+  return segment_ ? static_cast<uint8_t*>(segment_->mapping.get_address()) : nullptr;
+}
+uint64_t SharedRegion::size() const { return segment_ ? segment_->mapping.get_size() : 0; }
+const std::string& SharedRegion::name() const {
+  static const std::string kEmpty;
+  return segment_ ? segment_->name : kEmpty;
 }
 
 Result<std::unique_ptr<SharedRegion>> SharedRegion::Create(uint64_t bytes) {
@@ -86,7 +108,7 @@ Result<std::unique_ptr<SharedRegion>> SharedRegion::Create(uint64_t bytes) {
 }
 
 Result<std::unique_ptr<SharedRegion>> SharedRegion::Create(const std::string& name,
-                                                           uint64_t bytes) {
+                                                           uint64_t bytes) try {
   VAED_RETURN_IF_ERROR(ValidateRegionName(name));
   const std::string label = "shared region '" + name + "'";
   if (bytes == 0) {
@@ -111,7 +133,7 @@ Result<std::unique_ptr<SharedRegion>> SharedRegion::Create(const std::string& na
     }
   } unlink_on_failure{name};
 
-  auto mapping = std::make_unique<Mapping>();
+  bip::mapped_region mapping;
   // A freshly truncated segment reads as zeros (the kernel hands out zeroed
   // pages), so there is no memset: it would only fault in every page now.
   VAED_RETURN_IF_ERROR(
@@ -119,12 +141,14 @@ Result<std::unique_ptr<SharedRegion>> SharedRegion::Create(const std::string& na
                        [&] { segment.truncate(static_cast<bip::offset_t>(bytes)); }));
   VAED_RETURN_IF_ERROR(
       CallInterprocess(label + ": map " + std::to_string(bytes) + " bytes read-write", [&] {
-        mapping->region =
-            bip::mapped_region(segment, bip::read_write, 0, static_cast<std::size_t>(bytes));
+        mapping = bip::mapped_region(segment, bip::read_write, 0, static_cast<std::size_t>(bytes));
       }));
-  unlink_on_failure.armed = false;
+  auto owner = std::make_unique<Segment>(name, std::move(mapping));
+  unlink_on_failure.armed = false;  // `owner` unlinks it from here on
   // `segment` closes its descriptor on return; the mapping outlives it.
-  return std::unique_ptr<SharedRegion>(new SharedRegion(name, std::move(mapping)));
+  return std::unique_ptr<SharedRegion>(new SharedRegion(std::move(owner)));
+} catch (...) {
+  return StatusFromCurrentException("creating a shared region");
 }
 
 }  // namespace vaed::client

@@ -14,12 +14,17 @@
 //                                   .latent = {*in_id, 0, DType::kFloat32, {16, 32, 34, 80}},
 //                                   .output = {*out_id, 0, DType::kUInt8, {16, 272, 640, 3}}});
 //
-// Errors: every call returns Status/Result. kUnavailable means the daemon is
-// not running, did not answer in time, or could not be reached again within
-// reconnect_timeout_ms (the message names the socket); kVersionMismatch
-// means client and daemon speak different protocol versions; any other code
-// is the daemon's rejection of the request, with its message (which names
-// the field and the rule that was broken).
+// Errors: every call returns Status/Result and none throws (Decode() hands
+// back what a progress callback throws; see DecodeRequest::progress).
+// kUnavailable means the daemon is not running, did not answer in time, or
+// could not be reached again within reconnect_timeout_ms (the message names
+// the socket); kVersionMismatch means client and daemon speak different
+// protocol versions; kResourceExhausted "out of memory" and kInternal
+// "unexpected exception: <what()>" are failures inside this library (when
+// one strikes while a request is on the wire, the connection is taken as
+// broken and the next call reconnects, as after a daemon that went away);
+// any other code is the daemon's rejection of the request, with its message
+// (which names the field and the rule that was broken).
 //
 // Liveness and reconnect (the zguide's heartbeat pattern): while a call
 // waits for its reply, the library sends a Heartbeat after every
@@ -56,6 +61,8 @@
 #include <string>
 #include <vector>
 
+#include "vaed/client_export.h"
+#include "vaed/shared_region.h"
 #include "vaed/status.h"
 #include "vaed/tensor_ref.h"
 #include "vaed/v1/vaed.pb.h"
@@ -77,10 +84,13 @@ struct ClientOptions {
   // How long any request waits for its reply before kUnavailable. Decode of
   // long videos on CPU can take minutes; 0 = wait forever.
   int request_timeout_ms = 600000;
-  // Send heartbeats from a background thread so the daemon keeps this
-  // client's regions while it is idle. The thread never reconnects by
-  // itself: when its heartbeats go unanswered or the daemon no longer knows
-  // this client, the next call reconnects.
+  // Send a heartbeat every HelloReply.heartbeat_interval_ms from a
+  // background thread (none when the daemon asks for no heartbeats) so the
+  // daemon keeps this client's regions while it is idle; a beat is skipped
+  // while a call is in flight. The thread never reconnects by itself: when
+  // its heartbeats go unanswered, the daemon no longer knows this client,
+  // or the thread itself fails (out of memory), the connection is marked
+  // broken and the next call reconnects.
   bool heartbeats = true;
   // How long a call may spend getting back to a daemon that went away
   // (fresh connection, Hello with back-off, re-registering regions) before
@@ -98,42 +108,6 @@ struct ClientOptions {
   // gone too, and a retried Decode then runs twice (the first may still
   // finish, writing the same output). Must be > 0.
   int wait_heartbeat_interval_ms = 1000;
-};
-
-// A POSIX shared-memory segment created and owned by this process (host
-// memory). The segment is unlinked and unmapped by the destructor, so the
-// daemon's mapping of a registered region stays valid only until then. In
-// a forked child the destructor only unmaps (the parent still owns the
-// segment). Move-only.
-class SharedRegion {
- public:
-  // Creates a segment of `bytes` bytes (zero-filled) under a unique name
-  // "vaed-<pid>-<counter>-<random>". Errors: kInvalidArgument for 0 bytes,
-  // kResourceExhausted / kIoError from shm_open, ftruncate or mmap.
-  static Result<std::unique_ptr<SharedRegion>> Create(uint64_t bytes);
-  // As above with an explicit name (letters, digits, '.', '_', '-'; no '/').
-  static Result<std::unique_ptr<SharedRegion>> Create(const std::string& name, uint64_t bytes);
-
-  ~SharedRegion();
-  SharedRegion(const SharedRegion&) = delete;
-  SharedRegion& operator=(const SharedRegion&) = delete;
-
-  uint8_t* data() { return data_; }
-  const uint8_t* data() const { return data_; }
-  uint64_t size() const { return size_; }
-  // The shm name without the leading '/'.
-  const std::string& name() const { return name_; }
-
- private:
-  struct Mapping;  // owns the Boost.Interprocess mapping; defined in shared_region.cc
-  SharedRegion(std::string name, std::unique_ptr<Mapping> mapping);
-  std::string name_;
-  std::unique_ptr<Mapping> mapping_;
-  uint8_t* data_ = nullptr;
-  uint64_t size_ = 0;
-  // The process that created the segment: only it unlinks the name (a
-  // forked child that inherited the object only unmaps its copy).
-  int owner_pid_ = 0;
 };
 
 // A tensor inside a region this client registered. Units: bytes for
@@ -230,14 +204,23 @@ struct DecodeRequest {
   // Per-window progress (DecodeOptions.progress): when set, the daemon
   // sends Progress messages while the request runs and Decode() calls this
   // for each, in order, on the calling thread, before it returns; the last
-  // has fraction 1 (unless the decode failed). It runs while the Client's
-  // lock is held: it must not call this Client, and should return quickly
-  // (the daemon's heartbeat answers wait behind it). Not sent by
+  // has fraction 1 (unless the decode failed). A Decode retried after a
+  // reconnect reports its progress again from the start. It runs while the
+  // Client's lock is held: it must not call this Client, and should return
+  // quickly (the daemon's heartbeat answers wait behind it). Not sent by
   // PlanDecode().
+  //
+  // If it throws, the exception is caught where the library called it and
+  // the callback is not called again for this Decode; Decode() keeps
+  // waiting for the reply (the daemon is still writing the output region,
+  // and the connection stays in step), then releases the Client and
+  // rethrows that exception to its caller, on the calling thread, whether
+  // the decode succeeded or not. No exception unwinds through the library.
+  // The C ABI takes no callback.
   std::function<void(const v1::Progress&)> progress = nullptr;
 };
 
-class Client {
+class VAED_CLIENT_API Client {
  public:
   // Connects to the daemon and performs the Hello handshake (once; no
   // reconnect here). Errors: kInvalidArgument (reconnect_timeout_ms < 0 or
@@ -270,17 +253,22 @@ class Client {
   // opens the segment, checks its real size and maps it. The Client
   // remembers the region's name and size and re-registers it after every
   // reconnect; the returned id stays valid across reconnects (the library
-  // translates it to the daemon's current id), so `region` must outlive
-  // its registration. If a re-registration fails (e.g. the segment was
-  // unlinked), requests naming the region fail with that error.
-  // Errors: the daemon's (kNotFound: no such segment; kOutOfRange: larger
-  // than the segment; kResourceExhausted), kUnavailable.
+  // translates it to the daemon's current id), so the segment (owned by
+  // `region`, or by the SharedRegion it is moved into) must outlive its
+  // registration. If a re-registration fails (e.g. the segment was
+  // unlinked), requests naming the region fail with that error. When the
+  // daemon runs as another user, the segment is first opened to that uid
+  // alone (a POSIX ACL; without ACL support, the socket's group and mode
+  // 0660). Errors: kFailedPrecondition for an empty (moved-from) region,
+  // the daemon's (kNotFound: no such segment; kOutOfRange: larger than the
+  // segment; kResourceExhausted), kUnavailable.
   Result<uint64_t> RegisterRegion(const SharedRegion& region);
   // Unregisters a region this Client registered; the daemon unmaps it and
   // the Client stops re-registering it. OK also when the daemon no longer
   // has the region (it restarted, dropped or quarantined this client).
   // Errors: kNotFound for an id this Client never registered (the daemon's
-  // message), kUnavailable (the region is forgotten all the same).
+  // message), kUnavailable (the region is forgotten all the same), any
+  // other refusal of the daemon (the region stays registered).
   Status UnregisterRegion(uint64_t region_id);
 
   // Asks the daemon what decoding `latent` would produce (no decode, no
@@ -298,6 +286,8 @@ class Client {
 
   // Decodes and writes the output into the client's region. The reply
   // carries timings per component ("decode", ...), shapes, warm/cold.
+  // Throws only what request.progress threw, once the decode is over
+  // (see DecodeRequest::progress); the Client stays usable.
   Result<v1::DecodeReply> Decode(const DecodeRequest& request);
 
   Result<v1::StatusReply> GetStatus();

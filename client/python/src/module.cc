@@ -89,44 +89,47 @@ py::dict MessageToDict(const pb::Message& message) {
   return out;
 }
 
+// Element `index` of a repeated scalar field, or the singular value when
+// index < 0, read through the Reflection getter pair for its C++ type.
+template <typename T>
+T Scalar(const pb::Message& message, const pb::FieldDescriptor* field, int index,
+         T (pb::Reflection::*get)(const pb::Message&, const pb::FieldDescriptor*) const,
+         T (pb::Reflection::*get_repeated)(const pb::Message&, const pb::FieldDescriptor*, int)
+             const) {
+  const pb::Reflection* r = message.GetReflection();
+  return index >= 0 ? (r->*get_repeated)(message, field, index) : (r->*get)(message, field);
+}
+
 // One value of `field` (element `index` of a repeated field, or the
 // singular value when index < 0).
 py::object FieldValue(const pb::Message& message, const pb::FieldDescriptor* field, int index) {
-  const pb::Reflection* r = message.GetReflection();
-  const bool rep = index >= 0;
+  using R = pb::Reflection;
+  const auto& m = message;
   switch (field->cpp_type()) {
     case pb::FieldDescriptor::CPPTYPE_INT32:
-      return py::int_(rep ? r->GetRepeatedInt32(message, field, index) : r->GetInt32(message, field));
+      return py::int_(Scalar(m, field, index, &R::GetInt32, &R::GetRepeatedInt32));
     case pb::FieldDescriptor::CPPTYPE_INT64:
-      return py::int_(rep ? r->GetRepeatedInt64(message, field, index) : r->GetInt64(message, field));
+      return py::int_(Scalar(m, field, index, &R::GetInt64, &R::GetRepeatedInt64));
     case pb::FieldDescriptor::CPPTYPE_UINT32:
-      return py::int_(rep ? r->GetRepeatedUInt32(message, field, index)
-                          : r->GetUInt32(message, field));
+      return py::int_(Scalar(m, field, index, &R::GetUInt32, &R::GetRepeatedUInt32));
     case pb::FieldDescriptor::CPPTYPE_UINT64:
-      return py::int_(rep ? r->GetRepeatedUInt64(message, field, index)
-                          : r->GetUInt64(message, field));
+      return py::int_(Scalar(m, field, index, &R::GetUInt64, &R::GetRepeatedUInt64));
     case pb::FieldDescriptor::CPPTYPE_DOUBLE:
-      return py::float_(rep ? r->GetRepeatedDouble(message, field, index)
-                            : r->GetDouble(message, field));
+      return py::float_(Scalar(m, field, index, &R::GetDouble, &R::GetRepeatedDouble));
     case pb::FieldDescriptor::CPPTYPE_FLOAT:
-      return py::float_(rep ? r->GetRepeatedFloat(message, field, index)
-                            : r->GetFloat(message, field));
+      return py::float_(Scalar(m, field, index, &R::GetFloat, &R::GetRepeatedFloat));
     case pb::FieldDescriptor::CPPTYPE_BOOL:
-      return py::bool_(rep ? r->GetRepeatedBool(message, field, index) : r->GetBool(message, field));
-    case pb::FieldDescriptor::CPPTYPE_ENUM: {
-      const pb::EnumValueDescriptor* value =
-          rep ? r->GetRepeatedEnum(message, field, index) : r->GetEnum(message, field);
-      return py::str(value->name());
-    }
+      return py::bool_(Scalar(m, field, index, &R::GetBool, &R::GetRepeatedBool));
+    case pb::FieldDescriptor::CPPTYPE_ENUM:
+      return py::str(Scalar(m, field, index, &R::GetEnum, &R::GetRepeatedEnum)->name());
     case pb::FieldDescriptor::CPPTYPE_STRING: {
-      const std::string s =
-          rep ? r->GetRepeatedString(message, field, index) : r->GetString(message, field);
+      const std::string s = Scalar(m, field, index, &R::GetString, &R::GetRepeatedString);
       if (field->type() == pb::FieldDescriptor::TYPE_BYTES) return py::bytes(s);
       return py::str(s);
     }
     case pb::FieldDescriptor::CPPTYPE_MESSAGE:
-      return MessageToDict(rep ? r->GetRepeatedMessage(message, field, index)
-                               : r->GetMessage(message, field));
+      if (index >= 0) return MessageToDict(m.GetReflection()->GetRepeatedMessage(m, field, index));
+      return MessageToDict(m.GetReflection()->GetMessage(m, field));
   }
   return py::none();
 }
@@ -168,7 +171,11 @@ struct DecodeArgs {
   std::vector<std::string> inject_faults;
   std::optional<std::pair<uint32_t, uint32_t>> tiling;
   // Called with a dict per Progress message (DecodeOptions.progress); None
-  // = no progress. Runs on the decoding thread with the GIL taken.
+  // = no progress. Runs on the thread that called decode(), which takes
+  // the GIL again for it. A Python exception it raises is reported through
+  // sys.unraisablehook and the decode goes on; any other C++ exception
+  // (out of memory building the dict) is kept by the C++ client and
+  // rethrown by Decode() once the decode is over, so Python sees it then.
   py::object progress = py::none();
 
   client::DecodeRequest ToRequest() const {

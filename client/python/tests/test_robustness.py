@@ -61,9 +61,7 @@ def test_fork_child_neither_hangs_nor_unlinks_the_parents_segments(client):
         # pytest's machinery.
         import gc
         client._core = None
-        client._regions.clear()
-        client._staging.clear()
-        client._output = None
+        client._regions = None  # the book of regions: every SharedRegion it held
         del buf, expected
         gc.collect()
         os._exit(code)
@@ -100,17 +98,17 @@ class InterruptedOnce:
 def test_after_an_abandoned_decode_the_next_result_gets_fresh_regions(client, error):
     first = client.decode(latent(7), model="demo")
     kept = first.frames.copy()
-    old_output, old_staging = client.output_region, client._staging["video_latent"]
+    old_output, old_staging = client.output_region, client._regions.staging["video_latent"]
     client._core = InterruptedOnce(client._core, error)
     with pytest.raises(type(error)):
         client.decode(latent(8), model="demo")
-    assert client.output_region is None and client._staging == {}
+    assert client.output_region is None and client._regions.staging == {}
     second = client.decode(latent(9), model="demo")
     assert client.output_region is not old_output
-    assert client._staging["video_latent"] is not old_staging
+    assert client._regions.staging["video_latent"] is not old_staging
     # The retired regions were unregistered at this call; views stay readable.
-    assert old_output.region_id not in client._regions and not old_output.registered
-    assert old_staging.region_id not in client._regions
+    assert old_output.region_id not in client._regions.by_id and not old_output.registered
+    assert old_staging.region_id not in client._regions.by_id
     assert not np.shares_memory(second.frames, first.frames)
     assert first.frames.shape == kept.shape
     client._core = client._core._core
@@ -120,7 +118,7 @@ def test_managed_regions_removed_from_dev_shm_are_recreated(make_daemon):
     d = make_daemon(["--intra-op-threads", "1"])
     with vaed_client.Client(d.socket) as c:
         first = c.decode(latent(5), model="demo", copy=True)
-        for name in (c.output_region.name, c._staging["video_latent"].name):
+        for name in (c.output_region.name, c._regions.staging["video_latent"].name):
             os.unlink(f"/dev/shm/{name}")  # as a /dev/shm cleaner would
         assert d.stop() == 0
         d.start()
@@ -132,18 +130,18 @@ def test_a_latent_the_daemon_refuses_is_never_copied(client):
     big = np.zeros((64, 31, 64, 64), np.float32)  # 31 channels: refused by the plan
     with pytest.raises(vaed_client.ValidationError, match="channels"):
         client.decode(big, model="demo")
-    assert "video_latent" not in client._staging
+    assert "video_latent" not in client._regions.staging
 
 
 def test_oversized_staging_shrinks_again(client, monkeypatch):
     # Regions above _KEEP_BYTES (64 MiB) shrink; 1 MiB keeps the test small.
-    monkeypatch.setattr(vaed_client._client, "_KEEP_BYTES", 1 << 20)
+    monkeypatch.setattr(vaed_client._regions, "_KEEP_BYTES", 1 << 20)
     client.decode(np.zeros((16, 32, 32, 32), np.float32), model="demo")  # 2 MiB in, 12 MiB out
-    big_output, big_staging = client.output_region, client._staging["video_latent"]
+    big_output, big_staging = client.output_region, client._regions.staging["video_latent"]
     client.decode(latent(), model="demo")
     assert client.output_region.nbytes < big_output.nbytes / 4
-    assert client._staging["video_latent"].nbytes < big_staging.nbytes / 4
-    assert big_output.region_id not in client._regions
+    assert client._regions.staging["video_latent"].nbytes < big_staging.nbytes / 4
+    assert big_output.region_id not in client._regions.by_id
 
 
 def test_stale_segments_of_a_killed_worker_are_swept(daemon):

@@ -90,31 +90,31 @@ def test_non_contiguous_and_buffer_inputs_are_copied_once(client):
 
 def test_staging_region_is_reused_and_grown(client):
     client.decode(latent(8, (1, 32, 8, 8)), model="demo")
-    first = client._staging["video_latent"]
+    first = client._regions.staging["video_latent"]
     client.decode(latent(9, (1, 32, 8, 8)), model="demo")
-    assert client._staging["video_latent"] is first
+    assert client._regions.staging["video_latent"] is first
     client.decode(latent(10, (3, 32, 16, 16)), model="demo")
-    grown = client._staging["video_latent"]
+    grown = client._regions.staging["video_latent"]
     assert grown is not first and grown.nbytes >= 3 * 32 * 16 * 16 * 4
     assert not first.registered
 
 
 def test_alloc_latent_regions_are_freed(client):
-    before = set(client._regions)
+    before = set(client._regions.by_id)
     buf = client.alloc_latent((1, 32, 8, 8))
-    region_id = next(iter(set(client._regions) - before))
+    region_id = next(iter(set(client._regions.by_id) - before))
     view = buf[0]        # a view keeps the region
     del buf
     client.decode(latent(12, (1, 32, 8, 8)), model="demo")
-    assert region_id in client._regions
+    assert region_id in client._regions.by_id
     del view             # the last reference: freed at the next call
     client.decode(latent(12, (1, 32, 8, 8)), model="demo")
-    assert region_id not in client._regions
+    assert region_id not in client._regions.by_id
 
     explicit = client.alloc_latent((1, 32, 8, 8))
-    ids = set(client._regions)
+    ids = set(client._regions.by_id)
     client.free_latent(explicit)
-    assert len(set(client._regions)) == len(ids) - 1
+    assert len(set(client._regions.by_id)) == len(ids) - 1
     with pytest.raises(vaed_client.ValidationError, match="not in a region of this client"):
         client.free_latent(np.zeros(4, np.float32))
 

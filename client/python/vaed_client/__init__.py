@@ -20,7 +20,9 @@ the classes in :mod:`vaed_client.errors`.
 from .errors import (Busy, ClientFault, DaemonUnavailable, DeadlineExceeded, NotFound,
                      PermissionDenied, Quarantined, ResourceExhausted, VaedError,
                      ValidationError, VersionMismatch)
-from ._client import DEFAULT_SOCKET, Client, DecodeResult, SharedRegion, sweep_stale_segments
+from ._client import DEFAULT_SOCKET, Client
+from ._regions import SharedRegion, sweep_stale_segments
+from ._result import DecodeResult
 from .safetensors import read_safetensors
 
 __version__ = "0.1.0"

@@ -20,7 +20,8 @@ DaemonUnavailable      no daemon at the socket, no answer in time, or it
                        could not be reached again within
                        ``reconnect_timeout``; also a ``ConnectionError``
 ResourceExhausted      the decode would exceed the daemon's memory budget
-                       or a quota (``resource_exhausted``); ``MemoryError``
+                       or a quota, or the client library ran out of memory
+                       (``resource_exhausted``); a ``MemoryError``
 DeadlineExceeded       the request's deadline passed; a ``TimeoutError``
 PermissionDenied       the daemon does not admit this process or the
                        operation needs an admin; a ``PermissionError``
@@ -96,7 +97,8 @@ class DaemonUnavailable(VaedError, ConnectionError):
 
 
 class ResourceExhausted(VaedError, MemoryError):
-    """Out of memory or over a quota / the daemon's memory budget."""
+    """Over a quota or the daemon's memory budget, or out of memory (in the
+    daemon or in the client library)."""
 
 
 class DeadlineExceeded(VaedError, TimeoutError):

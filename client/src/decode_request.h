@@ -1,0 +1,32 @@
+// The wire form of a DecodeRequest (vaed.v1.Decode). Internal to the
+// client library.
+//
+// Thread-safety: pure functions.
+#ifndef VAED_CLIENT_SRC_DECODE_REQUEST_H_
+#define VAED_CLIENT_SRC_DECODE_REQUEST_H_
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "vaed/client.h"
+
+namespace vaed::client {
+
+// Translates a user-visible region id to the daemon's; `field` names the
+// request field for the error (e.g. "latent.region_id").
+using RegionIdMap = std::function<Result<uint64_t>(uint64_t user_id, std::string_view field)>;
+
+// Fills `d` from `request`. Plan-only requests carry dtypes and shapes of
+// the latents only (no regions, offsets or outputs; `region_id` is not
+// called and may be null). Otherwise every tensor that IsSet() is sent
+// with its region id mapped by `region_id` and its byte size derived from
+// dtype and shape (the daemon checks it again). The progress flag is the
+// caller's (Decode sets it when it has a callback). Errors: what
+// `region_id` returns.
+Status BuildDecode(const DecodeRequest& request, bool plan_only, const RegionIdMap& region_id,
+                   v1::Decode* d);
+
+}  // namespace vaed::client
+
+#endif  // VAED_CLIENT_SRC_DECODE_REQUEST_H_

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Checks the dynamic symbol table of libvaed_client.so (issue 18 §4): the
+# library exports its public API and nothing else.
+#   - every function vaed/vaed_c.h declares (VAED_C_API) is exported, and no
+#     other C symbol;
+#   - C++: members of vaed::client::Client and vaed::client::SharedRegion
+#     (not of their internal Impl / Segment), the vaed/status.h and
+#     vaed/tensor_ref.h functions that API exposes, and the generated
+#     vaed::v1 protocol classes it returns (with their type information,
+#     arena factories and descriptor table);
+#   - anything else (vaed::wire, host_region, the test seam
+#     vaed::client::internal, cppzmq, Boost, protobuf internals,
+#     standard-library instantiations) fails the check, listed.
+# Usage: check_exported_symbols.sh <path of libvaed_client.so> <path of vaed_c.h>
+set -euo pipefail
+lib=$1
+header=$2
+
+exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | c++filt | sort -u)
+if [ -z "$exported" ]; then
+  echo "FAIL: $lib exports nothing (or nm failed)" >&2
+  exit 1
+fi
+
+declared=$(tr '\n' ' ' < "$header" | grep -oE 'VAED_C_API [^;(]*\bvaed_[a-z_]+\(' |
+           grep -oE 'vaed_[a-z_]+\($' | tr -d '(' | sort -u)
+if [ -z "$declared" ]; then
+  echo "FAIL: found no VAED_C_API declarations in $header" >&2
+  exit 1
+fi
+
+status=0
+missing=$(comm -23 <(echo "$declared") <(echo "$exported" | grep -E '^vaed_[a-z_]+$' || true))
+if [ -n "$missing" ]; then
+  echo "FAIL: C ABI functions declared in $(basename "$header") but not exported:" >&2
+  echo "$missing" | sed 's/^/  /' >&2
+  status=1
+fi
+extra_c=$(comm -13 <(echo "$declared") <(echo "$exported" | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' |
+          grep -vxE 'descriptor_table_vaed_2fv1_2fvaed_2eproto' || true))
+if [ -n "$extra_c" ]; then
+  echo "FAIL: C symbols exported but not declared in $(basename "$header"):" >&2
+  echo "$extra_c" | sed 's/^/  /' >&2
+  status=1
+fi
+
+public_cxx='^(vaed::client::(Client|SharedRegion)::'
+public_cxx+='|vaed::Status::'
+public_cxx+='|vaed::(StatusCodeName|ErrnoStatus|DTypeSize|DTypeName|ParseDType|ShapeToString'
+public_cxx+='|NumElements|ContiguousBytes|CheckByteRange)(\[abi:cxx11\])?\('
+public_cxx+='|vaed::v1::'
+public_cxx+='|(typeinfo for|typeinfo name for|vtable for) vaed::v1::'
+public_cxx+='|vaed::v1::[A-Za-z0-9_]+\* google::protobuf::Arena::CreateMaybeMessage<vaed::v1::)'
+internal_cxx='^vaed::client::(Client::Impl|SharedRegion::Segment)::'
+outside=$(echo "$exported" | grep -vE '^[A-Za-z_][A-Za-z0-9_]*$' |
+          { grep -vE "$public_cxx" || true; })
+internal=$(echo "$exported" | { grep -E "$internal_cxx" || true; })
+if [ -n "$outside$internal" ]; then
+  echo "FAIL: $(basename "$lib") exports symbols outside the public API:" >&2
+  printf '%s\n%s\n' "$outside" "$internal" | sed '/^$/d; s/^/  /' | head -50 >&2
+  status=1
+fi
+
+if [ "$status" -eq 0 ]; then
+  echo "OK: $(basename "$lib") exports $(echo "$declared" | wc -l) C ABI functions and" \
+       "$(echo "$exported" | grep -cvE '^[A-Za-z_][A-Za-z0-9_]*$') C++ symbols of the public API"
+fi
+exit "$status"
