@@ -3,6 +3,9 @@
 // The registry owns every model for the daemon's life; Find()/Get() hand
 // out non-owning pointers that stay valid until the registry is destroyed.
 //
+// The daemon builds one registry per rank, so each rank decodes with its
+// own model instances (vae_model.h).
+//
 // Thread-safety: immutable after Create(); all const methods may be called
 // from any thread. Each returned VaeModel keeps its own rules (Decode() by
 // one thread at a time).
@@ -20,7 +23,6 @@
 #include "vaed/status.h"
 
 namespace vaed::models {
-
 
 class ModelRegistry {
  public:

@@ -22,7 +22,8 @@
 //     kMaxEagerOnly, counted).
 //
 // Thread-safety: every method may be called from any thread (one mutex);
-// the executor builds and uses plans, the control loop reads Snapshot().
+// the rank that owns the model instance builds and uses its plans, the
+// control loop reads Snapshot().
 #ifndef VAED_DAEMON_MODELS_PLAN_CACHE_H_
 #define VAED_DAEMON_MODELS_PLAN_CACHE_H_
 

@@ -22,16 +22,66 @@ namespace {
 constexpr size_t kHeader = 64;
 
 std::atomic<uint64_t> g_live{0};
-std::atomic<uint64_t> g_peak{0};
 std::atomic<uint64_t> g_budget{0};
 std::atomic<bool> g_installed{false};
 c10::Allocator* g_base = nullptr;
 c10::DeleterFnPtr g_base_deleter = nullptr;
 
-void RaisePeak(uint64_t live) {
-  uint64_t peak = g_peak.load(std::memory_order_relaxed);
-  while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+// Peak marks, one per thread that asks for one (a rank measuring its
+// request, say), so that one thread's ResetPeakTensorBytes() does not lower
+// the mark another thread is measuring with. Every allocation raises every
+// mark in [0, g_marks_end); a thread claims a free slot on first use and
+// frees it when it exits. Slot 0 is shared by the threads that find no free
+// slot (more than kMaxPeakMarks - 1 at once), which then disturb each other
+// as a single process-wide mark would.
+constexpr size_t kMaxPeakMarks = 256;
+std::atomic<uint64_t> g_marks[kMaxPeakMarks];
+std::atomic<bool> g_mark_taken[kMaxPeakMarks];
+std::atomic<size_t> g_marks_end{1};
+
+void RaiseMark(std::atomic<uint64_t>& mark, uint64_t live) {
+  uint64_t peak = mark.load(std::memory_order_relaxed);
+  while (live > peak && !mark.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
+}
+
+void RaisePeaks(uint64_t live) {
+  const size_t end = g_marks_end.load(std::memory_order_acquire);
+  for (size_t i = 0; i < end; ++i) RaiseMark(g_marks[i], live);
+}
+
+// The calling thread's slot, claimed on first use (its mark starts at the
+// live bytes then) and released when the thread exits.
+class ThreadMark {
+ public:
+  ThreadMark() {
+    for (size_t i = 1; i < kMaxPeakMarks; ++i) {
+      bool expected = false;
+      if (g_mark_taken[i].compare_exchange_strong(expected, true)) {
+        index_ = i;
+        break;
+      }
+    }
+    size_t end = g_marks_end.load();
+    while (index_ >= end && !g_marks_end.compare_exchange_weak(end, index_ + 1)) {
+    }
+    mark().store(g_live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  ~ThreadMark() {
+    if (index_ != 0) g_mark_taken[index_].store(false);
+  }
+  ThreadMark(const ThreadMark&) = delete;
+  ThreadMark& operator=(const ThreadMark&) = delete;
+
+  std::atomic<uint64_t>& mark() { return g_marks[index_]; }
+
+ private:
+  size_t index_ = 0;
+};
+
+std::atomic<uint64_t>& MyMark() {
+  thread_local ThreadMark mark;
+  return mark.mark();
 }
 
 void Free(void* data) {
@@ -62,7 +112,7 @@ class CountingAllocator final : public c10::Allocator {
       g_live.fetch_sub(n, std::memory_order_relaxed);
       throw;
     }
-    RaisePeak(live);
+    RaisePeaks(live);
     const uint64_t size = n;
     std::memcpy(block, &size, sizeof(size));
     void* data = static_cast<char*>(block) + kHeader;
@@ -104,15 +154,15 @@ bool InstallTensorMemoryTracking() {
 bool TensorMemoryTracked() { return g_installed.load(); }
 
 uint64_t LiveTensorBytes() { return g_live.load(std::memory_order_relaxed); }
-uint64_t PeakTensorBytes() { return g_peak.load(std::memory_order_relaxed); }
-void ResetPeakTensorBytes() { g_peak.store(g_live.load(std::memory_order_relaxed)); }
+uint64_t PeakTensorBytes() { return MyMark().load(std::memory_order_relaxed); }
+void ResetPeakTensorBytes() { MyMark().store(g_live.load(std::memory_order_relaxed)); }
 
 ScopedTensorPeak::ScopedTensorPeak()
     : saved_peak_(PeakTensorBytes()), start_live_(LiveTensorBytes()) {
   ResetPeakTensorBytes();
 }
 
-ScopedTensorPeak::~ScopedTensorPeak() { RaisePeak(saved_peak_); }
+ScopedTensorPeak::~ScopedTensorPeak() { RaiseMark(MyMark(), saved_peak_); }
 
 uint64_t ScopedTensorPeak::Peak() const { return PeakTensorBytes(); }
 

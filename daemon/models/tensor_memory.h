@@ -17,9 +17,17 @@
 // budget of the config (executor.memory_budget_mib) and the injectable
 // budget of the tests.
 //
-// Thread-safety: all functions may be called from any thread (atomics).
-// The peak mark is process-wide: the executor resets it before a request
-// and reads it after, which is meaningful because one decode runs at a time.
+// Peaks: the live bytes are process-wide (every rank's tensors, the
+// resident weights, other requests' buffers), but each thread has its own
+// peak mark. A rank resets its mark before a request and reads it after, so
+// the figure is the process's highest live tensor bytes while that request
+// ran; requests decoding at the same time on other ranks count in it (their
+// tensors were live), but their resets do not lower it. (Before marks were
+// per thread, a request starting on another rank reset the one shared mark
+// and the first request under-reported its peak.)
+//
+// Thread-safety: all functions may be called from any thread (atomics);
+// the peak functions act on the calling thread's mark.
 #ifndef VAED_DAEMON_MODELS_TENSOR_MEMORY_H_
 #define VAED_DAEMON_MODELS_TENSOR_MEMORY_H_
 
@@ -33,17 +41,24 @@ namespace vaed::models {
 bool InstallTensorMemoryTracking();
 bool TensorMemoryTracked();
 
-// Bytes of live CPU tensors allocated through the tracking allocator.
+// Bytes of live CPU tensors allocated through the tracking allocator, by
+// any thread.
 uint64_t LiveTensorBytes();
-// Highest LiveTensorBytes() since the last ResetPeakTensorBytes().
+// Highest LiveTensorBytes() since the calling thread's last
+// ResetPeakTensorBytes() (or since its first call of a peak function).
 uint64_t PeakTensorBytes();
-// Sets the peak mark to the current live bytes.
+// Sets the calling thread's peak mark to the current live bytes; other
+// threads' marks are untouched.
 void ResetPeakTensorBytes();
 
-// Measures the peak of one nested span (a decoder call) without losing the
-// enclosing span's peak: the constructor saves the peak so far and resets
-// it to the live bytes; Peak() is the span's peak; the destructor restores
-// max(saved, span peak). Executor thread only (the mark is process-wide).
+// Measures the peak of one nested span (a decoder call) on the calling
+// thread's mark without losing the enclosing span's peak: the constructor
+// saves the peak so far and resets it to the live bytes; Peak() is the
+// span's peak; the destructor restores max(saved, span peak). Construct and
+// destroy it on one thread. The span's peak counts every thread's tensors:
+// start_live() and Peak() include what other ranks allocated meanwhile, so
+// Peak() - start_live() is this span's own use only when nothing else
+// allocated or freed during it.
 class ScopedTensorPeak {
  public:
   ScopedTensorPeak();

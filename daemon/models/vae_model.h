@@ -6,8 +6,15 @@
 // memory is read, so a bad request is answered at once with an error that
 // names the field and the rule.
 //
-// Thread-safety: a model is owned and used by one executor thread; Plan()
-// and info() are const and may be called from any thread.
+// Thread-safety: several requests decode at once, each on its own rank (a
+// thread of the engine), and every rank has its own instance of every model
+// (one ModelRegistry per rank), so Decode() and DecodeAudio() of one
+// instance are called by one thread at a time: the rank that owns it. The
+// const methods (info(), Plan(), PlanAudio(), ToUnitRange(), TilesPerUnit(),
+// plan_cache()) may be called from any thread at any time:
+// the control loop plans requests on rank 0's instances while rank 0
+// decodes. What instances share is process-wide: LibTorch's allocator and
+// the tensor memory counters (tensor_memory.h).
 #ifndef VAED_DAEMON_MODELS_VAE_MODEL_H_
 #define VAED_DAEMON_MODELS_VAE_MODEL_H_
 
@@ -207,7 +214,6 @@ struct TilingOverride {
   int64_t overlap_latent = 0;
 };
 
-// Per-request settings, already validated against the model's capabilities.
 // How far a Decode() has come (DecodeSettings::progress): `done` of `total`
 // units finished, in order. Units: "window" (temporal windows of a tiled
 // decode, H3) or "frames" (pixel frames of an untiled or hybrid-tiled
@@ -222,6 +228,7 @@ struct DecodeProgress {
 };
 using DecodeProgressFn = std::function<void(const DecodeProgress&)>;
 
+// Per-request settings, already validated against the model's capabilities.
 struct DecodeSettings {
   StackTiling stack_tiling = StackTiling::kDefault;
   CompileMode compile = CompileMode::kOff;

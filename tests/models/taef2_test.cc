@@ -545,7 +545,7 @@ TEST(Taef2TilePlanTest, PlansReadmeReferenceLayout) {
     EXPECT_EQ(axis->blend_end_px, (std::vector<int64_t>{320}));
   }
   ASSERT_EQ(plan->num_tiles(), 4);
-  const Taef2TileRect r = plan->tile(2);  // row-major: (1, 0)
+  const TileRect r = plan->tile(2);  // row-major: (1, 0)
   EXPECT_EQ(r.row, 1);
   EXPECT_EQ(r.col, 0);
   EXPECT_EQ(r.y_latent, 24);

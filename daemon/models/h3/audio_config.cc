@@ -1,17 +1,16 @@
 #include "daemon/models/h3/audio_config.h"
-#include "daemon/models/read_file.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "daemon/models/h3/config_source.h"
+#include "daemon/models/read_file.h"
 
 namespace vaed::models::h3 {
 namespace {
@@ -48,22 +47,6 @@ constexpr int64_t kMaxHopSamples = int64_t{1} << 24;
 // Bound on the number of stages (channel halvings) Validate() accepts.
 constexpr size_t kMaxStages = 24;
 
-// How the fields of AudioDecoderConfig are spelled in the source being
-// validated, so that errors name the field the user wrote.
-struct FieldNames {
-  std::string sample_rate = "sample_rate";
-  std::string latent_channels = "latent_channels";
-  std::string latent_dim = "latent_dim";
-  std::string upsample_initial_channel = "upsample_initial_channel";
-  std::string upsample_rates = "upsample_rates";
-  std::string upsample_kernel_sizes = "upsample_kernel_sizes";
-  std::string resblock_kernel_sizes = "resblock_kernel_sizes";
-  std::string resblock_dilations = "resblock_dilations";
-  std::string latents_mean = "latents_mean";
-  std::string latents_std = "latents_std";
-  std::string output_clamp = "output_clamp";
-};
-
 std::string Indexed(const std::string& field, size_t i) {
   return field + "[" + std::to_string(i) + "]";
 }
@@ -83,30 +66,30 @@ Status ValidateWithNames(const AudioDecoderConfig& c, std::string_view source,
     if (v < 1) return bad(field, "is " + std::to_string(v) + "; must be >= 1");
     return Status::Ok();
   };
-  VAED_RETURN_IF_ERROR(at_least_1(n.sample_rate, c.sample_rate));
-  VAED_RETURN_IF_ERROR(at_least_1(n.latent_channels, c.latent_channels));
-  VAED_RETURN_IF_ERROR(at_least_1(n.latent_dim, c.latent_dim));
+  VAED_RETURN_IF_ERROR(at_least_1(n("sample_rate"), c.sample_rate));
+  VAED_RETURN_IF_ERROR(at_least_1(n("latent_channels"), c.latent_channels));
+  VAED_RETURN_IF_ERROR(at_least_1(n("latent_dim"), c.latent_dim));
 
   if (c.upsample_rates.empty() || c.upsample_rates.size() > kMaxStages) {
-    return bad(n.upsample_rates, "has " + std::to_string(c.upsample_rates.size()) +
+    return bad(n("upsample_rates"), "has " + std::to_string(c.upsample_rates.size()) +
                                      " entries; must have 1 to " + std::to_string(kMaxStages));
   }
   if (c.upsample_kernel_sizes.size() != c.upsample_rates.size()) {
-    return bad(n.upsample_kernel_sizes, "has " + std::to_string(c.upsample_kernel_sizes.size()) +
+    return bad(n("upsample_kernel_sizes"), "has " + std::to_string(c.upsample_kernel_sizes.size()) +
                                             " entries; must have " +
                                             std::to_string(c.upsample_rates.size()) +
-                                            " (one per entry of " + n.upsample_rates + ")");
+                                            " (one per entry of " + n("upsample_rates") + ")");
   }
   int64_t hop = 1;
   for (size_t i = 0; i < c.upsample_rates.size(); ++i) {
     const int64_t u = c.upsample_rates[i];
     const int64_t k = c.upsample_kernel_sizes[i];
     if (u < 1 || u > kMaxHopSamples) {
-      return bad(Indexed(n.upsample_rates, i), "is " + std::to_string(u) + "; must be in [1, " +
+      return bad(Indexed(n("upsample_rates"), i), "is " + std::to_string(u) + "; must be in [1, " +
                                                    std::to_string(kMaxHopSamples) + "]");
     }
     if (k < u || (k - u) % 2 != 0 || k > kMaxHopSamples) {
-      return bad(Indexed(n.upsample_kernel_sizes, i),
+      return bad(Indexed(n("upsample_kernel_sizes"), i),
                  "is " + std::to_string(k) + "; must be >= the rate " + std::to_string(u) +
                      " and differ from it by an even number (padding (k - rate) / 2 must "
                      "give exact x" +
@@ -114,45 +97,45 @@ Status ValidateWithNames(const AudioDecoderConfig& c, std::string_view source,
     }
     hop *= u;
     if (hop > kMaxHopSamples) {
-      return bad(n.upsample_rates, ListToString(c.upsample_rates) + " multiplies to more than " +
+      return bad(n("upsample_rates"), ListToString(c.upsample_rates) + " multiplies to more than " +
                                        std::to_string(kMaxHopSamples) + " samples per frame");
     }
   }
   const int64_t stages = static_cast<int64_t>(c.upsample_rates.size());
   const int64_t divisor = int64_t{1} << stages;
   if (c.upsample_initial_channel < divisor || c.upsample_initial_channel % divisor != 0) {
-    return bad(n.upsample_initial_channel,
+    return bad(n("upsample_initial_channel"),
                "is " + std::to_string(c.upsample_initial_channel) +
                    "; must be a positive multiple of 2^" + std::to_string(stages) + " = " +
                    std::to_string(divisor) + " (the channels halve at every stage)");
   }
 
-  if (c.resblock_kernel_sizes.empty()) return bad(n.resblock_kernel_sizes, "is empty");
+  if (c.resblock_kernel_sizes.empty()) return bad(n("resblock_kernel_sizes"), "is empty");
   if (c.resblock_dilations.size() != c.resblock_kernel_sizes.size()) {
-    return bad(n.resblock_dilations, "has " + std::to_string(c.resblock_dilations.size()) +
+    return bad(n("resblock_dilations"), "has " + std::to_string(c.resblock_dilations.size()) +
                                          " entries; must have " +
                                          std::to_string(c.resblock_kernel_sizes.size()) +
-                                         " (one per entry of " + n.resblock_kernel_sizes + ")");
+                                         " (one per entry of " + n("resblock_kernel_sizes") + ")");
   }
   for (size_t i = 0; i < c.resblock_kernel_sizes.size(); ++i) {
     const int64_t k = c.resblock_kernel_sizes[i];
     if (k < 1 || k % 2 == 0 || k > 1023) {
-      return bad(Indexed(n.resblock_kernel_sizes, i),
+      return bad(Indexed(n("resblock_kernel_sizes"), i),
                  "is " + std::to_string(k) + "; must be odd and in [1, 1023]");
     }
     const std::vector<int64_t>& dil = c.resblock_dilations[i];
-    if (dil.empty()) return bad(Indexed(n.resblock_dilations, i), "is empty");
+    if (dil.empty()) return bad(Indexed(n("resblock_dilations"), i), "is empty");
     for (size_t j = 0; j < dil.size(); ++j) {
       if (dil[j] < 1 || dil[j] > 1024) {
-        return bad(Indexed(Indexed(n.resblock_dilations, i), j),
+        return bad(Indexed(Indexed(n("resblock_dilations"), i), j),
                    "is " + std::to_string(dil[j]) + "; must be in [1, 1024]");
       }
     }
   }
 
   const size_t channels = static_cast<size_t>(c.latent_channels);
-  for (const auto& [field, values, is_std] : {std::tuple{n.latents_mean, &c.latents_mean, false},
-                                              std::tuple{n.latents_std, &c.latents_std, true}}) {
+  for (const auto& [field, values, is_std] : {std::tuple{n("latents_mean"), &c.latents_mean, false},
+                                              std::tuple{n("latents_std"), &c.latents_std, true}}) {
     if (values->size() != channels) {
       return bad(field, "has " + std::to_string(values->size()) + " values; must have " +
                             std::to_string(channels) + " (one per latent channel)");
@@ -166,7 +149,7 @@ Status ValidateWithNames(const AudioDecoderConfig& c, std::string_view source,
     }
   }
   if (!std::isfinite(c.output_clamp) || !(c.output_clamp > 0.0f)) {
-    return bad(n.output_clamp, "is " + std::to_string(c.output_clamp) + "; must be finite and > 0");
+    return bad(n("output_clamp"), "is " + std::to_string(c.output_clamp) + "; must be finite and > 0");
   }
   return Status::Ok();
 }
@@ -301,18 +284,6 @@ class JsonFields {
   std::string source_;
 };
 
-// Parses JSON text; the one place nlohmann::json parse errors are
-// translated.
-Result<Json> ParseJson(const std::string& text, const std::string& path) {
-  try {
-    return Json::parse(text);
-  } catch (const Json::exception& e) {
-    return InvalidArgument(path + ": not valid JSON: " + e.what());
-  } catch (const std::bad_alloc&) {
-    return ResourceExhausted(path + ": out of memory while parsing JSON");
-  }
-}
-
 // The object member whose key is `name` or starts with "<name> (" (the
 // golden config annotates its keys, e.g. "bigvgan_h (built by ...)").
 const Json* FindAnnotated(const Json& root, const std::string& name, std::string* key_out) {
@@ -373,16 +344,16 @@ Result<AudioDecoderConfig> FromGolden(const JsonFields& f, const Json& root, con
   c.output_clamp = 1.0f;
 
   FieldNames n;
-  n.sample_rate = cp + ".sample_rate";
-  n.latent_channels = cp + ".latent_channels";
-  n.latent_dim = hp + ".num_mels";
-  n.upsample_initial_channel = hp + ".upsample_initial_channel";
-  n.upsample_rates = hp + ".upsample_rates";
-  n.upsample_kernel_sizes = hp + ".upsample_kernel_sizes";
-  n.resblock_kernel_sizes = hp + ".resblock_kernel_sizes";
-  n.resblock_dilations = hp + ".resblock_dilation_sizes";
-  n.latents_mean = cp + ".latents_mean";
-  n.latents_std = cp + ".latents_std";
+  n.Rename("sample_rate", cp + ".sample_rate");
+  n.Rename("latent_channels", cp + ".latent_channels");
+  n.Rename("latent_dim", hp + ".num_mels");
+  n.Rename("upsample_initial_channel", hp + ".upsample_initial_channel");
+  n.Rename("upsample_rates", hp + ".upsample_rates");
+  n.Rename("upsample_kernel_sizes", hp + ".upsample_kernel_sizes");
+  n.Rename("resblock_kernel_sizes", hp + ".resblock_kernel_sizes");
+  n.Rename("resblock_dilations", hp + ".resblock_dilation_sizes");
+  n.Rename("latents_mean", cp + ".latents_mean");
+  n.Rename("latents_std", cp + ".latents_std");
   VAED_RETURN_IF_ERROR(ValidateWithNames(c, f.source(), n));
   return c;
 }
@@ -406,11 +377,11 @@ Result<AudioDecoderConfig> FromDiffusers(const JsonFields& f, const Json& root) 
   c.output_clamp = 1.0f;
 
   FieldNames n;
-  n.sample_rate = "sampling_rate";
-  n.upsample_initial_channel = "decoder_dim";
-  n.upsample_rates = "decoder_rates";
-  n.upsample_kernel_sizes = "decoder_kernel_sizes";
-  n.resblock_dilations = "resblock_dilation_sizes";
+  n.Rename("sample_rate", "sampling_rate");
+  n.Rename("upsample_initial_channel", "decoder_dim");
+  n.Rename("upsample_rates", "decoder_rates");
+  n.Rename("upsample_kernel_sizes", "decoder_kernel_sizes");
+  n.Rename("resblock_dilations", "resblock_dilation_sizes");
   VAED_RETURN_IF_ERROR(ValidateWithNames(c, f.source(), n));
   return c;
 }
@@ -488,8 +459,8 @@ Result<AudioDecoderConfig> FromComponent(const JsonFields& f, const Json& root,
   }
 
   FieldNames n;
-  n.upsample_initial_channel = kp + ".decoder_dim";
-  n.latent_dim = kp + ".encoder_rates";
+  n.Rename("upsample_initial_channel", kp + ".decoder_dim");
+  n.Rename("latent_dim", kp + ".encoder_rates");
   VAED_RETURN_IF_ERROR(ValidateWithNames(c, path + " (with " + meta_path + ")", n));
   return c;
 }
@@ -510,12 +481,11 @@ int64_t AudioDecoderConfig::hop_samples() const {
 }
 
 Status AudioDecoderConfig::Validate(std::string_view source) const {
-  return ValidateWithNames(*this, source, FieldNames{});
+  return ValidateWithNames(*this, source, FieldNames());
 }
 
 Result<AudioDecoderConfig> AudioDecoderConfig::LoadJsonFile(const std::string& path) {
-  VAED_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  VAED_ASSIGN_OR_RETURN(Json root, ParseJson(text, path));
+  VAED_ASSIGN_OR_RETURN(Json root, ReadJsonFile(path));
   const JsonFields f(path);
   if (!root.is_object()) {
     return InvalidArgument(path + ": top level is " + std::string(root.type_name()) +

@@ -88,10 +88,11 @@ struct AudioDecoderConfig {
   static Result<AudioDecoderConfig> LoadJsonFile(const std::string& path);
 
   // Checks every rule stated on the fields above, plus: latent_channels,
-  // latent_dim, sample_rate >= 1; the two upsample lists non-empty and of
-  // equal length; resblock lists non-empty and of equal length, dilations
-  // >= 1; latents_mean/std of size latent_channels, finite, std > 0;
-  // output_clamp finite and > 0. kInvalidArgument whose message starts
+  // latent_dim, sample_rate >= 1; the two upsample lists non-empty (at most
+  // 24 stages) and of equal length, rates in [1, 2^24] and their product
+  // (hop_samples) <= 2^24; resblock lists non-empty and of equal length,
+  // kernels odd and <= 1023, dilations in [1, 1024]; latents_mean/std of
+  // size latent_channels, finite, std > 0; output_clamp finite and > 0. kInvalidArgument whose message starts
   // with `source` (a file name or "config") and names the field.
   Status Validate(std::string_view source) const;
 

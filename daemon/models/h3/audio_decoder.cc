@@ -392,6 +392,19 @@ class WeightsBuilder {
   uint64_t resident_bytes_ = 0;
 };
 
+// Builds every tensor; `doing` says what for LibTorch errors.
+Result<std::unique_ptr<H3AudioWeights>> BuildWeights(WeightsBuilder& builder,
+                                                     const std::string& doing) {
+  try {
+    torch::NoGradGuard no_grad;
+    Result<std::unique_ptr<H3AudioWeights>> built = builder.Build();
+    if (!built.ok()) return built.status().WithContext("h3 audio decoder");
+    return built;
+  } catch (...) {
+    return CurrentTorchErrorStatus(doing);
+  }
+}
+
 bool IsEncoderKey(const std::string& name) {
   for (std::string_view p : kEncoderPrefixes) {
     if (name.rfind(p, 0) == 0) return true;
@@ -478,15 +491,8 @@ Result<std::unique_ptr<AudioDecoder>> AudioDecoder::Load(const AudioDecoderConfi
 
   FileSource source(file);
   WeightsBuilder builder(config, source);
-  std::unique_ptr<Weights> weights;
-  try {
-    torch::NoGradGuard no_grad;
-    Result<std::unique_ptr<H3AudioWeights>> built = builder.Build();
-    if (!built.ok()) return built.status().WithContext("h3 audio decoder");
-    weights = std::make_unique<Weights>(Weights{std::move(**built)});
-  } catch (...) {
-    return CurrentTorchErrorStatus(what + ": loading weights");
-  }
+  VAED_ASSIGN_OR_RETURN(std::unique_ptr<H3AudioWeights> built,
+                        BuildWeights(builder, what + ": loading weights"));
 
   int64_t ignored = 0;
   std::vector<std::string> unexpected;
@@ -513,7 +519,7 @@ Result<std::unique_ptr<AudioDecoder>> AudioDecoder::Load(const AudioDecoderConfi
   Result<std::string> sha = Sha256File(weights_path);
   if (!sha.ok()) return sha.status().WithContext("h3 audio decoder");
 
-  auto decoder = std::unique_ptr<AudioDecoder>(new AudioDecoder(config, std::move(weights)));
+  auto decoder = std::unique_ptr<AudioDecoder>(new AudioDecoder(config, std::make_unique<Weights>(Weights{std::move(*built)})));
   decoder->weights_path_ = weights_path;
   decoder->weights_sha256_ = *sha;
   decoder->resident_bytes_ = builder.resident_bytes();
@@ -531,17 +537,11 @@ Result<std::unique_ptr<AudioDecoder>> AudioDecoder::CreateRandom(const AudioDeco
   VAED_RETURN_IF_ERROR(config.Validate("h3 audio decoder config"));
   RandomSource source(seed, config.snake_logscale);
   WeightsBuilder builder(config, source);
-  std::unique_ptr<Weights> weights;
-  try {
-    torch::NoGradGuard no_grad;
-    Result<std::unique_ptr<H3AudioWeights>> built = builder.Build();
-    if (!built.ok()) return built.status().WithContext("h3 audio decoder");
-    weights = std::make_unique<Weights>(Weights{std::move(**built)});
-  } catch (...) {
-    return CurrentTorchErrorStatus("h3 audio decoder: generating random weights (seed " +
-                                   std::to_string(seed) + ")");
-  }
-  auto decoder = std::unique_ptr<AudioDecoder>(new AudioDecoder(config, std::move(weights)));
+  VAED_ASSIGN_OR_RETURN(
+      std::unique_ptr<H3AudioWeights> built,
+      BuildWeights(builder, "h3 audio decoder: generating random weights (seed " +
+                                std::to_string(seed) + ")"));
+  auto decoder = std::unique_ptr<AudioDecoder>(new AudioDecoder(config, std::make_unique<Weights>(Weights{std::move(*built)})));
   decoder->resident_bytes_ = builder.resident_bytes();
   spdlog::warn("h3 audio decoder: RANDOM weights (seed {}), not a trained model", seed);
   return decoder;

@@ -18,8 +18,8 @@
 //   output  float32 [channels, 800 * T], clamped to [-1, 1].
 // Video contract: VideoVae's (video_vae.h), unchanged.
 //
-// Thread-safety: as VaeModel (Plan*/info from any thread, Decode* by the
-// owning executor).
+// Thread-safety: as VaeModel (const methods from any thread; Decode() and
+// DecodeAudio() by the rank that owns this instance).
 #ifndef VAED_DAEMON_MODELS_H3_H3_VAE_H_
 #define VAED_DAEMON_MODELS_H3_H3_VAE_H_
 

@@ -72,7 +72,7 @@ struct TiledDecodeStats {
 
 // Cached blend weights (a compiled plan's "blend ramps"): the weight
 // vectors of BlendRamp() per (overlap, dtype), built once. Not thread-safe;
-// one per model, used by its executor.
+// one per model instance, used by the rank that decodes with it.
 class BlendRamps {
  public:
   // (1 - p/e, p/e) for p = 0..e-1, computed as BlendRamp() computes them.

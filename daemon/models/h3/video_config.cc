@@ -1,17 +1,16 @@
 #include "daemon/models/h3/video_config.h"
-#include "daemon/models/read_file.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <utility>
+
+#include "daemon/models/h3/config_source.h"
 
 namespace vaed::models::h3 {
 namespace {
@@ -21,30 +20,6 @@ using Json = nlohmann::json;
 // Upper bound for every size field, so that products of two of them cannot
 // overflow int64 and an absurd config is refused before any allocation.
 constexpr int64_t kMaxSize = int64_t{1} << 20;
-
-// The JSON field behind each config field, for error messages. Validate()
-// names the struct fields; LoadJsonFile() names the fields of the file.
-struct FieldNames {
-  std::string latent_channels = "latent_channels";
-  std::string dim = "dim";
-  std::string depth = "depth";
-  std::string heads = "heads";
-  std::string dim_head = "dim_head";
-  std::string ffn_inner = "ffn_inner";
-  std::string num_register_tokens = "num_register_tokens";
-  std::string norm_eps = "norm_eps";
-  std::string rope_theta = "rope_theta";
-  std::string rope_dim = "rope_dim";
-  std::string patch_t = "patch_t";
-  std::string patch_hw = "patch_hw";
-  std::string out_channels = "out_channels";
-  std::string latents_mean = "latents_mean";
-  std::string latents_std = "latents_std";
-  std::string tile_px = "tile_px";
-  std::string tile_overlap_min_px = "tile_overlap_min_px";
-  std::string clip_length = "clip_length";
-  std::string token_drop = "token_drop";
-};
 
 std::string Num(double v) {
   char buf[64];
@@ -93,53 +68,45 @@ Status CheckStats(const std::vector<float>& v, int64_t channels, bool is_std,
   return Status::Ok();
 }
 
+// Validate() with the fields named as `n` says (the struct members' names,
+// or the file's for LoadJsonFile()).
 Status ValidateNamed(const VideoDecoderConfig& c, const FieldNames& n) {
-  VAED_RETURN_IF_ERROR(CheckSize(c.latent_channels, n.latent_channels));
-  VAED_RETURN_IF_ERROR(CheckSize(c.dim, n.dim));
-  VAED_RETURN_IF_ERROR(CheckSize(c.depth, n.depth));
-  VAED_RETURN_IF_ERROR(CheckSize(c.heads, n.heads));
-  VAED_RETURN_IF_ERROR(CheckSize(c.dim_head, n.dim_head));
-  VAED_RETURN_IF_ERROR(CheckSize(c.ffn_inner, n.ffn_inner));
-  VAED_RETURN_IF_ERROR(CheckSize(c.num_register_tokens, n.num_register_tokens));
-  VAED_RETURN_IF_ERROR(CheckPositive(c.norm_eps, n.norm_eps));
-  VAED_RETURN_IF_ERROR(CheckPositive(c.rope_theta, n.rope_theta));
-  VAED_RETURN_IF_ERROR(CheckSize(c.rope_dim, n.rope_dim));
-  VAED_RETURN_IF_ERROR(CheckSize(c.patch_t, n.patch_t));
-  VAED_RETURN_IF_ERROR(CheckSize(c.patch_hw, n.patch_hw));
-  VAED_RETURN_IF_ERROR(CheckSize(c.out_channels, n.out_channels));
+  const std::pair<int64_t, const char*> widths[] = {
+      {c.latent_channels, "latent_channels"}, {c.dim, "dim"},
+      {c.depth, "depth"},                     {c.heads, "heads"},
+      {c.dim_head, "dim_head"},               {c.ffn_inner, "ffn_inner"},
+      {c.num_register_tokens, "num_register_tokens"}};
+  for (const auto& [value, member] : widths) VAED_RETURN_IF_ERROR(CheckSize(value, n(member)));
+  VAED_RETURN_IF_ERROR(CheckPositive(c.norm_eps, n("norm_eps")));
+  VAED_RETURN_IF_ERROR(CheckPositive(c.rope_theta, n("rope_theta")));
+  const std::pair<int64_t, const char*> patch[] = {{c.rope_dim, "rope_dim"},
+                                                   {c.patch_t, "patch_t"},
+                                                   {c.patch_hw, "patch_hw"},
+                                                   {c.out_channels, "out_channels"}};
+  for (const auto& [value, member] : patch) VAED_RETURN_IF_ERROR(CheckSize(value, n(member)));
   if (c.heads * c.dim_head != c.dim) {
-    return InvalidArgument(n.heads + " (" + std::to_string(c.heads) + ") * " + n.dim_head + " (" +
-                           std::to_string(c.dim_head) + ") is " +
-                           std::to_string(c.heads * c.dim_head) + "; must equal " + n.dim + " (" +
-                           std::to_string(c.dim) + ")");
+    return InvalidArgument(n("heads") + " (" + std::to_string(c.heads) + ") * " + n("dim_head") +
+                           " (" + std::to_string(c.dim_head) + ") is " +
+                           std::to_string(c.heads * c.dim_head) + "; must equal " + n("dim") +
+                           " (" + std::to_string(c.dim) + ")");
   }
   if (c.rope_dim > c.dim_head || c.rope_dim % 6 != 0) {
-    return InvalidArgument(n.rope_dim + " gives " + std::to_string(c.rope_dim) +
-                           " rotary dims; must be <= " + n.dim_head + " (" +
+    return InvalidArgument(n("rope_dim") + " gives " + std::to_string(c.rope_dim) +
+                           " rotary dims; must be <= " + n("dim_head") + " (" +
                            std::to_string(c.dim_head) +
                            ") and a multiple of 6 (3 axes x rotate-half pairs)");
   }
-  VAED_RETURN_IF_ERROR(CheckStats(c.latents_mean, c.latent_channels, false, n.latents_mean));
-  VAED_RETURN_IF_ERROR(CheckStats(c.latents_std, c.latent_channels, true, n.latents_std));
-  VAED_RETURN_IF_ERROR(CheckModelConstant(c.tile_px, 256, n.tile_px));
-  VAED_RETURN_IF_ERROR(CheckModelConstant(c.tile_overlap_min_px, 64, n.tile_overlap_min_px));
-  VAED_RETURN_IF_ERROR(CheckModelConstant(c.clip_length, 17, n.clip_length));
-  VAED_RETURN_IF_ERROR(CheckModelConstant(c.token_drop, 3, n.token_drop));
-  return Status::Ok();
-}
-
-// The one place nlohmann::json exceptions are translated in this file.
-Result<Json> ReadJsonFile(const std::string& path) {
-  VAED_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  try {
-    return Json::parse(text);
-  } catch (const Json::exception& e) {
-    return InvalidArgument(path + ": not valid JSON: " + e.what());
-  } catch (const std::bad_alloc&) {
-    return ResourceExhausted(path + ": out of memory while parsing JSON");
-  } catch (const std::exception& e) {
-    return Internal(path + ": unexpected error while parsing JSON: " + e.what());
+  VAED_RETURN_IF_ERROR(CheckStats(c.latents_mean, c.latent_channels, false, n("latents_mean")));
+  VAED_RETURN_IF_ERROR(CheckStats(c.latents_std, c.latent_channels, true, n("latents_std")));
+  const std::tuple<int64_t, int64_t, const char*> constants[] = {
+      {c.tile_px, 256, "tile_px"},
+      {c.tile_overlap_min_px, 64, "tile_overlap_min_px"},
+      {c.clip_length, 17, "clip_length"},
+      {c.token_drop, 3, "token_drop"}};
+  for (const auto& [value, official, member] : constants) {
+    VAED_RETURN_IF_ERROR(CheckModelConstant(value, official, n(member)));
   }
+  return Status::Ok();
 }
 
 // Typed access to the fields of one JSON object; errors name the file and the
@@ -283,56 +250,60 @@ Status RequireString(const ObjectReader& r, const char* key, const std::string& 
   return Status::Ok();
 }
 
-// Formats (a) and (b): the FL2VA component config plus source/config.json.
-Result<VideoDecoderConfig> ParseOriginal(const ObjectReader& comp, const ObjectReader& src) {
-  VideoDecoderConfig c;
-  FieldNames n;
-  auto name = [](const ObjectReader& r, std::string_view key) {
-    return r.file() + ": field '" + r.Field(key) + "'";
-  };
+// "<file>: field '<path>'", the name of a field in messages.
+std::string FieldIn(const ObjectReader& r, std::string_view key) {
+  return r.file() + ": field '" + r.Field(key) + "'";
+}
 
-  // Component config (FL2VA/video_vae/config.json).
-  VAED_ASSIGN_OR_RETURN(c.tile_px, comp.Int("vae_tile_size", c.tile_px));
-  VAED_ASSIGN_OR_RETURN(c.tile_overlap_min_px,
-                        comp.Int("vae_tile_overlap_min", c.tile_overlap_min_px));
-  VAED_ASSIGN_OR_RETURN(c.clip_length, comp.Int("vae_clip_length", c.clip_length));
-  VAED_ASSIGN_OR_RETURN(c.token_drop, comp.Int("vae_token_drop", c.token_drop));
-  n.tile_px = name(comp, "vae_tile_size");
-  n.tile_overlap_min_px = name(comp, "vae_tile_overlap_min");
-  n.clip_length = name(comp, "vae_clip_length");
-  n.token_drop = name(comp, "vae_token_drop");
+// Reads `key` into `*value`, naming `member` after the field it came from.
+Status ReadInt(const ObjectReader& r, const char* key, std::string_view member, int64_t* value,
+               FieldNames* n) {
+  VAED_ASSIGN_OR_RETURN(*value, r.Int(key, *value));
+  n->Rename(member, FieldIn(r, key));
+  return Status::Ok();
+}
+
+// Format (a)/(b), the component config (FL2VA/video_vae/config.json): the
+// tiling constants, the latent statistics and vae_decoder_tiling.
+Status ParseComponent(const ObjectReader& comp, VideoDecoderConfig* c, FieldNames* n) {
+  VAED_RETURN_IF_ERROR(ReadInt(comp, "vae_tile_size", "tile_px", &c->tile_px, n));
+  VAED_RETURN_IF_ERROR(
+      ReadInt(comp, "vae_tile_overlap_min", "tile_overlap_min_px", &c->tile_overlap_min_px, n));
+  VAED_RETURN_IF_ERROR(ReadInt(comp, "vae_clip_length", "clip_length", &c->clip_length, n));
+  VAED_RETURN_IF_ERROR(ReadInt(comp, "vae_token_drop", "token_drop", &c->token_drop, n));
   VAED_RETURN_IF_ERROR(RequireBool(comp, "vae_decoder_tiling", true, true,
                                    "untiled decode is out of distribution; the 256-px tiling is "
                                    "model semantics, spec/h3_vae.md §1.4"));
-  VAED_ASSIGN_OR_RETURN(c.latents_mean, comp.Floats("latents_mean"));
-  VAED_ASSIGN_OR_RETURN(c.latents_std, comp.Floats("latents_std"));
-  n.latents_mean = name(comp, "latents_mean");
-  n.latents_std = name(comp, "latents_std");
+  VAED_ASSIGN_OR_RETURN(c->latents_mean, comp.Floats("latents_mean"));
+  VAED_ASSIGN_OR_RETURN(c->latents_std, comp.Floats("latents_std"));
+  n->Rename("latents_mean", FieldIn(comp, "latents_mean"));
+  n->Rename("latents_std", FieldIn(comp, "latents_std"));
+  return Status::Ok();
+}
 
-  // Source config (FL2VA/video_vae/source/config.json).
+// Format (a)/(b), the top level of the source config (FL2VA/video_vae/
+// source/config.json): supported structure, channels and patch sizes.
+Status ParseSource(const ObjectReader& src, const ObjectReader& comp, VideoDecoderConfig* c,
+                   FieldNames* n) {
   VAED_RETURN_IF_ERROR(RequireBool(src, "causal_decoder", false, false,
                                    "the released decoder is non-causal, spec §1.1"));
   VAED_RETURN_IF_ERROR(
       RequireBool(src, "use_vit_decoder", true, true, "only the ViT3D decoder is implemented"));
   VAED_RETURN_IF_ERROR(RequireString(src, "pixel_norm_type", "imagenet", "imagenet",
                                      "the output is ImageNet-normalised RGB, spec §1.1"));
-  if (src.Has("embed_dim")) {
-    VAED_ASSIGN_OR_RETURN(c.latent_channels, src.Int("embed_dim"));
-    n.latent_channels = name(src, "embed_dim");
-  } else {
-    VAED_ASSIGN_OR_RETURN(c.latent_channels, src.Int("z_channels"));
-    n.latent_channels = name(src, "z_channels");
-  }
+  const char* channels_key = src.Has("embed_dim") ? "embed_dim" : "z_channels";
+  VAED_ASSIGN_OR_RETURN(c->latent_channels, src.Int(channels_key));
+  n->Rename("latent_channels", FieldIn(src, channels_key));
   for (const auto& [r, key] : {std::pair<const ObjectReader*, const char*>{&src, "z_channels"},
                                {&comp, "latent_channels"}}) {
-    VAED_ASSIGN_OR_RETURN(int64_t other, r->Int(key, c.latent_channels));
-    if (other != c.latent_channels) {
-      return r->Error(key, "is " + std::to_string(other) + "; must equal " + n.latent_channels +
-                               " (" + std::to_string(c.latent_channels) + ")");
+    VAED_ASSIGN_OR_RETURN(int64_t other, r->Int(key, c->latent_channels));
+    if (other != c->latent_channels) {
+      return r->Error(key, "is " + std::to_string(other) + "; must equal " +
+                               (*n)("latent_channels") + " (" +
+                               std::to_string(c->latent_channels) + ")");
     }
   }
-  VAED_ASSIGN_OR_RETURN(c.out_channels, src.Int("out_ch", c.out_channels));
-  n.out_channels = name(src, "out_ch");
+  VAED_RETURN_IF_ERROR(ReadInt(src, "out_ch", "out_channels", &c->out_channels, n));
 
   // Patch sizes: vae_ratio / vae_ratio_t, else the products of space_down /
   // time_down (klvae.py:1147-1148); both must agree when both are given.
@@ -340,24 +311,29 @@ Result<VideoDecoderConfig> ParseOriginal(const ObjectReader& comp, const ObjectR
     const char* ratio_key;
     const char* down_key;
     int64_t* out;
-    std::string* field;
+    const char* member;
   };
-  for (const PatchSource& p : {PatchSource{"vae_ratio", "space_down", &c.patch_hw, &n.patch_hw},
-                               PatchSource{"vae_ratio_t", "time_down", &c.patch_t, &n.patch_t}}) {
+  for (const PatchSource& p : {PatchSource{"vae_ratio", "space_down", &c->patch_hw, "patch_hw"},
+                               PatchSource{"vae_ratio_t", "time_down", &c->patch_t, "patch_t"}}) {
     VAED_ASSIGN_OR_RETURN(std::optional<int64_t> product, src.Product(p.down_key));
     if (src.Has(p.ratio_key)) {
       VAED_ASSIGN_OR_RETURN(*p.out, src.Int(p.ratio_key));
-      *p.field = name(src, p.ratio_key);
+      n->Rename(p.member, FieldIn(src, p.ratio_key));
       if (product.has_value() && *product != *p.out) {
         return src.Error(p.down_key, "multiplies to " + std::to_string(*product) + " but " +
                                          src.Field(p.ratio_key) + " is " + std::to_string(*p.out));
       }
     } else if (product.has_value()) {
       *p.out = *product;
-      *p.field = name(src, p.down_key) + " (product)";
+      n->Rename(p.member, FieldIn(src, p.down_key) + " (product)");
     }
   }
+  return Status::Ok();
+}
 
+// Format (a)/(b), vit_decoder_kwargs of the source config: supported
+// structure, widths, depth and RoPE; dim and ffn_inner derived.
+Status ParseVitKwargs(const ObjectReader& src, VideoDecoderConfig* c, FieldNames* n) {
   VAED_ASSIGN_OR_RETURN(const Json* kwargs_json, src.Object("vit_decoder_kwargs"));
   const ObjectReader kw(*kwargs_json, src.file(), src.Field("vit_decoder_kwargs") + ".");
   static const std::set<std::string> kKnown = {
@@ -385,26 +361,36 @@ Result<VideoDecoderConfig> ParseOriginal(const ObjectReader& comp, const ObjectR
       RequireString(kw, "ffn_activation_fn", "silu", "silu", "the FFN is gated SiLU, spec §1.1"));
   VAED_RETURN_IF_ERROR(
       RequireBool(kw, "ffn_use_gated", true, true, "the FFN is gated SiLU, spec §1.1"));
-  VAED_ASSIGN_OR_RETURN(c.dim_head, kw.Int("dim_head"));
-  VAED_ASSIGN_OR_RETURN(c.heads, kw.Int("heads"));
-  VAED_ASSIGN_OR_RETURN(c.depth, kw.Int("num_layers"));
-  VAED_ASSIGN_OR_RETURN(c.rope_theta, kw.Number("rope_theta"));
-  n.dim_head = name(kw, "dim_head");
-  n.heads = name(kw, "heads");
-  n.depth = name(kw, "num_layers");
-  n.rope_theta = name(kw, "rope_theta");
-  VAED_RETURN_IF_ERROR(CheckSize(c.dim_head, n.dim_head));
-  VAED_RETURN_IF_ERROR(CheckSize(c.heads, n.heads));
-  VAED_ASSIGN_OR_RETURN(c.rope_dim, RopeDim(kw, "rope_dim_ratio", c.dim_head));
-  n.rope_dim = name(kw, "rope_dim_ratio");
+  VAED_ASSIGN_OR_RETURN(c->dim_head, kw.Int("dim_head"));
+  VAED_ASSIGN_OR_RETURN(c->heads, kw.Int("heads"));
+  VAED_ASSIGN_OR_RETURN(c->depth, kw.Int("num_layers"));
+  VAED_ASSIGN_OR_RETURN(c->rope_theta, kw.Number("rope_theta"));
+  n->Rename("dim_head", FieldIn(kw, "dim_head"));
+  n->Rename("heads", FieldIn(kw, "heads"));
+  n->Rename("depth", FieldIn(kw, "num_layers"));
+  n->Rename("rope_theta", FieldIn(kw, "rope_theta"));
+  VAED_RETURN_IF_ERROR(CheckSize(c->dim_head, (*n)("dim_head")));
+  VAED_RETURN_IF_ERROR(CheckSize(c->heads, (*n)("heads")));
+  VAED_ASSIGN_OR_RETURN(c->rope_dim, RopeDim(kw, "rope_dim_ratio", c->dim_head));
+  n->Rename("rope_dim", FieldIn(kw, "rope_dim_ratio"));
   // Derived: dim from the heads, FFN inner = 4 * dim (base_module.py:55-105).
-  c.dim = c.heads * c.dim_head;
-  c.ffn_inner = 4 * c.dim;
-  n.dim = n.heads + " * " + n.dim_head;
-  n.ffn_inner = "4 * (" + n.dim + ")";
+  c->dim = c->heads * c->dim_head;
+  c->ffn_inner = 4 * c->dim;
+  n->Rename("dim", (*n)("heads") + " * " + (*n)("dim_head"));
+  n->Rename("ffn_inner", "4 * (" + (*n)("dim") + ")");
+  return Status::Ok();
+}
+
+// Formats (a) and (b): the FL2VA component config plus source/config.json.
+Result<VideoDecoderConfig> ParseOriginal(const ObjectReader& comp, const ObjectReader& src) {
+  VideoDecoderConfig c;
+  FieldNames n;
+  VAED_RETURN_IF_ERROR(ParseComponent(comp, &c, &n));
+  VAED_RETURN_IF_ERROR(ParseSource(src, comp, &c, &n));
+  VAED_RETURN_IF_ERROR(ParseVitKwargs(src, &c, &n));
   // Not carried by these files: ViT3DDecoder defaults (spec §1.1-§1.2).
-  n.norm_eps = "norm_eps (ViT3DDecoder default)";
-  n.num_register_tokens = "num_register_tokens (ViT3DDecoder default)";
+  n.Rename("norm_eps", "norm_eps (ViT3DDecoder default)");
+  n.Rename("num_register_tokens", "num_register_tokens (ViT3DDecoder default)");
   VAED_RETURN_IF_ERROR(ValidateNamed(c, n));
   return c;
 }
@@ -413,47 +399,49 @@ Result<VideoDecoderConfig> ParseOriginal(const ObjectReader& comp, const ObjectR
 Result<VideoDecoderConfig> ParseDiffusers(const ObjectReader& r) {
   VideoDecoderConfig c;
   FieldNames n;
-  auto name = [&](std::string_view key) { return r.file() + ": field '" + r.Field(key) + "'"; };
-  VAED_ASSIGN_OR_RETURN(c.latent_channels, r.Int("latent_channels"));
-  VAED_ASSIGN_OR_RETURN(c.out_channels, r.Int("out_channels", c.out_channels));
-  VAED_ASSIGN_OR_RETURN(c.depth, r.Int("decoder_num_layers"));
-  VAED_ASSIGN_OR_RETURN(c.heads, r.Int("decoder_num_attention_heads"));
-  VAED_ASSIGN_OR_RETURN(c.dim_head, r.Int("decoder_attention_head_dim"));
-  VAED_ASSIGN_OR_RETURN(c.num_register_tokens,
-                        r.Int("decoder_num_register_tokens", c.num_register_tokens));
+  // Required, or optional where the struct's default is the released value.
+  struct IntField {
+    const char* key;
+    const char* member;
+    int64_t* value;
+    bool required;
+  };
+  for (const IntField& f :
+       {IntField{"latent_channels", "latent_channels", &c.latent_channels, true},
+        IntField{"out_channels", "out_channels", &c.out_channels, false},
+        IntField{"decoder_num_layers", "depth", &c.depth, true},
+        IntField{"decoder_num_attention_heads", "heads", &c.heads, true},
+        IntField{"decoder_attention_head_dim", "dim_head", &c.dim_head, true},
+        IntField{"decoder_num_register_tokens", "num_register_tokens", &c.num_register_tokens,
+                 false}}) {
+    VAED_ASSIGN_OR_RETURN(*f.value, f.required ? r.Int(f.key) : r.Int(f.key, *f.value));
+    n.Rename(f.member, FieldIn(r, f.key));
+  }
   VAED_ASSIGN_OR_RETURN(double ffn_mult, r.Number("decoder_ffn_mult", 4.0));
   VAED_ASSIGN_OR_RETURN(c.rope_theta, r.Number("decoder_rope_theta"));
   VAED_ASSIGN_OR_RETURN(c.norm_eps, r.Number("decoder_norm_eps", c.norm_eps));
-  VAED_ASSIGN_OR_RETURN(c.clip_length, r.Int("clip_length", c.clip_length));
-  VAED_ASSIGN_OR_RETURN(c.token_drop, r.Int("token_drop", c.token_drop));
+  VAED_RETURN_IF_ERROR(ReadInt(r, "clip_length", "clip_length", &c.clip_length, &n));
+  VAED_RETURN_IF_ERROR(ReadInt(r, "token_drop", "token_drop", &c.token_drop, &n));
   VAED_ASSIGN_OR_RETURN(c.latents_mean, r.Floats("latents_mean"));
   VAED_ASSIGN_OR_RETURN(c.latents_std, r.Floats("latents_std"));
-  n.latent_channels = name("latent_channels");
-  n.out_channels = name("out_channels");
-  n.depth = name("decoder_num_layers");
-  n.heads = name("decoder_num_attention_heads");
-  n.dim_head = name("decoder_attention_head_dim");
-  n.num_register_tokens = name("decoder_num_register_tokens");
-  n.rope_theta = name("decoder_rope_theta");
-  n.norm_eps = name("decoder_norm_eps");
-  n.clip_length = name("clip_length");
-  n.token_drop = name("token_drop");
-  n.latents_mean = name("latents_mean");
-  n.latents_std = name("latents_std");
-  n.tile_px = "tile_px (diffusers default)";
-  n.tile_overlap_min_px = "tile_overlap_min_px (diffusers default)";
-  VAED_RETURN_IF_ERROR(CheckSize(c.dim_head, n.dim_head));
-  VAED_RETURN_IF_ERROR(CheckSize(c.heads, n.heads));
+  n.Rename("rope_theta", FieldIn(r, "decoder_rope_theta"));
+  n.Rename("norm_eps", FieldIn(r, "decoder_norm_eps"));
+  n.Rename("latents_mean", FieldIn(r, "latents_mean"));
+  n.Rename("latents_std", FieldIn(r, "latents_std"));
+  n.Rename("tile_px", "tile_px (diffusers default)");
+  n.Rename("tile_overlap_min_px", "tile_overlap_min_px (diffusers default)");
+  VAED_RETURN_IF_ERROR(CheckSize(c.dim_head, n("dim_head")));
+  VAED_RETURN_IF_ERROR(CheckSize(c.heads, n("heads")));
   VAED_ASSIGN_OR_RETURN(c.rope_dim, RopeDim(r, "decoder_rope_dim_ratio", c.dim_head));
-  n.rope_dim = name("decoder_rope_dim_ratio");
+  n.Rename("rope_dim", FieldIn(r, "decoder_rope_dim_ratio"));
   VAED_ASSIGN_OR_RETURN(std::optional<int64_t> patch_hw, r.Product("spatial_downsample_factors"));
   VAED_ASSIGN_OR_RETURN(std::optional<int64_t> patch_t, r.Product("temporal_downsample_factors"));
   if (patch_hw) c.patch_hw = *patch_hw;
   if (patch_t) c.patch_t = *patch_t;
-  n.patch_hw = name("spatial_downsample_factors") + " (product)";
-  n.patch_t = name("temporal_downsample_factors") + " (product)";
+  n.Rename("patch_hw", FieldIn(r, "spatial_downsample_factors") + " (product)");
+  n.Rename("patch_t", FieldIn(r, "temporal_downsample_factors") + " (product)");
   c.dim = c.heads * c.dim_head;
-  n.dim = n.heads + " * " + n.dim_head;
+  n.Rename("dim", n("heads") + " * " + n("dim_head"));
   // diffusers FeedForward: inner_dim = int(dim * mult).
   const double inner = static_cast<double>(c.dim) * ffn_mult;
   if (!std::isfinite(inner) || inner < 1 || inner > static_cast<double>(kMaxSize) ||
@@ -463,7 +451,7 @@ Result<VideoDecoderConfig> ParseDiffusers(const ObjectReader& r) {
                                            std::to_string(kMaxSize) + "]");
   }
   c.ffn_inner = static_cast<int64_t>(std::llround(inner));
-  n.ffn_inner = name("decoder_ffn_mult") + " * dim";
+  n.Rename("ffn_inner", FieldIn(r, "decoder_ffn_mult") + " * dim");
   VAED_RETURN_IF_ERROR(ValidateNamed(c, n));
   return c;
 }
@@ -509,7 +497,7 @@ const std::vector<float>& OfficialLatentsStd() {
 
 VideoDecoderConfig VideoDecoderConfig::Official() { return VideoDecoderConfig{}; }
 
-Status VideoDecoderConfig::Validate() const { return ValidateNamed(*this, FieldNames{}); }
+Status VideoDecoderConfig::Validate() const { return ValidateNamed(*this, FieldNames()); }
 
 Result<VideoDecoderConfig> VideoDecoderConfig::LoadJsonFile(const std::string& path) {
   VAED_ASSIGN_OR_RETURN(Json root, ReadJsonFile(path));

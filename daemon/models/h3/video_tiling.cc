@@ -60,21 +60,6 @@ Result<AxisTiles> SplitAxis(int64_t extent_px, int64_t tile_px, int64_t overlap_
   return axis;
 }
 
-TileRect TileGrid::tile(int64_t index) const {
-  TileRect r;
-  r.row = index / cols.tiles();
-  r.col = index % cols.tiles();
-  r.y_px = rows.start_px[static_cast<size_t>(r.row)];
-  r.x_px = cols.start_px[static_cast<size_t>(r.col)];
-  r.height_px = rows.length_px[static_cast<size_t>(r.row)];
-  r.width_px = cols.length_px[static_cast<size_t>(r.col)];
-  r.y_latent = rows.start_latent(r.row);
-  r.x_latent = cols.start_latent(r.col);
-  r.height_latent = rows.end_latent(r.row) - r.y_latent;
-  r.width_latent = cols.end_latent(r.col) - r.x_latent;
-  return r;
-}
-
 namespace {
 
 // Splits one axis given in latent cells. The range is checked before the

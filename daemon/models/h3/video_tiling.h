@@ -20,9 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/tile_geometry.h"
 #include "vaed/status.h"
 
 namespace vaed::models::h3 {
+
+// The tile rectangle both tiled models share (tile_geometry.h).
+using models::TileRect;
 
 // Official constants of the released video VAE (spec §1.1, §2.1-2.2).
 inline constexpr int64_t kPixelsPerLatent = 16;       // vae_ratio (spatial)
@@ -100,6 +104,10 @@ struct AxisTiles {
   int64_t end_latent(int64_t i) const {
     return (start_px[i] + length_px[i]) / kPixelsPerLatent;
   }
+  // Tile i in both units (its latent slice as above); 0 <= i < tiles().
+  TileSpan span(int64_t i) const {
+    return {start_latent(i), end_latent(i) - start_latent(i), start_px[i], length_px[i]};
+  }
 };
 
 // The official split of one axis of `extent_px` pixels (spec §2.3):
@@ -114,22 +122,13 @@ struct AxisTiles {
 Result<AxisTiles> SplitAxis(int64_t extent_px, int64_t tile_px = kTilePx,
                             int64_t overlap_min_px = kTileOverlapMinPx);
 
-// One spatial tile of the grid (row-major index = row * cols + col).
-struct TileRect {
-  int64_t row = 0, col = 0;
-  int64_t y_px = 0, x_px = 0;            // top-left, pixels
-  int64_t height_px = 0, width_px = 0;   // tile size, pixels
-  int64_t y_latent = 0, x_latent = 0;    // top-left, latent cells
-  int64_t height_latent = 0, width_latent = 0;
-};
-
 // The spatial grid of a canvas: rows (height axis) x cols (width axis).
 struct TileGrid {
   AxisTiles rows;  // height
   AxisTiles cols;  // width
   int64_t num_tiles() const { return rows.tiles() * cols.tiles(); }
   // Tile `index` in row-major order; precondition 0 <= index < num_tiles().
-  TileRect tile(int64_t index) const;
+  TileRect tile(int64_t index) const { return GridTile(rows, cols, index); }
 };
 
 // The grid for a latent canvas of height_latent x width_latent cells

@@ -405,7 +405,10 @@ torch::Tensor VideoVae::DecodeTiles(const torch::Tensor& tiles, CallContext* ctx
   }
   // What the call needed: its allocations above the live bytes at entry,
   // plus the plan's preallocated buffers (so plan and eager calls measure
-  // the same footprint).
+  // the same footprint). The live bytes are process-wide, so a request
+  // decoding on another rank meanwhile skews the figure either way
+  // (tensor_memory.h); an estimate that turns out low is caught by the
+  // failure ladder.
   const uint64_t used = peak.Peak() - std::min(peak.Peak(), peak.start_live());
   if (TensorMemoryTracked()) RecordCallPeak(t, h, w, k, used + plan_bytes);
   return out;

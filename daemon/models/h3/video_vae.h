@@ -43,8 +43,10 @@
 // fp16-autocast recipe with bf16, spec §1.6; faster on CPUs with oneDNN
 // bf16, error against float32 measured in the tests and benchmark).
 //
-// Thread-safety: Plan(), info() and ToUnitRange() may be called from any
-// thread; Decode() by one thread at a time (the owning executor).
+// Thread-safety: Plan(), info(), TilesPerUnit(), ToUnitRange(),
+// ChooseTilesPerCall(), EstimateCallBytes() and plan_cache() may be called
+// from any thread; Decode() by one thread at a time (the rank that owns this
+// instance; vae_model.h).
 #ifndef VAED_DAEMON_MODELS_H3_VIDEO_VAE_H_
 #define VAED_DAEMON_MODELS_H3_VIDEO_VAE_H_
 
@@ -101,7 +103,8 @@ class VideoVae final : public VaeModel {
   static constexpr int64_t kLatentChannels = 24;
   // Bounds Plan() enforces before anything is allocated: latent cells per
   // spatial axis (160 = 2560 px) and latent frames (512 = 1740 pixel frames).
-  // A per-request memory budget replaces these later.
+  // Memory within them is bounded by the daemon's tensor memory budget
+  // (tensor_memory.h) and the stacking failure ladder.
   static constexpr int64_t kMaxLatentExtent = 160;
   static constexpr int64_t kMaxLatentFrames = 512;
 
@@ -124,12 +127,13 @@ class VideoVae final : public VaeModel {
   // 16h x 16w px, shape bucket "<name>:<h>x<w>". Errors (kInvalidArgument)
   // name the field (latent.dtype, latent.shape, latent.shape[i] (what)) and
   // the rule.
-  // Tiles of the official 256-px grid per temporal window.
-  int64_t TilesPerUnit(const std::vector<int64_t>& latent_shape,
-                       const DecodeSettings& settings) const override;
-
   Result<DecodePlan> Plan(DType latent_dtype,
                           const std::vector<int64_t>& latent_shape) const override;
+
+  // Tiles of the official 256-px grid per temporal window (1 for a shape
+  // Plan() refuses).
+  int64_t TilesPerUnit(const std::vector<int64_t>& latent_shape,
+                       const DecodeSettings& settings) const override;
 
   // Decodes (contract above). An out-of-memory failure while compiled plans
   // are cached releases them all and retries once eager (the step is the
@@ -197,7 +201,7 @@ class VideoVae final : public VaeModel {
   std::unique_ptr<Vit3dDecoder> decoder_;
   StackTiling default_stack_tiling_;
   PlanCache<Vit3dDecoder::TilePlan> plans_;
-  BlendRamps ramps_;  // executor thread only
+  BlendRamps ramps_;  // the owning rank's thread only (Decode())
   // Measured call peaks: tile bucket "t7 h16 w16" -> tiles per call ->
   // highest bytes seen. Guarded by peaks_mu_ (ChooseTilesPerCall is const
   // and may be asked from any thread).

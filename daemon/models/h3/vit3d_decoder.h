@@ -66,6 +66,10 @@
 
 namespace vaed::models::h3 {
 
+namespace vit3d {
+struct Weights;  // vit3d_weights.h
+}  // namespace vit3d
+
 // Which state_dict naming a checkpoint uses (spec §1.5).
 enum class WeightLayout {
   // Seeded weights from CreateRandom(); no file.
@@ -184,16 +188,14 @@ class Vit3dDecoder {
   uint64_t resident_bytes() const { return resident_bytes_; }
 
  private:
-  struct Weights;
-
   Vit3dDecoder(VideoDecoderConfig config, torch::ScalarType compute_dtype, WeightLayout layout,
-               std::unique_ptr<Weights> weights,
+               std::unique_ptr<vit3d::Weights> weights,
                std::vector<std::pair<std::string, std::string>> weight_sha256);
 
   VideoDecoderConfig config_;
   torch::ScalarType compute_dtype_;
   WeightLayout layout_;
-  std::unique_ptr<Weights> weights_;
+  std::unique_ptr<vit3d::Weights> weights_;
   std::vector<std::pair<std::string, std::string>> weight_sha256_;
   uint64_t resident_bytes_ = 0;
 };
