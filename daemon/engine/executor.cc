@@ -107,7 +107,7 @@ void FillDecodeGeometry(const models::VaeModel& model, const std::optional<Video
 }
 
 Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& options,
-                                                   const server::GroupOptions& group,
+                                                   const GroupOptions& group,
                                                    std::vector<models::ModelRegistry*> registries,
                                                    zmq::context_t* context,
                                                    std::string reply_endpoint) {
@@ -115,7 +115,7 @@ Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& option
     return InvalidArgument("executor.intra_op_threads must be >= 1");
   }
   if (options.queue_capacity < 1) return InvalidArgument("executor.queue_capacity must be >= 1");
-  VAED_ASSIGN_OR_RETURN(parallel::GroupLayout layout, server::MakeGroupLayout(group));
+  VAED_ASSIGN_OR_RETURN(parallel::GroupLayout layout, MakeGroupLayout(group));
   if (registries.size() != group.ranks || registries.empty()) {
     return InvalidArgument("executor: " + std::to_string(registries.size()) +
                            " model registries for group.ranks = " + std::to_string(group.ranks));
@@ -153,7 +153,7 @@ Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& option
   return e;
 }
 
-Executor::Executor(const ExecutorOptions& options, const server::GroupOptions& group,
+Executor::Executor(const ExecutorOptions& options, const GroupOptions& group,
                    parallel::GroupLayout layout, std::vector<models::ModelRegistry*> registries,
                    zmq::context_t* context, std::string reply_endpoint)
     : options_(options),

@@ -54,20 +54,18 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/engine/engine_options.h"
 #include "daemon/models/cancel.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/models/vae_model.h"
 #include "daemon/parallel/communicator.h"
 #include "daemon/parallel/group_layout.h"
-#include "daemon/server/config.h"
 #include "vaed/host_region.h"
 #include "vaed/status.h"
 #include "vaed/tensor_ref.h"
 #include "vaed/v1/vaed.pb.h"
 
 namespace vaed::engine {
-
-using server::ExecutorOptions;
 
 // The video (or image) part of a request.
 struct VideoPart {
@@ -142,7 +140,7 @@ class Executor {
   // its communicators (the rendezvous of each group). Errors:
   // kInvalidArgument for a bad group layout or registry count.
   static Result<std::unique_ptr<Executor>> Create(const ExecutorOptions& options,
-                                                  const server::GroupOptions& group,
+                                                  const GroupOptions& group,
                                                   std::vector<models::ModelRegistry*> registries,
                                                   zmq::context_t* context,
                                                   std::string reply_endpoint);
@@ -231,7 +229,7 @@ class Executor {
     CommEntry* entry = nullptr;  // comm's entry (for announcements)
   };
 
-  Executor(const ExecutorOptions& options, const server::GroupOptions& group,
+  Executor(const ExecutorOptions& options, const GroupOptions& group,
            parallel::GroupLayout layout, std::vector<models::ModelRegistry*> registries,
            zmq::context_t* context, std::string reply_endpoint);
   void RankLoop(int local_rank);
@@ -277,7 +275,7 @@ class Executor {
   int GlobalRank(int local_rank) const { return layout_.GlobalRank(local_rank); }
 
   const ExecutorOptions options_;
-  const server::GroupOptions group_options_;
+  const GroupOptions group_options_;
   const parallel::GroupLayout layout_;
   zmq::context_t* const context_;
   const std::string reply_endpoint_;
