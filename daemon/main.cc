@@ -14,7 +14,7 @@
 #include "daemon/engine/memory_policy.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/models/tensor_memory.h"
-#include "daemon/server/config.h"
+#include "daemon/server/command_line.h"
 #include "daemon/server/control_loop.h"
 #include "daemon/server/logging.h"
 

@@ -1,10 +1,15 @@
 // Daemon configuration: parsed once into plain Options structs, validated
 // as a whole before anything starts.
 //
-// Sources, later ones win: the embedded default config (kDefaultConfigToml,
-// which serves the built-in demo model with no external file), then the
-// TOML file given by --config, then command-line flags. Environment
+// Sources, later ones win: the structs' defaults below, the embedded
+// default config (kDefaultConfigToml: the built-in demo model, so that vaed
+// serves with no external file), the TOML file given by --config, then
+// command-line flags (command_line.h; `vaed --help` lists them). Environment
 // variables are not read.
+//
+// Each TOML key is one row of its section's table (config_keys.h): the
+// member below it sets, its range or allowed values and a one-line doc.
+// systemd/vaed.toml documents every key with its default.
 //
 // Thread-safety: plain values.
 #ifndef VAED_DAEMON_SERVER_CONFIG_H_
@@ -15,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/parallel/group_layout.h"
+#include "daemon/engine/engine_options.h"
 #include "daemon/models/model_config.h"
-#include "daemon/server/decode_options.h"
+#include "daemon/server/profile_options.h"
 #include "vaed/status.h"
 
 namespace vaed::server {
@@ -103,32 +108,6 @@ struct QuarantineOptions {
   uint32_t max_duration_ms = 3600000;
 };
 
-struct ExecutorOptions {
-  // LibTorch intra-op threads of the executor (at::set_num_threads). More
-  // threads: faster single decodes until memory bandwidth saturates; fewer:
-  // leaves cores to the DiT workers on the same node.
-  int intra_op_threads = 2;
-  // Decode requests waiting beyond the one running; past it requests are
-  // answered at once with BUSY and a retry-after (back-pressure).
-  uint32_t queue_capacity = 64;
-  // Heap the daemon keeps between requests for reuse (MiB). Freed decode
-  // activations are kept as a pool because re-faulting pages is expensive;
-  // after a request leaving more heap than this, the free part is returned
-  // to the OS. Larger: fewer page faults for big decodes; smaller: lower
-  // idle RSS after one.
-  uint64_t retained_heap_mib = 4096;
-  // Budget for LibTorch host tensors of the whole daemon (weights, cached
-  // plans, decode buffers), MiB; 0 = none. An allocation past it fails as
-  // out of memory, which the decode's failure ladder handles (fewer tiles
-  // per call) before answering resource_exhausted; stack_tiling auto
-  // checks its measured estimate against it. Smaller: a hard cap on what
-  // vaed takes from the node; too small: requests fail.
-  uint64_t memory_budget_mib = 0;
-  // Testing only: honour DecodeOptions.inject_faults. Off in production
-  // (requests carrying faults are then refused).
-  bool allow_fault_injection = false;
-};
-
 struct LogOptions {
   // spdlog level: trace, debug, info, warn, error, critical, off.
   std::string level = "info";
@@ -159,43 +138,10 @@ struct ModelsOptions {
   std::vector<models::ModelConfig> entries;
 };
 
-// The daemon's own VAE process group (issue 7; daemon/parallel/): its local
-// ranks and the group sizes requests run on.
-struct GroupOptions {
-  // Local ranks (CPU builds: worker ranks, each with its own executor thread
-  // and its own copy of the models, sharing executor.intra_op_threads
-  // cores each; GPU builds: one per device).
-  uint32_t ranks = 1;
-  // Group size of a request that asks for none (DecodeOptions.group_size
-  // 0); one of qualified_sizes.
-  uint32_t size = 1;
-  // Sizes requests may ask for (1 is always allowed). Every size forms
-  // contiguous blocks of ranks (group_layout.h).
-  std::vector<uint32_t> qualified_sizes = {1};
-  // Fewer tiles per window than the group has ranks: "pad" (idle ranks send
-  // empty payloads) or "shrink" (the largest qualified size the tiles fill).
-  std::string few_tiles = "pad";
-  // Communicator backend: "gloo" (every build; LibTorch c10d) or "nccl"
-  // (builds with VAED_WITH_CUDA; local rank r uses CUDA device r).
-  std::string backend = "gloo";
-  // Limit of a collective and of a (re)built communicator's rendezvous.
-  uint32_t collective_timeout_ms = 30000;
-  // Address the Gloo transport binds and announces to its peers: loopback
-  // for one daemon; the node's address when groups span daemons.
-  std::string host = "127.0.0.1";
-  // Groups spanning daemons (nodes): "host:port" of the TCPStore that node
-  // 0 serves and every node joins ("" = this daemon alone, an in-process
-  // store). world_nodes daemons with the same group.ranks each; node_rank
-  // is this daemon's index. Global rank = node_rank * ranks + local rank.
-  std::string store_address;
-  uint32_t world_nodes = 1;
-  uint32_t node_rank = 0;
-};
-
 struct DaemonOptions {
   ServerOptions server;
-  ExecutorOptions executor;
-  GroupOptions group;
+  engine::ExecutorOptions executor;
+  engine::GroupOptions group;
   LogOptions log;
   MetricsOptions metrics;
   ModelsOptions models;
@@ -205,56 +151,35 @@ struct DaemonOptions {
   std::string source = "embedded defaults";
 };
 
-// The embedded default configuration (TOML). It serves the built-in demo
-// model (deterministic seeded weights, flagged as demo everywhere).
+// The embedded default configuration (TOML), read over DaemonOptions{}: the
+// built-in demo model (deterministic seeded weights, flagged as demo
+// everywhere) as the one model and the default.
 extern const char* const kDefaultConfigToml;
 
-// Parses TOML text on top of `base`. Unknown tables or keys, wrong value
-// types and out-of-range values are errors that name the key, e.g.
-// "vaed.toml: executor.intra_op_threads is 0; must be 1..256".
+// Parses TOML text on top of `base`: keys present replace base's values
+// (lists and [[models.entry]] as a whole). Unknown tables or keys, wrong
+// value types and out-of-range integers are errors (kInvalidArgument) that
+// name the source and the key, e.g.
+// "vaed.toml: executor.intra_op_threads is 0; must be 1..256". Allowed
+// strings and whole-config rules are ValidateOptions' (config_toml.cc).
 Result<DaemonOptions> ParseConfigToml(std::string_view toml, std::string_view source_name,
                                       DaemonOptions base);
 
-// Reads and parses a TOML file on top of `base`.
+// Reads and parses a TOML file on top of `base`; the result's source is
+// `path`. Errors: the file's errno (reading), or ParseConfigToml's.
 Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base);
 
-// The VAE groups of `group` (all nodes; group_layout.h). Errors name the
-// group.* key (ranks, size, qualified_sizes). Inline: the request handler
-// uses it without the TOML reader.
-inline Result<parallel::GroupLayout> MakeGroupLayout(const GroupOptions& group) {
-  parallel::GroupLayoutOptions layout;
-  layout.ranks_per_node = static_cast<int>(group.ranks);
-  layout.world_nodes = static_cast<int>(group.world_nodes);
-  layout.node_rank = static_cast<int>(group.node_rank);
-  layout.qualified_sizes.assign(group.qualified_sizes.begin(), group.qualified_sizes.end());
-  layout.default_size = static_cast<int>(group.size);
-  return parallel::GroupLayout::Plan(layout);
-}
-
-// Whole-config checks that single keys cannot make (default model present,
-// unique model names, ...).
+// Checks options however they were set (TOML, flags, code) before anything
+// starts: every key's rule (CheckKeyRules: ranges, allowed strings), then
+// what single keys cannot say (default model present, unique model names,
+// a store for groups spanning daemons, groups resolvable, each model entry
+// against its kind, ...). kInvalidArgument naming the key(s).
 Status ValidateOptions(const DaemonOptions& options);
 
-// The outcome of command-line parsing: options to run with, or an exit
-// (for --help, --version, --print-config or a usage error).
-struct CommandLine {
-  DaemonOptions options;
-  bool exit_now = false;
-  int exit_code = 0;
-};
-
-// Parses argv: --config FILE, --socket PATH, --intra-op-threads N,
-// --queue-capacity N, --log-level L, --log-format text|json,
-// --metrics-address HOST:PORT (also enables metrics), --no-metrics,
-// --model NAME=KIND[:WEIGHTS[:CONFIG[:AUDIO_WEIGHTS[:AUDIO_CONFIG]]]] (repeatable),
-// --vae-stack-tiling auto|true|false (every tiled model's stack_tiling),
-// --memory-budget-mib N,
-// --taef2-weights PATH (adds model "taef2" and makes it the default),
-// --default-model NAME,
-// --print-config, --help, --version. Errors print to stderr with usage.
-CommandLine ParseCommandLine(int argc, char** argv);
-
-// Renders options back as TOML (for --print-config and the start-up log).
+// Renders options as TOML (for --print-config) that ParseConfigToml reads
+// back to the same settings: every key, sections and keys in alphabetical
+// order; each [[models.entry]] with the keys of its kind, unset ones as the
+// model's defaults.
 std::string ToToml(const DaemonOptions& options);
 
 }  // namespace vaed::server

@@ -1,7 +1,7 @@
 #include "daemon/server/decode_options.h"
 
 #include <algorithm>
-#include <set>
+#include <utility>
 
 namespace vaed::server {
 
@@ -9,12 +9,6 @@ namespace {
 
 // inject_faults "slow_tiles": the wait before every unit of work.
 constexpr int kSlowUnitMs = 50;
-
-std::string Join(const std::vector<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
 
 bool Contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -24,193 +18,199 @@ std::string ModelText(const models::ModelInfo& m) {
   return "model '" + m.name + "' (kind " + m.kind + ")";
 }
 
-}  // namespace
-
-Status ValidateProfileOptions(const ProfileOptions& o) {
-  if (o.allowed.empty()) {
-    return InvalidArgument("profiles.allowed is empty; allow at least one of " +
-                           Join(KnownProfiles()));
+// options.profile: known, allowed here, and "student" only with an artifact.
+Status ResolveProfile(const models::ModelInfo& model, const v1::DecodeOptions& requested,
+                      const ProfileOptions& policy, ResolvedOptions* out) {
+  out->profile = requested.profile().empty() ? policy.default_profile : requested.profile();
+  if (!Contains(KnownProfiles(), out->profile)) {
+    return InvalidArgument("options.profile '" + out->profile + "' is unknown (profiles: " +
+                           JoinProfiles(KnownProfiles()) + ")");
   }
-  std::set<std::string> seen;
-  for (const std::string& p : o.allowed) {
-    if (!Contains(KnownProfiles(), p)) {
-      return InvalidArgument("profiles.allowed lists '" + p + "'; profiles are " +
-                             Join(KnownProfiles()));
-    }
-    if (!seen.insert(p).second) {
-      return InvalidArgument("profiles.allowed lists '" + p + "' twice");
-    }
+  if (!Contains(policy.allowed, out->profile)) {
+    return InvalidArgument("options.profile '" + out->profile +
+                           "' is not allowed by this daemon (profiles.allowed: " +
+                           JoinProfiles(policy.allowed) + ")");
   }
-  if (!Contains(o.allowed, o.default_profile)) {
-    return InvalidArgument("profiles.default '" + o.default_profile +
-                           "' is not in profiles.allowed (" + Join(o.allowed) + ")");
+  if (out->profile == "student" && !model.caps.student) {
+    return InvalidArgument("options.profile 'student' needs a student decoder artifact for " +
+                           ModelText(model) + "; none is configured");
   }
   return Status::Ok();
 }
 
-Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
-                                             const v1::DecodeOptions& requested,
-                                             const ProfileOptions& policy,
-                                             bool allow_fault_injection) {
-  ResolvedOptions out;
-  out.profile = requested.profile().empty() ? policy.default_profile : requested.profile();
-  if (!Contains(KnownProfiles(), out.profile)) {
-    return InvalidArgument("options.profile '" + out.profile + "' is unknown (profiles: " +
-                           Join(KnownProfiles()) + ")");
-  }
-  if (!Contains(policy.allowed, out.profile)) {
-    return InvalidArgument("options.profile '" + out.profile +
-                           "' is not allowed by this daemon (profiles.allowed: " +
-                           Join(policy.allowed) + ")");
-  }
-  if (out.profile == "student" && !model.caps.student) {
-    return InvalidArgument("options.profile 'student' needs a student decoder artifact for " +
-                           ModelText(model) + "; none is configured");
-  }
-
-  // Stacked tiles: an explicit request needs the capability; otherwise the
-  // profile decides (safe: sequential; optimized/diagnostic: the model's
-  // configured default).
+// Stacked tiles: an explicit request needs the capability; otherwise the
+// profile decides (safe: sequential; optimized/diagnostic: the model's
+// configured default).
+Status ResolveStackTiling(const models::ModelInfo& model, const v1::DecodeOptions& requested,
+                          ResolvedOptions* out) {
   switch (requested.stack_tiling()) {
     case v1::STACK_TILING_UNSPECIFIED:
-      out.stack_tiling =
-          out.profile == "safe" ? models::StackTiling::kOff : models::StackTiling::kDefault;
-      break;
+      out->stack_tiling =
+          out->profile == "safe" ? models::StackTiling::kOff : models::StackTiling::kDefault;
+      return Status::Ok();
     case v1::STACK_TILING_OFF:
-      out.stack_tiling = models::StackTiling::kOff;
-      break;
+      out->stack_tiling = models::StackTiling::kOff;
+      return Status::Ok();
     case v1::STACK_TILING_ON:
       if (!model.caps.stack_tiling) {
         return InvalidArgument("options.stack_tiling is STACK_TILING_ON; " + ModelText(model) +
                                " does not support stacked tiles: it does not decode in tiles");
       }
-      out.stack_tiling = models::StackTiling::kOn;
-      break;
+      out->stack_tiling = models::StackTiling::kOn;
+      return Status::Ok();
     case v1::STACK_TILING_AUTO:
       // AUTO picks the safe path where stacking does not exist.
       if (!model.caps.stack_tiling) {
-        out.stack_tiling = models::StackTiling::kOff;
-        out.stack_decision = "auto: off (" + ModelText(model) + " does not decode in tiles)";
-        break;
+        out->stack_tiling = models::StackTiling::kOff;
+        out->stack_decision = "auto: off (" + ModelText(model) + " does not decode in tiles)";
+        return Status::Ok();
       }
-      out.stack_tiling = models::StackTiling::kAuto;
-      break;
+      out->stack_tiling = models::StackTiling::kAuto;
+      return Status::Ok();
     default:
       return InvalidArgument("options.stack_tiling " + std::to_string(requested.stack_tiling()) +
                              " is unknown (expected OFF, ON or AUTO)");
   }
+}
 
-  // Compiled plans: safe runs eager; optimized/diagnostic use plans where
-  // the model has a backend (AUTO); an explicit ON needs the capability.
+// Compiled plans: safe runs eager; optimized/diagnostic use plans where the
+// model has a backend (AUTO); an explicit ON needs the capability.
+Status ResolveCompile(const models::ModelInfo& model, const v1::DecodeOptions& requested,
+                      ResolvedOptions* out) {
   switch (requested.compile()) {
     case v1::COMPILE_UNSPECIFIED:
-      if (out.profile == "safe") {
-        out.compile_decision = "off (profile safe)";
+      if (out->profile == "safe") {
+        out->compile_decision = "off (profile safe)";
       } else if (model.caps.compiled_plans) {
-        out.compile = models::CompileMode::kAuto;
-        out.compile_decision = "auto: compiled plans by shape bucket (profile " + out.profile + ")";
+        out->compile = models::CompileMode::kAuto;
+        out->compile_decision =
+            "auto: compiled plans by shape bucket (profile " + out->profile + ")";
       } else {
-        out.compile_decision = "off: no compiled-plan backend for " + ModelText(model);
+        out->compile_decision = "off: no compiled-plan backend for " + ModelText(model);
       }
-      break;
+      return Status::Ok();
     case v1::COMPILE_OFF:
-      out.compile_decision = "off (requested)";
-      break;
+      out->compile_decision = "off (requested)";
+      return Status::Ok();
     case v1::COMPILE_ON:
       if (!model.caps.compiled_plans) {
         return InvalidArgument("options.compile is COMPILE_ON; " + ModelText(model) +
                                " has no compiled-plan backend in this build (decodes run "
                                "eager); use COMPILE_AUTO or leave it unset");
       }
-      if (out.profile == "safe") {
+      if (out->profile == "safe") {
         return InvalidArgument("options.compile is COMPILE_ON but profile 'safe' runs eager; "
                                "use profile optimized or diagnostic");
       }
-      out.compile = models::CompileMode::kOn;
-      out.compile_decision = "on (requested)";
-      break;
+      out->compile = models::CompileMode::kOn;
+      out->compile_decision = "on (requested)";
+      return Status::Ok();
     case v1::COMPILE_AUTO:
-      if (model.caps.compiled_plans && out.profile != "safe") {
-        out.compile = models::CompileMode::kAuto;
-        out.compile_decision = "auto: compiled plans by shape bucket";
+      if (model.caps.compiled_plans && out->profile != "safe") {
+        out->compile = models::CompileMode::kAuto;
+        out->compile_decision = "auto: compiled plans by shape bucket";
       } else {
-        out.compile_decision = "auto: eager (" + (model.caps.compiled_plans
-                                                      ? std::string("profile safe")
-                                                      : "no compiled-plan backend for " +
-                                                            ModelText(model)) +
-                               ")";
+        out->compile_decision = "auto: eager (" + (model.caps.compiled_plans
+                                                       ? std::string("profile safe")
+                                                       : "no compiled-plan backend for " +
+                                                             ModelText(model)) +
+                                ")";
       }
-      break;
+      return Status::Ok();
     default:
       return InvalidArgument("options.compile " + std::to_string(requested.compile()) +
                              " is unknown (expected COMPILE_OFF, COMPILE_ON or COMPILE_AUTO)");
   }
+}
 
-  // Output-changing knobs: diagnostic only, and only where the model can.
-  if (requested.has_tiling()) {
-    const v1::DecodeOptions::Tiling& t = requested.tiling();
-    if (!model.caps.tunable_tiling) {
-      return InvalidArgument(
-          "options.tiling is set; " + ModelText(model) +
-          (model.caps.tiled ? " tiles as its model semantics (tile size and overlap are fixed)"
-                            : " has no tiled decode"));
-    }
-    if (out.profile != "diagnostic") {
-      return InvalidArgument("options.tiling changes the output; only profile 'diagnostic' "
-                             "allows it (this request runs under '" +
-                             out.profile + "')");
-    }
-    if (t.tile_latent() < 8 || t.tile_latent() > 4096) {
-      return InvalidArgument("options.tiling.tile_latent is " + std::to_string(t.tile_latent()) +
-                             "; must be in [8, 4096] latent cells");
-    }
-    if (t.overlap_latent() >= t.tile_latent()) {
-      return InvalidArgument("options.tiling.overlap_latent is " +
-                             std::to_string(t.overlap_latent()) + "; must be below tile_latent (" +
-                             std::to_string(t.tile_latent()) + ")");
-    }
-    out.tiling = models::TilingOverride{t.tile_latent(), t.overlap_latent()};
-    out.output_changing.push_back(
-        "tiling: tiled decode, " + std::to_string(t.tile_latent()) + "-cell tiles, " +
-        std::to_string(t.overlap_latent()) + "-cell overlap (output differs from the untiled "
-        "decode)");
+// options.tiling, an output-changing knob: diagnostic only, and only where
+// the model can.
+Status ResolveTiling(const models::ModelInfo& model, const v1::DecodeOptions& requested,
+                     ResolvedOptions* out) {
+  if (!requested.has_tiling()) return Status::Ok();
+  const v1::DecodeOptions::Tiling& t = requested.tiling();
+  if (!model.caps.tunable_tiling) {
+    return InvalidArgument(
+        "options.tiling is set; " + ModelText(model) +
+        (model.caps.tiled ? " tiles as its model semantics (tile size and overlap are fixed)"
+                          : " has no tiled decode"));
   }
+  if (out->profile != "diagnostic") {
+    return InvalidArgument("options.tiling changes the output; only profile 'diagnostic' "
+                           "allows it (this request runs under '" +
+                           out->profile + "')");
+  }
+  if (t.tile_latent() < 8 || t.tile_latent() > 4096) {
+    return InvalidArgument("options.tiling.tile_latent is " + std::to_string(t.tile_latent()) +
+                           "; must be in [8, 4096] latent cells");
+  }
+  if (t.overlap_latent() >= t.tile_latent()) {
+    return InvalidArgument("options.tiling.overlap_latent is " +
+                           std::to_string(t.overlap_latent()) + "; must be below tile_latent (" +
+                           std::to_string(t.tile_latent()) + ")");
+  }
+  out->tiling = models::TilingOverride{t.tile_latent(), t.overlap_latent()};
+  out->output_changing.push_back(
+      "tiling: tiled decode, " + std::to_string(t.tile_latent()) + "-cell tiles, " +
+      std::to_string(t.overlap_latent()) + "-cell overlap (output differs from the untiled "
+      "decode)");
+  return Status::Ok();
+}
 
-  // Fault injection (tests only).
-  if (requested.inject_faults_size() > 0) {
-    if (!allow_fault_injection) {
-      return InvalidArgument("options.inject_faults is set but this daemon does not allow fault "
-                             "injection (executor.allow_fault_injection = false)");
+// options.inject_faults (tests only): each named fault counted.
+Status ResolveFaults(const v1::DecodeOptions& requested, bool allow_fault_injection,
+                     models::FaultInjection* out) {
+  if (requested.inject_faults_size() == 0) return Status::Ok();
+  if (!allow_fault_injection) {
+    return InvalidArgument("options.inject_faults is set but this daemon does not allow fault "
+                           "injection (executor.allow_fault_injection = false)");
+  }
+  // Each known fault and the counter it arms (slow_tiles sets a duration).
+  static constexpr std::pair<const char*, int models::FaultInjection::*> kCounted[] = {
+      {"oom_stacked", &models::FaultInjection::oom_stacked},
+      {"oom_sequential", &models::FaultInjection::oom_sequential},
+      {"plan_build", &models::FaultInjection::plan_build},
+      {"tile_exception", &models::FaultInjection::tile_exception},
+      {"device_fatal", &models::FaultInjection::device_fatal},
+      {"collective_failure", &models::FaultInjection::collective_failure},
+      {"rank_exception", &models::FaultInjection::rank_exception},
+      {"member_exception", &models::FaultInjection::member_exception},
+      {"watcher_exception", &models::FaultInjection::watcher_exception},
+  };
+  for (const std::string& f : requested.inject_faults()) {
+    if (f == "slow_tiles") {
+      out->slow_unit_ms = kSlowUnitMs;
+      continue;
     }
-    for (const std::string& f : requested.inject_faults()) {
-      if (f == "oom_stacked") {
-        out.faults.oom_stacked += 1;
-      } else if (f == "oom_sequential") {
-        out.faults.oom_sequential += 1;
-      } else if (f == "plan_build") {
-        out.faults.plan_build += 1;
-      } else if (f == "tile_exception") {
-        out.faults.tile_exception += 1;
-      } else if (f == "device_fatal") {
-        out.faults.device_fatal += 1;
-      } else if (f == "slow_tiles") {
-        out.faults.slow_unit_ms = kSlowUnitMs;
-      } else if (f == "collective_failure") {
-        out.faults.collective_failure += 1;
-      } else if (f == "rank_exception") {
-        out.faults.rank_exception += 1;
-      } else if (f == "member_exception") {
-        out.faults.member_exception += 1;
-      } else if (f == "watcher_exception") {
-        out.faults.watcher_exception += 1;
-      } else {
-        return InvalidArgument("options.inject_faults lists '" + f.substr(0, 64) +
-                               "'; known faults are oom_stacked, oom_sequential, plan_build, "
-                               "tile_exception, device_fatal, slow_tiles, collective_failure, "
-                               "rank_exception, member_exception, watcher_exception");
+    bool known = false;
+    for (const auto& [name, counter] : kCounted) {
+      if (f == name) {
+        out->*counter += 1;
+        known = true;
       }
     }
+    if (!known) {
+      return InvalidArgument("options.inject_faults lists '" + f.substr(0, 64) +
+                             "'; known faults are oom_stacked, oom_sequential, plan_build, "
+                             "tile_exception, device_fatal, slow_tiles, collective_failure, "
+                             "rank_exception, member_exception, watcher_exception");
+    }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ResolvedOptions> ResolveDecodeOptions(const models::ModelInfo& model,
+                                             const v1::DecodeOptions& requested,
+                                             const ProfileOptions& policy,
+                                             bool allow_fault_injection) {
+  ResolvedOptions out;
+  VAED_RETURN_IF_ERROR(ResolveProfile(model, requested, policy, &out));
+  VAED_RETURN_IF_ERROR(ResolveStackTiling(model, requested, &out));
+  VAED_RETURN_IF_ERROR(ResolveCompile(model, requested, &out));
+  VAED_RETURN_IF_ERROR(ResolveTiling(model, requested, &out));
+  VAED_RETURN_IF_ERROR(ResolveFaults(requested, allow_fault_injection, &out.faults));
   return out;
 }
 

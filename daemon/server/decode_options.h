@@ -33,30 +33,11 @@
 #include <vector>
 
 #include "daemon/models/vae_model.h"
+#include "daemon/server/profile_options.h"
 #include "vaed/status.h"
 #include "vaed/v1/vaed.pb.h"
 
 namespace vaed::server {
-
-// The profile names, in documentation order.
-inline const std::vector<std::string>& KnownProfiles() {
-  static const std::vector<std::string> kProfiles = {"safe", "optimized", "diagnostic",
-                                                     "student"};
-  return kProfiles;
-}
-
-// The operator's profile policy (config table [profiles]).
-struct ProfileOptions {
-  // Used when a request names no profile. Must be in `allowed`.
-  std::string default_profile = "safe";
-  // Profiles requests may ask for; "student" only makes sense where a model
-  // has a student decoder.
-  std::vector<std::string> allowed = {"safe", "optimized", "diagnostic"};
-};
-
-// kInvalidArgument naming the key when a name is not a known profile, the
-// list is empty or has duplicates, or the default is not allowed.
-Status ValidateProfileOptions(const ProfileOptions& options);
 
 // What a request will run with.
 struct ResolvedOptions {

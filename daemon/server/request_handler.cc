@@ -156,8 +156,8 @@ void FillQuarantineEntry(const QuarantineSnapshot& q, v1::QuarantineEntry* out) 
 RequestHandler::RequestHandler(const DaemonOptions& options, models::ModelRegistry* registry,
                                JobSink* sink, const AccessPolicy* access, PidAlive pid_alive)
     : options_(options),
-      layout_(MakeGroupLayout(options.group).ok()
-                  ? *MakeGroupLayout(options.group)
+      layout_(engine::MakeGroupLayout(options.group).ok()
+                  ? *engine::MakeGroupLayout(options.group)
                   : *parallel::GroupLayout::Plan(parallel::GroupLayoutOptions{})),
       registry_(registry),
       sink_(sink),
