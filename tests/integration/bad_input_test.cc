@@ -380,27 +380,6 @@ TEST(DaemonStartTest, RefusesSocketAlreadyServedByAnotherDaemon) {
   EXPECT_EQ(first.Terminate(), 0);
 }
 
-// Regression: the daemon replaced a regular file at --socket (and removed
-// it at exit); it must refuse anything that is not a socket.
-TEST(DaemonStartTest, RefusesToReplaceARegularFileAtTheSocketPath) {
-  char tmpl[] = "/tmp/vaed-precious-XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
-  const std::string path = dir + "/vaed-precious-file.txt";
-  {
-    std::ofstream f(path);
-    f << "precious";
-  }
-  testing::RunResult r = testing::RunVaed({"--socket", path});
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("is not a socket"));
-  std::ifstream in(path);
-  std::string content;
-  in >> content;
-  EXPECT_EQ(content, "precious");
-  std::remove(path.c_str());
-  rmdir(dir.c_str());
-}
-
 TEST_F(BadInputTest, RejectsControlCharactersInNames) {
   client::DecodeRequest r = Valid();
   r.model = "demo\n2026-11-30 critical forged";

@@ -2,8 +2,9 @@
 // golden audio cases of ../shared/golden/h3 (official code, tiny seeded
 // weights, CPU fp32) decoded by a real `vaed` process through the socket
 // and shared memory, alone and together with the golden video cases.
-//   * audio within 5e-5 max abs of the golden waveform, exact sample counts
-//     (odd length and stereo included);
+//   * audio within 5e-5 max abs of the golden waveform and video frames
+//     within the uint8 golden tolerance (tests/common/golden_tolerance.h),
+//     exact sample counts (odd length and stereo included);
 //   * joint requests: samples == 800 * round(frames / 24 * 40) for every
 //     golden video case's frame count, both outputs in the client's regions,
 //     timings decode / video_vae.decode_latent / audio_vae.decode_latent;
@@ -20,8 +21,8 @@
 #include <optional>
 #include <span>
 
-#include "ops/common/psnr.h"
 #include "tests/common/daemon_process.h"
+#include "tests/common/golden_tolerance.h"
 #include "vaed/client.h"
 #include "vaed/safetensors.h"
 #include "vaed/wire.h"
@@ -82,12 +83,6 @@ Latent RepeatFrames(const Latent& base, int64_t frames) {
     for (int64_t t = 0; t < frames; ++t) l.values[c * frames + t] = base.values[c * t0 + t % t0];
   }
   return l;
-}
-
-double MaxAbsDiff(std::span<const float> a, std::span<const float> b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, double(std::fabs(a[i] - b[i])));
-  return m;
 }
 
 class H3AudioDaemonTest : public ::testing::Test {
@@ -223,11 +218,10 @@ TEST_P(H3GoldenAudioTest, ReproducesGoldenWaveform) {
     EXPECT_THAT(std::vector<int64_t>(a.output_shape().begin(), a.output_shape().end()),
                 ::testing::ElementsAre(channels, 800 * frames));
     ASSERT_EQ(d->audio.size(), golden.size());
-    const double max_abs = MaxAbsDiff(d->audio, golden);
-    std::printf("%s via %s: %lld x %lld samples, max abs diff %.3g vs the golden waveform\n",
-                name.c_str(), model, static_cast<long long>(channels),
-                static_cast<long long>(800 * frames), max_abs);
-    EXPECT_LE(max_abs, 5e-5);
+    std::printf("%s via %s: %lld x %lld samples\n", name.c_str(), model,
+                static_cast<long long>(channels), static_cast<long long>(800 * frames));
+    EXPECT_TRUE(testing::GoldenF32Within(name + " waveform via " + model, d->audio, golden,
+                                         testing::kGoldenAudioF32MaxAbs));
     // Sanity report, against the statistics the golden generator recorded.
     EXPECT_EQ(a.sanity().nonfinite(), 0u);
     EXPECT_FALSE(a.sanity().constant());
@@ -291,16 +285,16 @@ TEST_P(H3JointTest, JointRequestFollowsTheLengthRule) {
               static_cast<unsigned long long>(r.audio().samples()), r.audio().seconds());
   // Both outputs landed in the client's region.
   ASSERT_EQ(d->frames.size(), golden_u8->nbytes);
-  const ops::U8Diff diff =
-      ops::CompareU8(d->frames, std::span<const uint8_t>(golden_u8->data, golden_u8->nbytes));
-  EXPECT_LE(diff.max_abs_diff, 1);
+  EXPECT_TRUE(testing::GoldenU8Within(name + " joint frames_u8", d->frames,
+                                      std::span<const uint8_t>(golden_u8->data, golden_u8->nbytes)));
   ASSERT_EQ(d->audio.size(), size_t(800 * audio_frames));
   if (golden_length) {
     const TensorEntry* waveform = audio_file->Find("waveform");
-    EXPECT_LE(MaxAbsDiff(d->audio, std::span<const float>(
-                                       reinterpret_cast<const float*>(waveform->data),
-                                       waveform->nbytes / sizeof(float))),
-              5e-5);
+    EXPECT_TRUE(testing::GoldenF32Within(
+        name + " joint waveform", d->audio,
+        std::span<const float>(reinterpret_cast<const float*>(waveform->data),
+                               waveform->nbytes / sizeof(float)),
+        testing::kGoldenAudioF32MaxAbs));
   }
   // Video and audio timed separately, both inside `decode`.
   const double total = TimingOf(r, "decode");

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "daemon/models/h3/vit3d_decoder.h"
 #include "daemon/models/torch_dtype.h"
 #include "safetensors_test_util.h"
+#include "tests/common/golden_tolerance.h"
 #include "vaed/safetensors.h"
 
 namespace vaed::models::h3 {
@@ -568,15 +570,16 @@ TEST_F(H3Vit3dGoldenTest, Fp32ReproducesGoldenTileRaw) {
   ASSERT_EQ(out.sizes(), golden.sizes());
   ASSERT_EQ(out.scalar_type(), torch::kFloat);
   const Diff diff = Compare(out, golden);
-  const bool bitwise = SameBytes(out, golden);
-  std::printf(
-      "[ h3 fp32 ] one_tile vs golden tile_raw: max abs %.3g, mean abs %.3g, bitwise %s "
-      "(%.3f s)\n",
-      diff.max_abs, diff.mean_abs, bitwise ? "yes" : "no", seconds);
-  EXPECT_LE(diff.max_abs, 1e-5);
-  // Measured on this build: bitwise identical (the same LibTorch ops in the
-  // same order as the official fp32 path).
-  EXPECT_TRUE(bitwise);
+  std::printf("[ h3 fp32 ] one_tile vs golden tile_raw: max abs %.3g, mean abs %.3g (%.3f s)\n",
+              diff.max_abs, diff.mean_abs, seconds);
+  // Bitwise equal on the reference machine's kernels (the same LibTorch ops
+  // in the same order as the official fp32 path); other BLAS kernels move
+  // it by ~2e-6, so the golden tolerance is asserted (golden_tolerance.h).
+  const torch::Tensor ours = out.contiguous(), want = golden.contiguous();
+  EXPECT_TRUE(testing::GoldenF32Within(
+      "one_tile tile_raw", std::span<const float>(ours.data_ptr<float>(), size_t(ours.numel())),
+      std::span<const float>(want.data_ptr<float>(), size_t(want.numel())),
+      testing::kGoldenVideoF32MaxAbs));
 }
 
 TEST_F(H3Vit3dGoldenTest, StackedTilesEqualSequentialCallsBytewise) {

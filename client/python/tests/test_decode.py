@@ -1,5 +1,6 @@
 """Acceptance: decodes through the Python client give the same bytes as
-through the C++ client (vaectl decode), and TAEF2 bikes matches its
+through the C++ client (vaectl decode) and match the golden H3 output within
+its tolerance (conftest.assert_golden_u8), and TAEF2 bikes matches its
 reference decode within the issue-2 tolerance (uint8 +-1, mean PSNR within
 0.1 dB of the reference's)."""
 
@@ -13,7 +14,8 @@ import numpy as np
 import pytest
 
 import vaed_client
-from conftest import H3, TAEF2, VAECTL, have_h3, need
+from conftest import (GOLDEN_AUDIO_MAX_ABS, H3, TAEF2, VAECTL, assert_golden_f32,
+                      assert_golden_u8, have_h3, need)
 
 
 def read_float_wav(path: Path) -> np.ndarray:
@@ -71,12 +73,12 @@ def test_h3_video_and_audio_bytes_equal_the_cpp_client(daemon, client, tmp_path,
     assert result.audio.shape == cpp_audio.shape
     assert result.audio.tobytes() == cpp_audio.astype(np.float32).tobytes(), \
         "audio samples differ from the C++ client's"
-    # The reply's components and the golden reference frames.
+    # The reply's components, and the golden frames within their tolerance.
     for component in ("decode", "video_vae.decode_latent", "audio_vae.decode_latent",
                       "video_vae.tile_decode", "video_vae.tile_merge"):
         assert component in result.timings, f"{component} missing from {result.timings}"
     golden = vaed_client.read_safetensors(str(video))["frames_u8"]
-    assert np.array_equal(result.frames, golden)
+    assert_golden_u8(f"{video_case} frames_u8 via Python", result.frames, golden)
     assert result.sample_rate == 32000
     assert result.info["audio"]["channels"] == audio_latent.shape[0]
 
@@ -88,7 +90,8 @@ def test_audio_only_request(client):
     assert result.frames is None
     assert result.audio.shape == (1, 800 * file["latent"].shape[-1])
     reference = file["waveform"].reshape(result.audio.shape)
-    assert np.max(np.abs(result.audio - reference)) < 1e-4
+    assert_golden_f32("one_second waveform via Python", result.audio, reference,
+                      GOLDEN_AUDIO_MAX_ABS)
     assert "audio_vae.decode_latent" in result.timings
 
 

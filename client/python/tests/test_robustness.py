@@ -1,6 +1,9 @@
 """Misuse a DiT worker can run into: fork, interrupted decodes, a cleaned
 /dev/shm, killed workers' segments, huge or mistyped arguments (found by a
-review of the Python client)."""
+review of the Python client). The tests named test_regression_* guard bugs
+that review found and that were fixed (listed, with their fix commits, in
+tests/regressions/README.md); they stay here because they share the
+session daemon of conftest.py."""
 
 from __future__ import annotations
 
@@ -40,7 +43,10 @@ def wait_child(pid: int, seconds: float = 20):
     return None
 
 
-def test_fork_child_neither_hangs_nor_unlinks_the_parents_segments(client):
+# Regression (issue 8 review, fixed in 68fcd5f "fork safety"): a forked child
+# inherited the parent's C++ Client and SharedRegions; using the Client
+# misbehaved, and the child's exit hung or unlinked the parent's segments.
+def test_regression_fork_child_neither_hangs_nor_unlinks_the_parents_segments(client):
     buf = client.alloc_latent((1, 32, 8, 8))
     buf[...] = latent(1)
     expected = client.decode(buf, model="demo", copy=True)
@@ -95,7 +101,11 @@ class InterruptedOnce:
     vaed_client.DaemonUnavailable("no reply within 500 ms", code=7, code_name="unavailable"),
     KeyboardInterrupt(),
 ])
-def test_after_an_abandoned_decode_the_next_result_gets_fresh_regions(client, error):
+# Regression (issue 8 review, fixed in 68fcd5f "retired regions after
+# abandoned decodes"): after a decode cut off by a timeout or Ctrl-C, whose
+# daemon side may still be writing, the next decode reused the same output
+# and staging regions.
+def test_regression_after_an_abandoned_decode_the_next_result_gets_fresh_regions(client, error):
     first = client.decode(latent(7), model="demo")
     kept = first.frames.copy()
     old_output, old_staging = client.output_region, client._regions.staging["video_latent"]
@@ -126,14 +136,19 @@ def test_managed_regions_removed_from_dev_shm_are_recreated(make_daemon):
         assert np.array_equal(again.frames, first.frames)
 
 
-def test_a_latent_the_daemon_refuses_is_never_copied(client):
+# Regression (issue 8 review, fixed in 68fcd5f "plan before copy"): a latent
+# the daemon refuses was first copied into a staging region.
+def test_regression_a_latent_the_daemon_refuses_is_never_copied(client):
     big = np.zeros((64, 31, 64, 64), np.float32)  # 31 channels: refused by the plan
     with pytest.raises(vaed_client.ValidationError, match="channels"):
         client.decode(big, model="demo")
     assert "video_latent" not in client._regions.staging
 
 
-def test_oversized_staging_shrinks_again(client, monkeypatch):
+# Regression (issue 8 review, fixed in 68fcd5f "shrinking managed regions"):
+# one huge decode left its staging and output regions at their peak size for
+# the Client's lifetime.
+def test_regression_oversized_staging_shrinks_again(client, monkeypatch):
     # Regions above _KEEP_BYTES (64 MiB) shrink; 1 MiB keeps the test small.
     monkeypatch.setattr(vaed_client._regions, "_KEEP_BYTES", 1 << 20)
     client.decode(np.zeros((16, 32, 32, 32), np.float32), model="demo")  # 2 MiB in, 12 MiB out
@@ -144,7 +159,9 @@ def test_oversized_staging_shrinks_again(client, monkeypatch):
     assert big_output.region_id not in client._regions.by_id
 
 
-def test_stale_segments_of_a_killed_worker_are_swept(daemon):
+# Regression (issue 8 review, fixed in 68fcd5f "stale segment sweep"): the
+# segments of a SIGKILLed worker stayed in /dev/shm for ever.
+def test_regression_stale_segments_of_a_killed_worker_are_swept(daemon):
     script = textwrap.dedent(f"""
         import os, sys, time
         sys.path.insert(0, {str(PYTHON_DIR)!r})
@@ -165,7 +182,10 @@ def test_stale_segments_of_a_killed_worker_are_swept(daemon):
     assert shm_names(os.getpid()) == shm_names(os.getpid())  # ours (alive) are kept
 
 
-def test_a_negated_torch_view_is_decoded_with_its_sign(client):
+# Regression (issue 8 review, fixed in 68fcd5f "negative-bit torch views"):
+# torch 1.13's DLPack export drops a view's negative bit (z.conj().imag), so
+# the daemon decoded -x; the client now resolves the bit first.
+def test_regression_a_negated_torch_view_is_decoded_with_its_sign(client):
     torch = pytest.importorskip("torch")
     x = latent(6)
     z = torch.complex(torch.zeros(1, 32, 8, 8), torch.from_numpy(-x))
@@ -190,18 +210,24 @@ def test_a_negated_torch_view_is_decoded_with_its_sign(client):
     ({"independent_lengths": "no"}, "independent_lengths"),
     ({"inject_faults": "oom"}, "inject_faults"),
 ])
-def test_mistyped_arguments_name_the_argument(client, kwargs, match):
+# Regression (issue 8 review, fixed in 68fcd5f "argument validation naming
+# the argument"): mistyped or out-of-range arguments failed deeper down with
+# errors that did not name the argument.
+def test_regression_mistyped_arguments_name_the_argument(client, kwargs, match):
     with pytest.raises(vaed_client.ValidationError, match=match):
         client.decode(latent(), model=kwargs.pop("model", "demo"), **kwargs)
 
 
-def test_numpy_scalars_are_numbers(client):
+# Regression (same fix, 68fcd5f): numpy scalars such as np.float32 failed
+# the isinstance(int, float) checks and were refused as numbers.
+def test_regression_numpy_scalars_are_numbers(client):
     r = client.decode(latent(), model="demo", fps=np.float32(24), deadline=np.float64(60),
                       group_size=np.int64(0))
     assert r.frames.shape == (1, 64, 64, 3)
 
 
-def test_bad_client_and_allocation_arguments(daemon, client):
+# Regression (same fix, 68fcd5f): Client and allocation arguments.
+def test_regression_bad_client_and_allocation_arguments(daemon, client):
     for kwargs, match in [({"request_timeout": 1e12}, "request_timeout"),
                           ({"heartbeat_interval": float("inf")}, "heartbeat_interval"),
                           ({"heartbeats": "yes"}, "heartbeats")]:
@@ -221,13 +247,19 @@ def test_bad_client_and_allocation_arguments(daemon, client):
         client.plan((1, 32, 2**63, 4))
 
 
-def test_quarantined_message_states_the_retry_once():
+# Regression (issue 8 review, fixed in 68fcd5f, errors.py): a quarantined
+# error said "retry after" twice, once from the daemon's message and once
+# from retry_after.
+def test_regression_quarantined_message_states_the_retry_once():
     e = vaed_client.errors.from_status(15, "quarantined", "client x is quarantined; retry after "
                                        "500 ms", 500)
     assert str(e).count("retry after") == 1
 
 
-def test_fork_while_another_thread_decodes(client):
+# Regression (fixed in 98bdabe "fresh locks in a forked child"): a fork while
+# another thread held the Client's lock left the child's copy locked, so the
+# child hung instead of being told to connect a Client of its own.
+def test_regression_fork_while_another_thread_decodes(client):
     import threading
     started = threading.Event()
 
