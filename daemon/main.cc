@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
                           rlim_t{options.server.max_regions} + 512;
     struct rlimit lim {};
     // Twice that where the hard limit allows: the control loop stops
-    // listening a quarter below the limit (connection storms, control_loop.h).
+    // listening a quarter below the limit (connection storms, descriptor_guard.h).
     const rlim_t wanted = std::max(2 * needed, rlim_t{65536});
     if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < wanted) {
       lim.rlim_cur = std::min(lim.rlim_max, wanted);

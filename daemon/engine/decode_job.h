@@ -1,6 +1,6 @@
 // A decode job: what the request handler (daemon/server/) accepted and
 // hands to the executor. Plain C++: the engine speaks no wire format; the
-// server turns a Decode request into a DecodeJob (request_handler.cc) and
+// server turns a Decode request into a DecodeJob (decode_admission.h) and
 // the job's DecodeResult back into a reply.
 //
 // Everything here was validated before the job was queued: shapes against

@@ -1,9 +1,6 @@
 #include "daemon/server/control_loop.h"
 
-#include <dirent.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -13,10 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <vector>
 
 #include "daemon/server/decode_reply.h"
-#include "vaed/wire.h"
+#include "daemon/server/stream_send.h"
 #include "vaed/zmq_status.h"
 
 namespace vaed::server {
@@ -79,6 +75,8 @@ Result<std::unique_ptr<ControlLoop>> ControlLoop::Create(
   loop->sink_ = std::make_unique<ExecutorSink>(loop->executor_.get());
   loop->handler_ = std::make_unique<RequestHandler>(options, registry, loop->sink_.get(),
                                                     &loop->access_, std::move(pid_alive));
+  loop->connections_ = std::make_unique<Connections>(loop->options_.server, &loop->access_,
+                                                     &loop->stream_, loop->handler_.get());
   if (options.metrics.enabled) {
     // Collection runs whether or not the endpoint can be served: a port
     // another process holds must not stop decoding (status still has the
@@ -113,8 +111,7 @@ ControlLoop::ControlLoop(const DaemonOptions& options, models::ModelRegistry* re
       stream_(context_, zmq::socket_type::stream) {}
 
 ControlLoop::~ControlLoop() {
-  stop_watching_.store(true);
-  if (descriptor_watcher_.joinable()) descriptor_watcher_.join();
+  descriptors_.Stop();
   if (executor_) executor_->Stop();
   // Unlink our socket file so a stale path does not look served; never
   // another daemon's (Bind() may have failed because it is served).
@@ -154,15 +151,7 @@ Status ControlLoop::Bind(std::optional<gid_t> group) {
   } catch (const zmq::error_t& e) {
     return ZmqErrorStatus(e, "setting the control socket's options");
   }
-  VAED_RETURN_IF_ERROR(Listen());
-  struct rlimit lim {};
-  const size_t limit = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
-                           ? static_cast<size_t>(lim.rlim_cur)
-                           : size_t{1} << 20;
-  const size_t headroom = std::max<size_t>(512, limit / 4);
-  pause_at_ = limit > headroom ? limit - headroom : limit / 2;
-  resume_at_ = pause_at_ - std::min(pause_at_ / 2, headroom / 2);
-  return Status::Ok();
+  return Listen();
 }
 
 Status ControlLoop::Listen() {
@@ -178,68 +167,38 @@ Status ControlLoop::Listen() {
   return SecureSocketFile(path, socket_group_);
 }
 
-namespace {
-
-// Open descriptors of this process (entries of /proc/self/fd).
-size_t OpenDescriptors() {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return 0;
-  size_t n = 0;
-  while (const dirent* e = readdir(dir)) {
-    if (e->d_name[0] != '.') ++n;
-  }
-  closedir(dir);
-  return n > 0 ? n - 1 : 0;  // less the directory's own descriptor
-}
-
-}  // namespace
-
-void ControlLoop::WatchDescriptors() {
-  while (!stop_watching_.load()) {
-    if (OpenDescriptors() >= pause_at_) descriptors_high_.store(true);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-}
-
 void ControlLoop::GuardDescriptors(std::chrono::steady_clock::time_point now) {
-  const bool high = descriptors_high_.exchange(false);
-  if (!high && (accepting_ || now - last_descriptor_check_ < std::chrono::milliseconds(50))) {
-    return;
-  }
-  last_descriptor_check_ = now;
-  const size_t open = OpenDescriptors();
-  if (accepting_ && open >= pause_at_) {
-    try {
-      stream_.unbind("ipc://" + options_.server.socket);
-      accepting_ = false;
-      // ZeroMQ ends every connection accepted through the listener with
-      // it, without disconnect notices: their clients go now (in-flight
-      // decodes cancelled, regions released); client libraries reconnect
-      // once the daemon listens again, as after a daemon restart.
-      size_t clients = 0;
-      for (const auto& [id, c] : connections_) {
-        Retire(id);
-        if (c.refused || c.closed) continue;
-        if (handler_->HasClientOn(id)) ++clients;
-        handler_->OnDisconnected(id);
-      }
-      spdlog::warn("access: {} descriptors open (pausing at {}): stopped listening on {} and "
-                   "closed all {} connections ({} with clients) until their descriptors are "
-                   "gone (a connection storm?)",
-                   open, pause_at_, options_.server.socket, connections_.size(), clients);
-      connections_.clear();
-      socket_owner_.clear();
-    } catch (const zmq::error_t& e) {
-      spdlog::error("{}", ZmqErrorStatus(e, "pausing the control socket").ToString());
-    }
-  } else if (!accepting_ && open <= resume_at_) {
-    if (Status s = Listen(); !s.ok()) {
-      spdlog::error("access: cannot listen again: {}; retrying", s.ToString());
+  size_t open = 0;
+  switch (descriptors_.Check(accepting_, now, &open)) {
+    case DescriptorGuard::Step::kNone:
       return;
-    }
-    accepting_ = true;
-    spdlog::warn("access: {} descriptors open: listening on {} again", open,
-                 options_.server.socket);
+    case DescriptorGuard::Step::kPause:
+      try {
+        stream_.unbind("ipc://" + options_.server.socket);
+        accepting_ = false;
+        // ZeroMQ ends every connection accepted through the listener with
+        // it, without disconnect notices: their clients go now (in-flight
+        // decodes cancelled, regions released); client libraries reconnect
+        // once the daemon listens again, as after a daemon restart.
+        const Connections::Dropped dropped = connections_->DropAll();
+        spdlog::warn("access: {} descriptors open (pausing at {}): stopped listening on {} and "
+                     "closed all {} connections ({} with clients) until their descriptors are "
+                     "gone (a connection storm?)",
+                     open, descriptors_.pause_at(), options_.server.socket, dropped.connections,
+                     dropped.with_clients);
+      } catch (const zmq::error_t& e) {
+        spdlog::error("{}", ZmqErrorStatus(e, "pausing the control socket").ToString());
+      }
+      return;
+    case DescriptorGuard::Step::kResume:
+      if (Status s = Listen(); !s.ok()) {
+        spdlog::error("access: cannot listen again: {}; retrying", s.ToString());
+        return;
+      }
+      accepting_ = true;
+      spdlog::warn("access: {} descriptors open: listening on {} again", open,
+                   options_.server.socket);
+      return;
   }
 }
 
@@ -254,7 +213,7 @@ Status ControlLoop::Run() {
                access_.restricted() ? "by server.allowed_uids/allowed_groups"
                                     : "any peer that can reach the socket");
   notifier_.Ready("serving " + options_.server.socket);
-  descriptor_watcher_ = std::thread([this] { WatchDescriptors(); });
+  descriptors_.Start();
 
   bool stop = false;
   Status exit_status;
@@ -278,7 +237,7 @@ Status ControlLoop::Run() {
     if (now - last_tick_ >= std::chrono::milliseconds(250)) {
       last_tick_ = now;
       handler_->Tick(now);
-      ExpireConnections(now);
+      connections_->Expire(now);
     }
     GuardDescriptors(now);
     CheckHealth();
@@ -296,8 +255,7 @@ Status ControlLoop::Run() {
     exit_status = Internal("unhealthy: " + handler_->health() +
                            "; exiting so that systemd restarts vaed");
   }
-  stop_watching_.store(true);
-  if (descriptor_watcher_.joinable()) descriptor_watcher_.join();
+  descriptors_.Stop();
   spdlog::info("vaed: {}; cancelling queued decodes",
                unhealthy_since_ ? "exiting unhealthy" : "stop requested");
   notifier_.Stopping(exit_status.ok() ? "stopping" : exit_status.message());
@@ -319,231 +277,11 @@ void ControlLoop::CheckHealth() {
   notifier_.SetStatus("unhealthy: " + handler_->health());
 }
 
-void ControlLoop::OnConnectionEvent(const std::string& routing_id, zmq::message_t& notice) {
-  const auto now = std::chrono::steady_clock::now();
-  if (retired_.erase(routing_id) > 0) return;  // the late notice of a forgotten one
-  if (auto it = connections_.find(routing_id); it != connections_.end()) {
-    // The peer closed its socket or exited: its clients go now, not at
-    // their timeout.
-    const bool refused = it->second.refused;
-    if (auto o = socket_owner_.find(it->second.inode);
-        o != socket_owner_.end() && o->second == routing_id) {
-      socket_owner_.erase(o);
-    }
-    connections_.erase(it);
-    if (!refused) handler_->OnDisconnected(routing_id);
-    return;
-  }
-  Connection conn{.peer = std::nullopt,
-                  .reader = wire::FrameReader(options_.server.max_message_bytes),
-                  .fd = -1,
-                  .inode = 0,
-                  .refused = false,
-                  .close_at = std::nullopt,
-                  .closed = false,
-                  .forced = false,
-                  .admin = false,
-                  .had_client = false,
-                  .no_client_since = now,
-                  .message_started = now};
-  std::string address;
-  try {
-    // Set by ZeroMQ from SO_PEERCRED: "<addr>:<uid>:<gid>:<pid>" on IPC.
-    if (const char* a = notice.gets("Peer-Address")) address = a;
-  } catch (const zmq::error_t&) {
-    // No such property: no credentials.
-  }
-  conn.peer = ParsePeerAddress(address);
-  conn.fd = zmq_msg_get(notice.handle(), ZMQ_SRCFD);
-  struct stat st{};
-  ucred cred{};
-  socklen_t cred_len = sizeof(cred);
-  if (conn.fd < 0 || fstat(conn.fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
-      getsockopt(conn.fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
-      (conn.peer && cred.pid != conn.peer->pid)) {
-    // Not a live connection: the disconnect notice of one already
-    // forgotten (its descriptor is closed or belongs to another peer now).
-    spdlog::debug("control socket: ignoring the notice of a connection already closed");
-    return;
-  }
-  conn.inode = st.st_ino;
-  // Descriptor numbers are reused at once, so a late notice (of a
-  // connection already gone unnoticed, e.g. in a pause) can name the socket
-  // of a newer connection. ZeroMQ numbers ZMQ_STREAM connections in
-  // increasing order (5-byte ids): of two notices naming one socket, the
-  // later-numbered is that socket's own, the other a stale one.
-  auto later = [](const std::string& a, const std::string& b) {
-    return a.size() != b.size() ? a.size() > b.size() : a > b;
-  };
-  if (auto o = socket_owner_.find(conn.inode); o != socket_owner_.end()) {
-    if (!later(routing_id, o->second)) {
-      Retire(routing_id);
-      return;  // stale
-    }
-    Retire(o->second);
-    connections_.erase(o->second);  // the stale entry admitted before
-    socket_owner_.erase(o);
-  }
-  socket_owner_[conn.inode] = routing_id;
-  Status admit = conn.peer ? access_.Admit(*conn.peer)
-                           : PermissionDenied("peer address '" + address.substr(0, 64) +
-                                              "' carries no credentials (SO_PEERCRED)");
-  size_t pending_refusals = 0;
-  for (const auto& [id, c] : connections_) {
-    if (c.refused) ++pending_refusals;
-  }
-  if (admit.ok()) {
-    conn.admin = access_.IsAdmin(*conn.peer);
-    // Admitted connections count until they are gone, closing ones too:
-    // the descriptor is held until then.
-    size_t of_process = 0, of_uid = 0, open = 0;
-    for (const auto& [id, c] : connections_) {
-      if (c.refused) continue;
-      ++open;
-      if (c.peer && c.peer->pid == conn.peer->pid) ++of_process;
-      if (c.peer && c.peer->uid == conn.peer->uid) ++of_uid;
-    }
-    const size_t limit = options_.server.max_connections + (conn.admin ? kAdminReserve : 0);
-    if (open >= limit) {
-      admit = ResourceExhausted("vaed has " + std::to_string(open) +
-                                " connections open (server.max_connections = " +
-                                std::to_string(options_.server.max_connections) + ")");
-    } else if (!conn.admin && of_uid >= options_.server.max_connections_per_uid) {
-      admit = ResourceExhausted(
-          "uid " + std::to_string(conn.peer->uid) + " already has " + std::to_string(of_uid) +
-          " connections (server.max_connections_per_uid = " +
-          std::to_string(options_.server.max_connections_per_uid) + "); close one first");
-    } else if (of_process >= options_.server.max_clients_per_process) {
-      admit = ResourceExhausted(
-          "process " + std::to_string(conn.peer->pid) + " already has " +
-          std::to_string(of_process) + " connections (server.max_clients_per_process = " +
-          std::to_string(options_.server.max_clients_per_process) + "); close one first");
-    }
-  }
-  if (!admit.ok()) {
-    handler_->CountRejectedConnection();
-    // At most one line a second: a storm of refused peers must not flood
-    // the journal.
-    ++refusals_since_log_;
-    if (now - last_refusal_log_ >= std::chrono::seconds(1)) {
-      spdlog::warn("access: refused a connection: {}{}", admit.message(),
-                   refusals_since_log_ > 1
-                       ? " (" + std::to_string(refusals_since_log_) + " refused since the last line)"
-                       : std::string());
-      last_refusal_log_ = now;
-      refusals_since_log_ = 0;
-    }
-    conn.refused = true;
-    if (pending_refusals >= kMaxPendingRefusals) {
-      // A storm: no reply, the descriptor goes at once.
-      auto [it, inserted] = connections_.emplace(routing_id, std::move(conn));
-      CloseConnection(routing_id, it->second, now);
-      ForceClose(it->second);
-      return;
-    }
-    // One error reply (request id 0), then the connection is closed once
-    // the reply had time to leave (closing drops what is still queued).
-    v1::Reply reply;
-    *reply.mutable_error() = ToProtoError(admit);
-    (void)SendFramed(routing_id, reply.SerializeAsString());
-    conn.close_at = now + std::chrono::milliseconds(200);
-  }
-  connections_.emplace(routing_id, std::move(conn));
-}
-
-void ControlLoop::CloseConnection(const std::string& routing_id, Connection& conn,
-                                  std::chrono::steady_clock::time_point now) {
-  try {
-    // A zero-length message closes a ZMQ_STREAM connection.
-    if (stream_.send(zmq::buffer(routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      stream_.send(zmq::message_t(), zmq::send_flags::dontwait);
-    }
-  } catch (const zmq::error_t& e) {
-    spdlog::debug("{}", ZmqErrorStatus(e, "closing a connection").ToString());
-  }
-  conn.closed = true;
-  conn.close_at = now + kForceCloseAfter;
-}
-
-void ControlLoop::Retire(const std::string& routing_id) {
-  if (!retired_.insert(routing_id).second) return;
-  retired_order_.push_back(routing_id);
-  while (retired_order_.size() > kMaxRetired) {
-    retired_.erase(retired_order_.front());
-    retired_order_.pop_front();
-  }
-}
-
-void ControlLoop::ForceClose(Connection& conn) {
-  conn.forced = true;
-  struct stat st{};
-  if (conn.fd >= 0 && fstat(conn.fd, &st) == 0 && st.st_ino == conn.inode) {
-    (void)shutdown(conn.fd, SHUT_RDWR);
-  }
-}
-
-void ControlLoop::ExpireConnections(std::chrono::steady_clock::time_point now) {
-  const auto timeout = std::chrono::milliseconds(options_.server.client_timeout_ms);
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    Connection& conn = it->second;
-    struct stat st{};
-    if (fstat(conn.fd, &st) != 0 || st.st_ino != conn.inode) {
-      // Its socket is gone and ZeroMQ said nothing (connections ended by a
-      // pause, or notices still queued): forget it now.
-      if (!conn.refused && !conn.closed) handler_->OnDisconnected(it->first);
-      Retire(it->first);
-      if (auto o = socket_owner_.find(conn.inode);
-          o != socket_owner_.end() && o->second == it->first) {
-        socket_owner_.erase(o);
-      }
-      it = connections_.erase(it);
-      continue;
-    }
-    if (conn.closed) {
-      if (now >= *conn.close_at && !conn.forced) {
-        // The peer does not read, so ZeroMQ's close waits behind replies.
-        ForceClose(conn);
-        conn.close_at = now + std::chrono::seconds(5);
-      } else if (now >= *conn.close_at) {
-        Retire(it->first);  // no disconnect notice came (yet)
-        if (auto o = socket_owner_.find(conn.inode);
-            o != socket_owner_.end() && o->second == it->first) {
-          socket_owner_.erase(o);
-        }
-        it = connections_.erase(it);
-        continue;
-      }
-    } else if (conn.refused) {
-      if (now >= *conn.close_at) CloseConnection(it->first, conn, now);
-    } else if (!conn.reader.at_boundary() && now - conn.message_started > timeout) {
-      spdlog::info("closing a connection of {}: a message stayed incomplete for {} ms "
-                   "(server.client_timeout_ms)",
-                   conn.peer ? "pid " + std::to_string(conn.peer->pid) : std::string("?"),
-                   timeout.count());
-      handler_->OnDisconnected(it->first);
-      CloseConnection(it->first, conn, now);
-    } else if (handler_->HasClientOn(it->first)) {
-      conn.had_client = true;
-      conn.no_client_since.reset();
-    } else if (!conn.no_client_since) {
-      conn.no_client_since = now;  // its client was dropped
-    } else if (now - *conn.no_client_since > (conn.had_client ? 4 * timeout : timeout)) {
-      // A connection is for a client: without one for client_timeout_ms it
-      // is closed, whatever it sends meanwhile. A client the daemon
-      // dropped: its connection stays 4x as long, so the library hears
-      // kUnknownClient (and says Hello again) first.
-      spdlog::debug("closing a connection without a client");
-      CloseConnection(it->first, conn, now);
-    }
-    ++it;
-  }
-}
-
 void ControlLoop::ReceiveRequests() {
   // Bounded batch so executor replies and stop requests are not starved by
   // one busy peer. Each message is a chunk of one connection's byte stream
   // (or, empty, a connect / disconnect notice).
-  for (int i = 0; i < 64 && !descriptors_high_.load(std::memory_order_relaxed); ++i) {
+  for (int i = 0; i < 64 && !descriptors_.high(); ++i) {
     zmq::message_t routing, chunk;
     try {
       if (!stream_.recv(routing, zmq::recv_flags::dontwait)) return;
@@ -553,22 +291,19 @@ void ControlLoop::ReceiveRequests() {
       return;
     }
     const std::string routing_id = routing.to_string();
+    const auto now = std::chrono::steady_clock::now();
     if (chunk.size() == 0) {
-      OnConnectionEvent(routing_id, chunk);
+      connections_->OnNotice(routing_id, chunk, now);
       continue;
     }
-    auto it = connections_.find(routing_id);
-    if (it == connections_.end() || it->second.refused || it->second.closed) {
-      continue;  // refused or closed: dropped
-    }
-    Connection& conn = it->second;
-    const auto now = std::chrono::steady_clock::now();
-    if (conn.reader.at_boundary()) conn.message_started = now;
-    conn.reader.Append(std::string_view(static_cast<const char*>(chunk.data()), chunk.size()));
-    while (std::optional<wire::Frame> frame = conn.reader.Next()) {
+    Connection* conn = connections_->Reading(routing_id);
+    if (conn == nullptr) continue;  // unknown, refused or closing: dropped
+    if (conn->reader.at_boundary()) conn->message_started = now;
+    conn->reader.Append(std::string_view(static_cast<const char*>(chunk.data()), chunk.size()));
+    while (std::optional<wire::Frame> frame = conn->reader.Next()) {
       Incoming in;
       in.routing_id = routing_id;
-      in.peer = conn.peer;
+      in.peer = conn->peer;
       in.payload = frame->payload;
       in.oversized_bytes = frame->oversized_bytes;
       if (std::optional<v1::Reply> reply =
@@ -581,28 +316,8 @@ void ControlLoop::ReceiveRequests() {
   }
 }
 
-bool ControlLoop::SendFramed(const std::string& routing_id, const std::string& payload) {
-  Result<std::string> frame = wire::EncodeFrame(payload);
-  if (!frame.ok()) {
-    // Replies are bounded far below the frame limit: a bug, not a peer's.
-    spdlog::error("not sending a reply: {}", frame.status().ToString());
-    return true;
-  }
-  try {
-    if (!stream_.send(zmq::buffer(routing_id),
-                      zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      return false;  // EAGAIN: the peer's queue is at server.send_hwm
-    }
-    stream_.send(zmq::buffer(*frame), zmq::send_flags::dontwait);
-  } catch (const zmq::error_t& e) {
-    // EHOSTUNREACH: the peer disconnected before its reply.
-    spdlog::debug("{}", ZmqErrorStatus(e, "sending a reply").ToString());
-  }
-  return true;
-}
-
 void ControlLoop::SendReply(const std::string& routing_id, const v1::Reply& reply) {
-  if (!SendFramed(routing_id, reply.SerializeAsString())) ReplyDropped(routing_id);
+  if (!SendFramed(stream_, routing_id, reply.SerializeAsString())) ReplyDropped(routing_id);
 }
 
 void ControlLoop::ReplyDropped(const std::string& routing_id) {
@@ -627,7 +342,7 @@ void ControlLoop::DeliverCompletions() {
     reply.SerializeToString(&bytes);
     // A Progress message that does not fit the peer's queue is skipped:
     // only replies count against a client that does not read.
-    if (!SendFramed(c.job->routing_id, bytes) && !reply.has_progress()) {
+    if (!SendFramed(stream_, c.job->routing_id, bytes) && !reply.has_progress()) {
       ReplyDropped(c.job->routing_id);
     }
   }
