@@ -25,7 +25,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const char* const kExampleConfig = VAED_SOURCE_DIR "/systemd/vaed.toml";
+const std::string kExampleConfig = std::string(VAED_SOURCE_DIR) + "/systemd/vaed.toml";
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);
@@ -394,9 +394,9 @@ TEST(CommandLineTest, KeysNamedInHelpExistAndFlagsTakeTheirRanges) {
     // refused, e.g. a group size above the ranks).
     for (int64_t v : {info->min, info->max}) {
       Argv good({"vaed", flag, std::to_string(v)});
-      testing::internal::CaptureStderr();
+      ::testing::internal::CaptureStderr();
       ParseCommandLine(static_cast<int>(good.pointers.size()), good.pointers.data());
-      EXPECT_THAT(testing::internal::GetCapturedStderr(), Not(HasSubstr("not in range")))
+      EXPECT_THAT(::testing::internal::GetCapturedStderr(), Not(HasSubstr("not in range")))
           << flag << " " << v;
     }
   }

@@ -144,7 +144,7 @@ TEST(RegressionTest, ChattyAndNonReadingConnectionsAreClosedAndTheirDescriptorsF
   status.set_request_id(1);
   status.set_client_id(424242);  // never said Hello: answered unknown_client
   status.mutable_status();
-  const std::string one = wire::EncodeFrame(status.SerializeAsString());
+  const std::string one = *wire::EncodeFrame(status.SerializeAsString());
   std::string burst;
   for (int i = 0; i < 3000; ++i) burst += one;
   std::vector<std::unique_ptr<RawConnection>> deaf;

@@ -59,7 +59,6 @@ TEST(RegressionTest, H3PlanRejectsHugeLatentFrameCountsAndTheModelStillPlans) {
   Result<DecodePlan> plan = (*model)->Plan(DType::kFloat32, {1, 24, 7, 16, 16});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->frames, 22);
-  EXPECT_EQ(plan->windows.back().padding_latent_frames, 4);
 }
 
 // Bug (review): T + kTokenDrop overflowed int64 for T = INT64_MAX, and

@@ -13,6 +13,7 @@
 
 #include "ops/common/frame_writer.h"
 #include "ops/vaectl/decode_report.h"
+#include "ops/vaectl/output_plan.h"
 #include "tests/ops/test_util.h"
 
 namespace vaed {

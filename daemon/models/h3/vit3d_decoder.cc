@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "daemon/models/gemm.h"
 #include "daemon/models/h3/vit3d_weights.h"
 
 namespace vaed::models::h3 {
@@ -24,12 +25,13 @@ torch::Tensor RmsNorm(const torch::Tensor& x, double eps) {
 // build (OpenBLAS sgemm and oneDNN bf16 choose their blocking from the row
 // count; measured max diff 1e-4 at K = 2048), which would make stacked tiles
 // differ from sequential ones. For B = 1 this is exactly the official
-// at::linear call (contiguous 3-D input -> addmm).
+// at::linear call (contiguous 3-D input -> addmm). bf16 products on the
+// CPU accumulate in float32 (gemm.h).
 torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
-  if (x.size(0) == 1) return torch::linear(x, w, b);
+  if (x.size(0) == 1) return LinearGemm(x, w, b);
   std::vector<torch::Tensor> items;
   items.reserve(static_cast<size_t>(x.size(0)));
-  for (int64_t i = 0; i < x.size(0); ++i) items.push_back(torch::linear(x.narrow(0, i, 1), w, b));
+  for (int64_t i = 0; i < x.size(0); ++i) items.push_back(LinearGemm(x.narrow(0, i, 1), w, b));
   return torch::cat(items, 0);
 }
 
@@ -39,7 +41,7 @@ void LinearInto(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor&
                 const torch::Tensor& b) {
   for (int64_t i = 0; i < x.size(0); ++i) {
     torch::Tensor o = out.select(0, i);
-    torch::addmm_out(o, b, x.select(0, i), w.t());
+    AddmmGemmInto(o, b, x.select(0, i), w.t());
   }
 }
 
@@ -115,11 +117,11 @@ torch::Tensor Attention(const torch::Tensor& x, const vit3d::BlockWeights& b,
   const torch::Tensor vh = qkv.narrow(-1, 2 * dh, dh).transpose(1, 2).contiguous();
   for (int64_t i = 0; i < B; ++i) {
     for (int64_t j = 0; j < H; ++j) {
-      torch::mm_out(plan.scores, qh[i][j], kt[i][j]);
+      MmGemmInto(plan.scores, qh[i][j], kt[i][j]);
       plan.scores.mul_(scale);
       torch::softmax_out(plan.probs, plan.scores, -1);
       torch::Tensor out_ij = plan.heads_out[i][j];
-      torch::mm_out(out_ij, plan.probs, vh[i][j]);
+      MmGemmInto(out_ij, plan.probs, vh[i][j]);
     }
   }
   plan.heads_out.nan_to_num_(0.0);
