@@ -25,6 +25,7 @@ install_promtool() {
 }
 packages=(
   build-essential cmake ninja-build pkg-config
+  ccache                         # compiler cache (scripts/ccache-env.sh); builds work without it
   libtorch-dev libopenblas0-pthread
   libzmq3-dev cppzmq-dev
   libprotobuf-dev protobuf-compiler

@@ -190,8 +190,9 @@ Status Read(const At& at, const Key<S>&, const toml::node& n,
 // key no row has.
 Status ReadTable(const At& at, const toml::table& t, const auto& keys, auto* out) {
   for (const auto& [name, node] : t) {
-    const auto row =
-        std::find_if(keys.begin(), keys.end(), [&](const auto& k) { return name.str() == k.name; });
+    const std::string_view key_name = name.str();  // clang 14 lambdas cannot capture bindings
+    const auto row = std::find_if(keys.begin(), keys.end(),
+                                  [&](const auto& k) { return key_name == k.name; });
     if (row == keys.end()) {
       std::set<std::string> known;
       for (const auto& k : keys) known.insert(k.name);

@@ -147,10 +147,17 @@ class RuntimeFaultsTest : public ::testing::Test {
     // fault (each test runs in its own process under ctest, so this is a
     // fresh daemon's output).
     auto client = client::Client::Connect({.socket = daemon_->socket(), .client_name = "ref"});
-    if (!client.ok()) return;
+    if (!client.ok()) {
+      setup_error_ = new std::string("connecting: " + client.status().ToString());
+      return;
+    }
     auto g = Decode(**client, *grid_);
     auto s = Decode(**client, *small_);
-    if (!g.ok() || !s.ok()) return;
+    if (!g.ok() || !s.ok()) {
+      setup_error_ = new std::string("grid_2x2: " + g.status().ToString() +
+                                     "; small_canvas: " + s.status().ToString());
+      return;
+    }
     ref_grid_ = new std::vector<uint8_t>(g->bytes);
     ref_small_ = new std::vector<uint8_t>(s->bytes);
   }
@@ -163,6 +170,8 @@ class RuntimeFaultsTest : public ::testing::Test {
     delete small_;
     delete ref_grid_;
     delete ref_small_;
+    delete setup_error_;
+    setup_error_ = nullptr;
     if (config_dir_ != nullptr) std::filesystem::remove_all(*config_dir_);
     delete config_dir_;
     daemon_ = nullptr;
@@ -174,7 +183,8 @@ class RuntimeFaultsTest : public ::testing::Test {
     }
     ASSERT_NE(daemon_, nullptr);
     ASSERT_TRUE(daemon_->ok()) << daemon_->Log();
-    ASSERT_NE(ref_grid_, nullptr) << "the fresh daemon did not decode the references\n"
+    ASSERT_NE(ref_grid_, nullptr) << "the fresh daemon did not decode the references: "
+                                  << (setup_error_ != nullptr ? *setup_error_ : "") << "\n"
                                   << daemon_->Log();
     auto client = client::Client::Connect({.socket = daemon_->socket(), .client_name = "faults"});
     ASSERT_TRUE(client.ok()) << client.status().ToString();
@@ -218,6 +228,7 @@ class RuntimeFaultsTest : public ::testing::Test {
   static Latent* small_;
   static std::vector<uint8_t>* ref_grid_;
   static std::vector<uint8_t>* ref_small_;
+  static std::string* setup_error_;  // why the references were not decoded
   std::unique_ptr<client::Client> client_;
 };
 DaemonProcess* RuntimeFaultsTest::daemon_ = nullptr;
@@ -226,6 +237,7 @@ Latent* RuntimeFaultsTest::grid_ = nullptr;
 Latent* RuntimeFaultsTest::small_ = nullptr;
 std::vector<uint8_t>* RuntimeFaultsTest::ref_grid_ = nullptr;
 std::vector<uint8_t>* RuntimeFaultsTest::ref_small_ = nullptr;
+std::string* RuntimeFaultsTest::setup_error_ = nullptr;
 
 TEST_F(RuntimeFaultsTest, WarmShapeWasBuiltBeforeReady) {
   auto cache = PlanCache();
