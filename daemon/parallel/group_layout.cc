@@ -90,17 +90,18 @@ std::vector<const GroupSpec*> GroupLayout::LedHere() const {
   return out;
 }
 
-Result<int> ChooseGroupSize(const GroupLayout& layout, int requested, int64_t tiles_per_unit,
+Result<int> ChooseGroupSize(const GroupLayout& layout, int64_t requested, int64_t tiles_per_unit,
                             FewTiles few_tiles) {
   const std::vector<int>& sizes = layout.options().qualified_sizes;
-  int size = requested == 0 ? layout.options().default_size : requested;
-  if (std::find(sizes.begin(), sizes.end(), size) == sizes.end()) {
+  const int64_t asked = requested == 0 ? layout.options().default_size : requested;
+  if (std::find(sizes.begin(), sizes.end(), asked) == sizes.end()) {
     return InvalidArgument("options.group_size is " + std::to_string(requested) +
                            "; must be 0 (the daemon's group.size " +
                            std::to_string(layout.options().default_size) +
                            ") or one of group.qualified_sizes " + JoinSizes(sizes))
         .WithField("options.group_size");
   }
+  int size = static_cast<int>(asked);  // one of the qualified sizes
   if (few_tiles == FewTiles::kShrink && tiles_per_unit < size) {
     int shrunk = 1;
     for (int s : sizes) {

@@ -83,7 +83,7 @@ enum class FewTiles { kPad, kShrink };
 // when `tiles_per_unit` < that size; 1 for untiled requests
 // (tiles_per_unit <= 1 under kShrink). Errors: kInvalidArgument naming
 // options.group_size and the qualified sizes.
-Result<int> ChooseGroupSize(const GroupLayout& layout, int requested, int64_t tiles_per_unit,
+Result<int> ChooseGroupSize(const GroupLayout& layout, int64_t requested, int64_t tiles_per_unit,
                             FewTiles few_tiles);
 
 // GPU builds: device indices ordered by their UUID strings (ascending), so

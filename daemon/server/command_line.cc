@@ -45,6 +45,15 @@ CLI::Validator KeyRange(const std::string& key) {
   return CLI::Range(info->min, info->max);
 }
 
+// Refuses an empty value: an empty --socket, --default-model, --log-level or
+// --log-format would otherwise read as "not given" and silently keep the
+// config's value (review, issue 18).
+CLI::Validator NonEmpty() {
+  return CLI::Validator(
+      [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },
+      "NONEMPTY");
+}
+
 // The app with every flag; `f` receives their values on parse.
 std::unique_ptr<CLI::App> MakeApp(Flags* f) {
   auto app = std::make_unique<CLI::App>(
@@ -55,7 +64,7 @@ std::unique_ptr<CLI::App> MakeApp(Flags* f) {
   app->add_option("-c,--config", f->config_path,
                   "TOML config file, applied over the embedded defaults")
       ->check(CLI::ExistingFile);
-  app->add_option("--socket", f->socket, "control socket path (server.socket)");
+  app->add_option("--socket", f->socket, "control socket path (server.socket)")->check(NonEmpty());
   app->add_option("--group-ranks", f->group_ranks,
                   "local ranks of the VAE group, each with its own executor and models "
                   "(group.ranks); qualifies sizes 1, 2, 4, ... up to it unless the config lists "
@@ -71,7 +80,8 @@ std::unique_ptr<CLI::App> MakeApp(Flags* f) {
                   "waiting decode requests (executor.queue_capacity)")
       ->check(KeyRange("executor.queue_capacity"));
   app->add_option("--log-level", f->log_level,
-                  "trace|debug|info|warn|error|critical|off (log.level)");
+                  "trace|debug|info|warn|error|critical|off (log.level)")
+      ->check(NonEmpty());
   app->add_option("--log-format", f->log_format,
                   "log line format: text, or json (one object per line) for log shippers "
                   "(log.format)")
@@ -98,7 +108,8 @@ std::unique_ptr<CLI::App> MakeApp(Flags* f) {
                   "model unless --default-model says otherwise")
       ->check(CLI::ExistingFile);
   app->add_option("--default-model", f->default_model,
-                  "model used when a request names none (models.default)");
+                  "model used when a request names none (models.default)")
+      ->check(NonEmpty());
   app->add_option("--vae-stack-tiling", f->stack_tiling,
                   "tile scheduling of every tiled model when a request does not choose: auto "
                   "(stack when >= 2 same-shape tiles and the measured memory estimate fits), "

@@ -236,7 +236,7 @@ Result<DecodeAdmission::Planned> DecodeAdmission::Plan(const v1::Decode& d) cons
     // Qualified? (How many ranks it finally gets depends on its tiles; the
     // executor decides with group.few_tiles.)
     VAED_RETURN_IF_ERROR(parallel::ChooseGroupSize(layout_,
-                                                   static_cast<int>(d.options().group_size()),
+                                                   int64_t{d.options().group_size()},
                                                    INT64_MAX, parallel::FewTiles::kPad)
                              .status());
   }

@@ -362,6 +362,22 @@ TEST(ObservabilityConfigTest, MetricsAndLogFormatFlags) {
 
 // --help names config keys; each one exists, and a flag that sets a key
 // accepts exactly the key's range.
+// Bug (review, issue 18): an empty --socket (or --default-model,
+// --log-level) read as "not given", so `vaed --socket ''` served on the
+// config's socket (/run/vaed/vaed.sock) without a word. Now refused.
+TEST(CommandLineTest, RegressionAnEmptyFlagValueIsRefusedNotIgnored) {
+  for (const std::string flag : {"--socket", "--default-model", "--log-level", "--log-format"}) {
+    Argv empty({"vaed", flag, ""});
+    ::testing::internal::CaptureStderr();
+    CommandLine cli = ParseCommandLine(static_cast<int>(empty.pointers.size()),
+                                       empty.pointers.data());
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_TRUE(cli.exit_now) << flag;
+    EXPECT_NE(cli.exit_code, 0) << flag;
+    EXPECT_THAT(err, HasSubstr(flag)) << flag;
+  }
+}
+
 TEST(CommandLineTest, KeysNamedInHelpExistAndFlagsTakeTheirRanges) {
   const std::string help = CommandLineHelp();
   const std::regex key_re(

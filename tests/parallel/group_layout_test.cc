@@ -81,6 +81,21 @@ TEST(ChooseGroupSizeTest, DefaultRequestedPadAndShrink) {
                         "group.qualified_sizes [1, 2, 4]"));
 }
 
+// Bug (review, issue 18): the handler cast the request's uint32
+// options.group_size to int, so 2^31 was refused as "options.group_size is
+// -2147483648". The value is now passed whole and named as sent.
+TEST(ChooseGroupSizeTest, RegressionAGroupSizeBeyondIntIsNamedAsSent) {
+  GroupLayoutOptions o;
+  o.ranks_per_node = 4;
+  o.qualified_sizes = {1, 2, 4};
+  o.default_size = 4;
+  auto layout = GroupLayout::Plan(o);
+  ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+  auto bad = ChooseGroupSize(*layout, int64_t{1} << 31, 8, FewTiles::kPad);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("options.group_size is 2147483648;"));
+}
+
 TEST(OrderByDeviceUuidTest, RanksFollowUuidOrderNotEnumerationOrder) {
   EXPECT_THAT(OrderByDeviceUuid({"GPU-c", "GPU-a", "GPU-b"}), ElementsAre(1, 2, 0));
   EXPECT_TRUE(OrderByDeviceUuid({}).empty());
