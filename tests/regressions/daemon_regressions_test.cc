@@ -31,23 +31,27 @@ using testing::RawConnection;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
-// One decode of a small demo latent (float32 [1, 32, 4, 4] -> uint8
-// [1, 32, 32, 3]) by a fresh client: the daemon still serves.
+// Decodes a demo latent float32 [N, 32, h, w] (values sin(0.01 i)) into
+// uint8 [N, 8h, 8w, 3] through `c`, in regions of its own.
+Result<v1::DecodeReply> DecodeDemo(client::Client& c, int64_t n, int64_t h, int64_t w) {
+  const std::vector<int64_t> latent = {n, 32, h, w}, output = {n, 8 * h, 8 * w, 3};
+  VAED_ASSIGN_OR_RETURN(auto in, client::SharedRegion::Create(uint64_t(n * 32 * h * w * 4)));
+  VAED_ASSIGN_OR_RETURN(auto out, client::SharedRegion::Create(uint64_t(n * 64 * h * w * 3)));
+  float* f = reinterpret_cast<float*>(in->data());
+  for (int64_t i = 0; i < n * 32 * h * w; ++i) f[i] = std::sin(0.01f * float(i));
+  VAED_ASSIGN_OR_RETURN(uint64_t in_id, c.RegisterRegion(*in));
+  VAED_ASSIGN_OR_RETURN(uint64_t out_id, c.RegisterRegion(*out));
+  return c.Decode({.model = "demo",
+                   .latent = {in_id, 0, DType::kFloat32, latent},
+                   .output = {out_id, 0, DType::kUInt8, output}});
+}
+
+// One decode of a small demo latent by a fresh client: the daemon still
+// serves.
 void ExpectStillServing(const DaemonProcess& d) {
   auto c = client::Client::Connect({.socket = d.socket(), .client_name = "after"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  const std::vector<int64_t> latent = {1, 32, 4, 4}, output = {1, 32, 32, 3};
-  auto in = client::SharedRegion::Create(32 * 4 * 4 * 4);
-  auto out = client::SharedRegion::Create(32 * 32 * 3);
-  ASSERT_TRUE(in.ok() && out.ok());
-  float* f = reinterpret_cast<float*>((*in)->data());
-  for (int i = 0; i < 32 * 4 * 4; ++i) f[i] = std::sin(0.01f * float(i));
-  auto in_id = (*c)->RegisterRegion(**in);
-  auto out_id = (*c)->RegisterRegion(**out);
-  ASSERT_TRUE(in_id.ok() && out_id.ok());
-  auto r = (*c)->Decode({.model = "demo",
-                         .latent = {*in_id, 0, DType::kFloat32, latent},
-                         .output = {*out_id, 0, DType::kUInt8, output}});
+  auto r = DecodeDemo(**c, 1, 4, 4);
   ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << d.Log();
   EXPECT_EQ(r->frames(), 1u);
 }
@@ -76,16 +80,7 @@ TEST(RegressionTest, ClientWhoseDecodeOutlastsTheClientTimeoutIsKept) {
   auto c = client::Client::Connect(
       {.socket = daemon.socket(), .client_name = "slow", .heartbeats = false});
   ASSERT_TRUE(c.ok());
-  const std::vector<int64_t> latent = {4, 32, 40, 40}, output = {4, 320, 320, 3};
-  auto in = client::SharedRegion::Create(4 * 32 * 40 * 40 * 4);
-  auto out = client::SharedRegion::Create(4 * 320 * 320 * 3);
-  ASSERT_TRUE(in.ok() && out.ok());
-  auto in_id = (*c)->RegisterRegion(**in);
-  auto out_id = (*c)->RegisterRegion(**out);
-  ASSERT_TRUE(in_id.ok() && out_id.ok());
-  auto r = (*c)->Decode({.model = "demo",
-                         .latent = {*in_id, 0, DType::kFloat32, latent},
-                         .output = {*out_id, 0, DType::kUInt8, output}});
+  auto r = DecodeDemo(**c, 4, 40, 40);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   double decode_s = 0;
   for (const auto& t : r->timings()) {
