@@ -179,13 +179,23 @@ struct DecodeAdmission::Planned {
   std::optional<engine::AudioPart> audio;
 };
 
+namespace {
+
+// The configured VAE groups; a config that failed validation (never served;
+// ValidateOptions refuses it) falls back to one rank.
+parallel::GroupLayout LayoutOrSingleRank(const engine::GroupOptions& group) {
+  Result<parallel::GroupLayout> layout = engine::MakeGroupLayout(group);
+  return layout.ok() ? *std::move(layout)
+                     : *parallel::GroupLayout::Plan(parallel::GroupLayoutOptions{});
+}
+
+}  // namespace
+
 DecodeAdmission::DecodeAdmission(const DaemonOptions& options,
                                  const models::ModelRegistry* registry,
                                  const ClientRegistry* clients)
     : options_(options),
-      layout_(engine::MakeGroupLayout(options.group).ok()
-                  ? *engine::MakeGroupLayout(options.group)
-                  : *parallel::GroupLayout::Plan(parallel::GroupLayoutOptions{})),
+      layout_(LayoutOrSingleRank(options.group)),
       registry_(registry),
       clients_(clients) {}
 
