@@ -32,10 +32,12 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 # clang: its sanitizers, and its thread-safety analysis of vaed's locks
 # (vaed/mutex.h; -Wthread-safety, an error like every warning).
+# vaed_models_thread_safety: the prebuilt decoders' locked sources, compiled
+# for the analysis only (daemon/models/CMakeLists.txt).
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DVAED_SANITIZE=address,undefined -DVAED_PREBUILT_MODELS="$PWD/$models" > /dev/null
 cmake --build build-asan -j "$(nproc)" --target vaed vaectl victim_client hostile_client \
-  load_test request_handler_test hostile_input_test
+  load_test request_handler_test hostile_input_test vaed_models_thread_safety
 # Each binary whole, in one process (its suites share their daemons).
 filter="${1:-*}"
 status=0

@@ -52,7 +52,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
     VAED_RETURN_IF_ERROR(CheckSocketFile(options.socket));
     auto impl = std::make_unique<Impl>(options);
     {
-      std::lock_guard<std::mutex> lock(impl->mu);
+      MutexLock lock(&impl->mu);
       VAED_RETURN_IF_ERROR(
           impl->HelloOnFreshSocket(options.connect_timeout_ms, options.connect_timeout_ms));
     }
@@ -73,7 +73,7 @@ Client::~Client() {
   }
   impl_->StopHeartbeats();
   try {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(&impl_->mu);
     // Best effort: the daemon also notices our exit. Pointless when it is
     // gone or no longer knows us.
     if (impl_->broken || !impl_->socket) return;
@@ -99,7 +99,7 @@ Result<uint64_t> Client::RegisterRegion(const SharedRegion& region) {
     }
     // Under one lock with the call, so a reconnect by another thread cannot
     // slip between the registration and its bookkeeping.
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(&impl_->mu);
     auto build = [&](v1::Request* req) {
       GrantDaemonAccess(region.name(), impl_->options.socket);
       v1::HostShmRegion* host = req->mutable_register_region()->mutable_host();
@@ -123,7 +123,7 @@ Result<uint64_t> Client::RegisterRegion(const SharedRegion& region) {
 Status Client::UnregisterRegion(uint64_t region_id) {
   return Guarded("vaed Client::UnregisterRegion", [&]() -> Status {
     VAED_RETURN_IF_ERROR(impl_->CheckProcess());
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(&impl_->mu);
     auto it = impl_->regions.find(region_id);
     if (it != impl_->regions.end() && !it->second.lost.ok()) {
       impl_->regions.erase(it);  // the daemon does not have it
@@ -131,7 +131,7 @@ Status Client::UnregisterRegion(uint64_t region_id) {
     }
     const bool ours = it != impl_->regions.end();
     Result<v1::Reply> reply = impl_->CallLocked(
-        [&](v1::Request* req) {
+        [&](v1::Request* req) VAED_REQUIRES(impl_->mu) {  // CallLocked() calls it under mu
           VAED_ASSIGN_OR_RETURN(uint64_t id,
                                 impl_->DaemonRegionId(region_id, "unregister_region.region_id"));
           req->mutable_unregister_region()->set_region_id(id);
@@ -185,16 +185,15 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
       Guarded("vaed Client::Decode", [&]() -> Result<v1::DecodeReply> {
         VAED_RETURN_IF_ERROR(impl_->CheckProcess());
         Impl* impl = impl_.get();
-        std::lock_guard<std::mutex> lock(impl->mu);
+        MutexLock lock(&impl->mu);
         impl->on_progress = request.progress ? &request.progress : nullptr;
         Result<v1::Reply> called = impl->CallLocked(
             [&](v1::Request* req) {
               // Runs under impl->mu, per attempt: ids map to the current daemon.
               VAED_RETURN_IF_ERROR(BuildDecode(
                   request, /*plan_only=*/false,
-                  [impl](uint64_t id, std::string_view field) {
-                    return impl->DaemonRegionId(id, field);
-                  },
+                  [impl](uint64_t id, std::string_view field)
+                      VAED_REQUIRES(impl->mu) { return impl->DaemonRegionId(id, field); },
                   req->mutable_decode()));
               if (request.progress) req->mutable_decode()->mutable_options()->set_progress(true);
               return Status::Ok();
@@ -234,7 +233,7 @@ Result<v1::ReleaseQuarantineReply> Client::ReleaseQuarantine(const std::string& 
 Result<v1::Reply> Client::SendRaw(const std::string& bytes) {
   return Guarded("vaed Client::SendRaw", [&]() -> Result<v1::Reply> {
     VAED_RETURN_IF_ERROR(impl_->CheckProcess());
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(&impl_->mu);
     if (impl_->broken && impl_->MayReconnect()) VAED_RETURN_IF_ERROR(impl_->Reconnect());
     // Match the reply by the message's own request id when it has one.
     uint64_t expect_id = 0;

@@ -13,7 +13,10 @@
 //
 // Locking: `mu` serializes all use of the socket and of the state marked
 // "guarded by mu"; every method documented "mu held" requires it. The
-// atomics may be read without it.
+// atomics may be read without it. Both locks are vaed::Mutex (vaed/mutex.h):
+// the fields are VAED_GUARDED_BY and the "mu held" methods VAED_REQUIRES,
+// so clang's thread-safety analysis checks all of this at compile time.
+// The heartbeat thread holds hb_mu and only try_locks mu under it.
 #ifndef VAED_CLIENT_SRC_CLIENT_IMPL_H_
 #define VAED_CLIENT_SRC_CLIENT_IMPL_H_
 
@@ -22,13 +25,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
+#include <condition_variable>  // std::condition_variable_any
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +40,7 @@
 
 #include "vaed/client.h"
 #include "vaed/framing.h"
+#include "vaed/mutex.h"
 
 namespace vaed::client {
 
@@ -63,7 +66,8 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
 
   // Fills a request's body (client_id and request_id are set afterwards).
   // Called under `mu` once per attempt, so region ids are translated for
-  // the daemon the attempt goes to.
+  // the daemon the attempt goes to. A builder lambda that reads guarded
+  // state is declared VAED_REQUIRES(<impl>->mu) (client.cc).
   using Builder = std::function<Status(v1::Request*)>;
   using ProgressCallback = std::function<void(const v1::Progress&)>;
 
@@ -85,7 +89,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // socket by itself: a closed connection stays closed, and a send on it
   // fails at once. Errors: kUnavailable (no connection or no reply in
   // time), the daemon's refusal of the Hello.
-  Status HelloOnFreshSocket(int connect_ms, int reply_ms);
+  Status HelloOnFreshSocket(int connect_ms, int reply_ms) VAED_REQUIRES(mu);
 
   // mu held. Sends `bytes` and waits up to `timeout_ms` (0 = forever) for
   // the reply with request id `expect_id` (0 accepts any reply but those
@@ -99,7 +103,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // (vaed/zmq_status.h); any other exception becomes kResourceExhausted /
   // kInternal and sets `broken` (the stream may be mid-message).
   Result<v1::Reply> Exchange(const std::string& bytes, uint64_t expect_id, int timeout_ms,
-                             bool ping);
+                             bool ping) VAED_REQUIRES(mu);
 
   // --- reconnect.cc ------------------------------------------------------
 
@@ -107,21 +111,22 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // waits for its reply, reconnecting first when the daemon was found gone
   // before, and reconnecting and resending once when it is found gone or
   // answers kUnknownClient now. What `build` throws comes back as a Status.
-  Result<v1::Reply> CallLocked(const Builder& build, int timeout_ms);
-  // CallLocked() under a lock of its own.
-  Result<v1::Reply> Call(const Builder& build, int timeout_ms);
+  Result<v1::Reply> CallLocked(const Builder& build, int timeout_ms) VAED_REQUIRES(mu);
+  // CallLocked() under a lock of its own. mu not held.
+  Result<v1::Reply> Call(const Builder& build, int timeout_ms) VAED_EXCLUDES(mu);
   // Call() with options.request_timeout_ms, then the reply's body (read by
   // `body`), checked to be `expected`; `what` names the request in errors.
-  // Defined in client.cc, its only user.
+  // Defined in client.cc, its only user. mu not held.
   template <typename Body>
   Result<Body> CallForBody(const Builder& build, v1::Reply::BodyCase expected,
-                           std::string_view what, const Body& (v1::Reply::*body)() const);
+                           std::string_view what, const Body& (v1::Reply::*body)() const)
+      VAED_EXCLUDES(mu);
 
   // mu held. Hello on fresh sockets with back-off until one is answered
   // and the regions are registered again, for up to
   // options.reconnect_timeout_ms. A refusal other than kUnavailable
   // (version mismatch, quarantine, permissions) ends it at once.
-  Status Reconnect();
+  Status Reconnect() VAED_REQUIRES(mu);
   bool MayReconnect() const { return options.reconnect_timeout_ms > 0; }
 
   // mu held. The daemon's id for the region the user knows as `user_id`.
@@ -129,7 +134,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // reject with its own message, unless after a reconnect it is the
   // daemon's id of another of this client's regions (kNotFound). A region
   // lost in a reconnect fails with the reason, prefixed by `field`.
-  Result<uint64_t> DaemonRegionId(uint64_t user_id, std::string_view field) const;
+  Result<uint64_t> DaemonRegionId(uint64_t user_id, std::string_view field) const VAED_REQUIRES(mu);
 
   // --- heartbeat.cc ------------------------------------------------------
 
@@ -138,7 +143,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // when the thread cannot be started.
   Status StartHeartbeats();
   // Stops and joins the heartbeat thread, if one runs. mu not held.
-  void StopHeartbeats() noexcept;
+  void StopHeartbeats() noexcept VAED_EXCLUDES(mu, hb_mu);
 
   // --- state ---------------------------------------------------------------
 
@@ -147,37 +152,37 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   const ClientOptions options;
   zmq::context_t context{1};
 
-  std::mutex mu;  // serializes all use of `socket` and the state below
+  Mutex mu;  // serializes all use of `socket` and the state below
   // ZMQ_STREAM socket with vaed's framing (vaed/framing.h); guarded by mu,
   // replaced on reconnect, with the routing id of its one connection and
   // the reassembly of the daemon's byte stream.
-  std::unique_ptr<zmq::socket_t> socket;
-  std::string connection_id;
-  wire::FrameReader reader{kMaxReplyBytes};
-  uint64_t next_request_id = 1;  // guarded by mu
+  std::unique_ptr<zmq::socket_t> socket VAED_GUARDED_BY(mu);
+  std::string connection_id VAED_GUARDED_BY(mu);
+  wire::FrameReader reader VAED_GUARDED_BY(mu) = wire::FrameReader(kMaxReplyBytes);
+  uint64_t next_request_id VAED_GUARDED_BY(mu) = 1;
   // The running Decode's progress callback, or null; guarded by mu. Reset
   // to null by ReportProgress() when the callback throws.
-  const ProgressCallback* on_progress = nullptr;
+  const ProgressCallback* on_progress VAED_GUARDED_BY(mu) = nullptr;
   // What the progress callback threw, for Decode() to rethrow once the
   // lock is released; guarded by mu.
-  std::exception_ptr progress_error;
+  std::exception_ptr progress_error VAED_GUARDED_BY(mu);
   // The daemon was found gone (heartbeats unanswered, or the connection
   // dropped), answered kUnknownClient, or a failure inside the library
   // struck mid-request: the next call reconnects before it sends. Guarded
   // by mu.
-  bool broken = false;
-  std::map<uint64_t, Region> regions;                           // guarded by mu; by user-visible id
-  uint64_t next_synthetic_region_id = kFirstSyntheticRegionId;  // guarded by mu
+  bool broken VAED_GUARDED_BY(mu) = false;
+  std::map<uint64_t, Region> regions VAED_GUARDED_BY(mu);  // by user-visible id
+  uint64_t next_synthetic_region_id VAED_GUARDED_BY(mu) = kFirstSyntheticRegionId;
   // Every Hello reply, latest last, so hello() references stay valid.
-  std::vector<std::unique_ptr<v1::HelloReply>> hellos;  // guarded by mu
+  std::vector<std::unique_ptr<v1::HelloReply>> hellos VAED_GUARDED_BY(mu);
   std::atomic<const v1::HelloReply*> hello{nullptr};
   std::atomic<uint64_t> client_id{0};
   std::atomic<uint64_t> reconnects{0};
   std::atomic<uint32_t> heartbeat_interval_ms{0};
 
-  std::mutex hb_mu;
-  std::condition_variable hb_cv;
-  bool hb_stop = false;  // guarded by hb_mu
+  Mutex hb_mu;
+  std::condition_variable_any hb_cv;  // waits on hb_mu: hb_stop
+  bool hb_stop VAED_GUARDED_BY(hb_mu) = false;
   std::thread heartbeat;
 
  private:
@@ -185,21 +190,21 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // mu held. Queues one framed message to the daemon without blocking;
   // false when it cannot be queued (no connection, the daemon closed it,
   // or its queue is full). Throws zmq::error_t on other errors.
-  bool SendMessage(const std::string& bytes);
+  bool SendMessage(const std::string& bytes) VAED_REQUIRES(mu);
   // mu held. The next whole message from the daemon, waiting up to
   // `wait_ms` (-1 = forever) for bytes; nullopt when none completed in
   // time. kUnavailable (and `broken`) when the daemon closed the
   // connection; kProtocolError for a reply over kMaxReplyBytes.
-  Result<std::optional<std::string>> NextMessage(long wait_ms);
+  Result<std::optional<std::string>> NextMessage(long wait_ms) VAED_REQUIRES(mu);
   // mu held. Sends a Heartbeat without waiting for its reply; returns its
   // request id (0 when it could not be queued).
-  uint64_t SendPing();
-  // Exchange() without its exception guard.
+  uint64_t SendPing() VAED_REQUIRES(mu);
+  // mu held. Exchange() without its exception guard.
   Result<v1::Reply> ExchangeOrThrow(const std::string& bytes, uint64_t expect_id, int timeout_ms,
-                                    bool ping);
+                                    bool ping) VAED_REQUIRES(mu);
   // mu held. Calls on_progress with `progress`; if it throws, keeps the
   // exception in progress_error and stops calling it.
-  void ReportProgress(const v1::Progress& progress);
+  void ReportProgress(const v1::Progress& progress) VAED_REQUIRES(mu);
   uint32_t Liveness() const;
   // How long a waiting call stays silent before it sends a Heartbeat.
   std::chrono::milliseconds WaitPingInterval() const;
@@ -209,13 +214,15 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // current daemon. A region the daemon refuses is marked lost (requests
   // naming it fail with the reason); kUnavailable when the daemon went
   // away again.
-  Status ReregisterRegions();
-  Result<v1::Reply> CallLockedOrThrow(const Builder& build, int timeout_ms);
+  Status ReregisterRegions() VAED_REQUIRES(mu);
+  // mu held. CallLocked() without its exception guard.
+  Result<v1::Reply> CallLockedOrThrow(const Builder& build, int timeout_ms) VAED_REQUIRES(mu);
 
   // heartbeat.cc
-  void HeartbeatLoop() noexcept;
+  // The thread's body: takes hb_mu, and mu (try_lock) for each beat.
+  void HeartbeatLoop() noexcept VAED_EXCLUDES(mu, hb_mu);
   // mu held. One heartbeat of the thread; `missed` counts unanswered ones.
-  void BeatOnce(std::chrono::milliseconds interval, uint32_t* missed);
+  void BeatOnce(std::chrono::milliseconds interval, uint32_t* missed) VAED_REQUIRES(mu);
 };
 
 // Turns an error reply into its Status; checks the body otherwise.

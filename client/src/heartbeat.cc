@@ -28,7 +28,7 @@ Status Client::Impl::StartHeartbeats() {
 
 void Client::Impl::StopHeartbeats() noexcept {
   {
-    std::lock_guard<std::mutex> lock(hb_mu);
+    MutexLock lock(&hb_mu);
     hb_stop = true;
   }
   hb_cv.notify_all();
@@ -36,25 +36,32 @@ void Client::Impl::StopHeartbeats() noexcept {
 }
 
 void Client::Impl::HeartbeatLoop() noexcept {
-  std::unique_lock<std::mutex> lock(hb_mu);
+  MutexLock lock(&hb_mu);
   uint32_t missed = 0;
   for (;;) {
     const uint32_t ms = heartbeat_interval_ms.load();
     const milliseconds interval(ms > 0 ? ms : 1000);
-    if (hb_cv.wait_for(lock, interval, [&] { return hb_stop; })) return;
-    // A request in flight already shows the daemon we are alive, and
-    // watches its liveness itself.
-    std::unique_lock<std::mutex> call_lock(mu, std::try_to_lock);
-    if (!call_lock.owns_lock()) continue;
-    if (ms == 0 || (broken && MayReconnect())) continue;  // the next call reconnects
-    try {
-      BeatOnce(interval, &missed);
-    } catch (...) {
-      // Out of memory (or an injected fault) in this thread: there is no
-      // caller to tell, so the next call finds the connection broken and
-      // starts over on a fresh one.
-      broken = true;
+    const auto wake = std::chrono::steady_clock::now() + interval;
+    while (!hb_stop && hb_cv.wait_until(hb_mu, wake) == std::cv_status::no_timeout) {
     }
+    if (hb_stop) return;
+    // A request in flight already shows the daemon we are alive, and
+    // watches its liveness itself. mu is unlocked below: nothing between
+    // throws (BeatOnce's exceptions are caught).
+    if (!mu.try_lock()) continue;
+    // No beat when the daemon asked for none (ms == 0), or when the
+    // connection is broken and the next call reconnects.
+    if (ms != 0 && !(broken && MayReconnect())) {
+      try {
+        BeatOnce(interval, &missed);
+      } catch (...) {
+        // Out of memory (or an injected fault) in this thread: there is no
+        // caller to tell, so the next call finds the connection broken and
+        // starts over on a fresh one.
+        broken = true;
+      }
+    }
+    mu.unlock();
   }
 }
 

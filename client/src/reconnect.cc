@@ -125,7 +125,7 @@ Result<v1::Reply> Client::Impl::CallLockedOrThrow(const Builder& build, int time
 
 Result<v1::Reply> Client::Impl::Call(const Builder& build, int timeout_ms) {
   VAED_RETURN_IF_ERROR(CheckProcess());  // before the lock: a fork may have copied it held
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   return CallLocked(build, timeout_ms);
 }
 

@@ -21,7 +21,8 @@
 //     eager-only list is bounded too (oldest entries dropped past
 //     kMaxEagerOnly, counted).
 //
-// Thread-safety: every method may be called from any thread (one mutex);
+// Thread-safety: every method may be called from any thread (one mutex,
+// mu_, guarding all the cache's state: VAED_GUARDED_BY, checked by clang);
 // the rank that owns the model instance builds and uses its plans, the
 // control loop reads Snapshot().
 #ifndef VAED_DAEMON_MODELS_PLAN_CACHE_H_
@@ -33,10 +34,11 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "vaed/mutex.h"
 
 namespace vaed::models {
 
@@ -69,7 +71,7 @@ class PlanCache {
 
   // The cached plan of `bucket` (marks it most recently used), or null.
   std::shared_ptr<Plan> Find(const std::string& bucket) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = index_.find(bucket);
     if (it == index_.end()) return nullptr;
     lru_.splice(lru_.begin(), lru_, it->second);
@@ -79,7 +81,7 @@ class PlanCache {
   // Counts one sighting of an uncached bucket and says whether its plan
   // should be built now (sightings >= promote_after, or `force`).
   bool ShouldBuild(const std::string& bucket, bool force) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (eager_only_index_.count(bucket) > 0) return false;
     if (sightings_.size() >= kMaxSightings && sightings_.count(bucket) == 0) sightings_.clear();
     const int seen = ++sightings_[bucket];
@@ -89,7 +91,7 @@ class PlanCache {
   // Caches `plan` for `bucket`, evicting the least recently used plan past
   // the capacity. `bytes` is what the plan holds (for status).
   void Insert(const std::string& bucket, std::shared_ptr<Plan> plan, uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stats_.builds += 1;
     auto it = index_.find(bucket);
     if (it != index_.end()) {
@@ -113,7 +115,7 @@ class PlanCache {
 
   // Marks `bucket` eager-only (sticky) and drops its plan.
   void MarkEagerOnly(const std::string& bucket, const std::string& reason) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stats_.build_failures += 1;
     auto it = index_.find(bucket);
     if (it != index_.end()) {
@@ -133,7 +135,7 @@ class PlanCache {
 
   // The reason `bucket` is eager-only, or "" when it is not.
   std::string EagerOnlyReason(const std::string& bucket) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = eager_only_index_.find(bucket);
     return it == eager_only_index_.end() ? std::string() : it->second;
   }
@@ -141,7 +143,7 @@ class PlanCache {
   // Drops every cached plan (counted as evictions); returns the bytes they
   // held. Eager-only marks and sightings stay.
   uint64_t Clear() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const uint64_t freed = plan_bytes_;
     stats_.evictions += lru_.size();
     lru_.clear();
@@ -152,22 +154,22 @@ class PlanCache {
   }
 
   void CountHit() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stats_.hits += 1;
   }
   void CountEagerCall() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stats_.eager_calls += 1;
   }
 
   size_t size() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return lru_.size();
   }
   size_t capacity() const { return capacity_; }
 
   PlanCacheSnapshot Snapshot() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     PlanCacheSnapshot s;
     s.capacity = capacity_;
     for (const auto& [bucket, plan] : lru_) s.buckets.push_back(bucket);
@@ -181,15 +183,15 @@ class PlanCache {
   using Entry = std::pair<std::string, std::shared_ptr<Plan>>;
   const size_t capacity_;
   const int promote_after_;
-  mutable std::mutex mu_;
-  std::list<Entry> lru_;  // most recently used first
-  std::map<std::string, typename std::list<Entry>::iterator> index_;
-  std::map<std::string, uint64_t> bytes_;
-  uint64_t plan_bytes_ = 0;
-  std::map<std::string, int> sightings_;
-  std::deque<std::pair<std::string, std::string>> eager_only_;
-  std::map<std::string, std::string> eager_only_index_;
-  PlanCacheStats stats_;
+  mutable Mutex mu_;
+  std::list<Entry> lru_ VAED_GUARDED_BY(mu_);  // most recently used first
+  std::map<std::string, typename std::list<Entry>::iterator> index_ VAED_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> bytes_ VAED_GUARDED_BY(mu_);
+  uint64_t plan_bytes_ VAED_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int> sightings_ VAED_GUARDED_BY(mu_);
+  std::deque<std::pair<std::string, std::string>> eager_only_ VAED_GUARDED_BY(mu_);
+  std::map<std::string, std::string> eager_only_index_ VAED_GUARDED_BY(mu_);
+  PlanCacheStats stats_ VAED_GUARDED_BY(mu_);
 };
 
 }  // namespace vaed::models

@@ -222,13 +222,13 @@ int64_t LargestSameShapeGroup(const TileGrid& grid) {
 }  // namespace
 
 void VideoVae::RecordCallPeak(int64_t t, int64_t h, int64_t w, int64_t tiles, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(peaks_mu_);
+  MutexLock lock(&peaks_mu_);
   uint64_t& slot = peaks_[TileBucket(t, h, w)][tiles];
   slot = std::max(slot, bytes);
 }
 
 uint64_t VideoVae::EstimateCallBytes(const TileRect& tile, int64_t tiles) const {
-  std::lock_guard<std::mutex> lock(peaks_mu_);
+  MutexLock lock(&peaks_mu_);
   auto it = peaks_.find(TileBucket(kWindowLatentFrames, tile.height_latent, tile.width_latent));
   if (it == peaks_.end() || it->second.empty()) return 0;
   const std::map<int64_t, uint64_t>& samples = it->second;

@@ -55,7 +55,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -66,6 +65,7 @@
 #include "daemon/models/h3/vit3d_decoder.h"
 #include "daemon/models/plan_cache.h"
 #include "daemon/models/vae_model.h"
+#include "vaed/mutex.h"
 #include "vaed/status.h"
 
 namespace vaed::models::h3 {
@@ -205,8 +205,8 @@ class VideoVae final : public VaeModel {
   // Measured call peaks: tile bucket "t7 h16 w16" -> tiles per call ->
   // highest bytes seen. Guarded by peaks_mu_ (ChooseTilesPerCall is const
   // and may be asked from any thread).
-  mutable std::mutex peaks_mu_;
-  std::map<std::string, std::map<int64_t, uint64_t>> peaks_;
+  mutable Mutex peaks_mu_;
+  std::map<std::string, std::map<int64_t, uint64_t>> peaks_ VAED_GUARDED_BY(peaks_mu_);
   torch::Tensor latents_mean_;  // float32 [1, 24, 1, 1, 1]
   torch::Tensor latents_std_;   // float32 [1, 24, 1, 1, 1]
   torch::Tensor pixel_inv_mean_;  // float32 [1, 3, 1, 1]: -m/s in double, cast
