@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/test_paths.h"
+
 namespace vaed::testing {
 
 inline std::string SharedPath(const std::string& rel) {

@@ -1,9 +1,8 @@
 // Where the tests of this checkout find things: ../shared (golden data and
 // weights, read in place), the source tree, the build tree and the built
 // programs. The paths are compiled into one translation unit
-// (test_paths.cc) and every test target includes this header first
-// (tests/CMakeLists.txt), so that all other test sources compile to the
-// same bytes in any checkout: a fresh clone in another folder takes them
+// (test_paths.cc) that the tests include this header for, so that all
+// other test sources compile to the same bytes in any checkout: a fresh clone in another folder takes them
 // from the compiler cache the session's own builds filled (issue 18 §5).
 //
 // Thread-safety: the functions return pointers to constant strings.

@@ -18,6 +18,7 @@
 
 #include "daemon/server/command_line.h"
 #include "daemon/server/config_keys.h"
+#include "tests/common/test_paths.h"
 
 namespace vaed::server {
 namespace {

@@ -30,6 +30,7 @@
 
 #include "tests/common/daemon_process.h"
 #include "tests/common/raw_connection.h"
+#include "tests/common/test_paths.h"
 #include "vaed/client.h"
 #include "vaed/framing.h"
 #include "vaed/wire.h"

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "tests/common/daemon_process.h"
+#include "tests/common/test_paths.h"
 #include "vaed/client.h"
 #include "vaed/vaed_c.h"
 

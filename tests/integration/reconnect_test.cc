@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/common/daemon_process.h"
+#include "tests/common/test_paths.h"
 #include "vaed/client.h"
 
 namespace vaed {

@@ -29,6 +29,7 @@
 #include "daemon/models/h3/audio_decoder.h"
 #include "safetensors_test_util.h"
 #include "tests/common/golden_tolerance.h"
+#include "tests/common/test_paths.h"
 #include "vaed/safetensors.h"
 
 namespace vaed::models::h3 {

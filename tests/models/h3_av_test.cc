@@ -20,6 +20,7 @@
 #include "daemon/models/postprocess.h"
 #include "safetensors_test_util.h"
 #include "tests/common/golden_tolerance.h"
+#include "tests/common/test_paths.h"
 #include "vaed/safetensors.h"
 
 namespace vaed::models {

@@ -1,6 +1,7 @@
 // The H3 video decode planner against the spec's worked geometries and the
 // plans recorded from the official code (golden/h3/video_cases.json).
 #include "daemon/models/h3/video_tiling.h"
+#include "tests/common/test_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -18,6 +18,7 @@
 #include "daemon/models/postprocess.h"
 #include "daemon/models/tensor_memory.h"
 #include "tests/common/golden_tolerance.h"
+#include "tests/common/test_paths.h"
 #include "vaed/safetensors.h"
 
 namespace vaed::models::h3 {

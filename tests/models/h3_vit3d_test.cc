@@ -22,6 +22,7 @@
 #include "daemon/models/torch_dtype.h"
 #include "safetensors_test_util.h"
 #include "tests/common/golden_tolerance.h"
+#include "tests/common/test_paths.h"
 #include "vaed/safetensors.h"
 
 namespace vaed::models::h3 {

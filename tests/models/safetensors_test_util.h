@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/test_paths.h"
+
 namespace vaed::test_util {
 
 // "<8-byte LE header length><header><data>"; `header` is written verbatim.

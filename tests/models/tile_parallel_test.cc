@@ -22,6 +22,7 @@
 #include "daemon/models/h3/video_vae.h"
 #include "daemon/models/taef2.h"
 #include "daemon/models/tile_group.h"
+#include "tests/common/test_paths.h"
 #include "tests/common/thread_tile_group.h"
 #include "vaed/safetensors.h"
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "tests/common/test_paths.h"
 #include "vaed/safetensors.h"
 
 namespace vaed::ops {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "test_util.h"
+#include "tests/common/test_paths.h"
 
 namespace {
 

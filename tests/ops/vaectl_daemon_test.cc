@@ -17,6 +17,7 @@
 #include "tests/common/daemon_process.h"
 #include "tests/common/golden_tolerance.h"
 #include "test_util.h"
+#include "tests/common/test_paths.h"
 
 namespace {
 

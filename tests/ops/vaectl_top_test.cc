@@ -22,6 +22,7 @@
 
 #include "test_util.h"
 #include "tests/common/daemon_process.h"
+#include "tests/common/test_paths.h"
 
 namespace {
 

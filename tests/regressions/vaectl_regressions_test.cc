@@ -14,6 +14,7 @@
 #include "ops/common/frame_writer.h"
 #include "ops/vaectl/decode_report.h"
 #include "ops/vaectl/output_plan.h"
+#include "tests/common/test_paths.h"
 #include "tests/ops/test_util.h"
 
 namespace vaed {
