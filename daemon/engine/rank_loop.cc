@@ -192,6 +192,9 @@ void Executor::RunAsOutputRank(int local_rank, const GroupRun& run, GroupChannel
       mean_decode_seconds_ =
           mean_decode_seconds_ == 0.0 ? seconds : 0.8 * mean_decode_seconds_ + 0.2 * seconds;
     }
+    // Before the reply goes out: a client that reads it and then asks for
+    // the status must not see this job still running.
+    scheduler_.MarkAnswered(local_rank);
     if (!result.ok() && result.status().reason() == ErrorReason::kStickyDevice) {
       fatal_error_ = result.status().message();
       stopping_ = true;  // answer the queue and take nothing more

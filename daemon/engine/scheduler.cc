@@ -22,7 +22,7 @@ std::vector<std::shared_ptr<DecodeJob>> Scheduler::Running() const {
   std::vector<std::shared_ptr<DecodeJob>> out;
   std::set<const DecodeJob*> seen;
   for (const RankSlot& r : ranks_) {
-    if (r.task && r.task->job && seen.insert(r.task->job.get()).second) {
+    if (r.task && r.task->job && !r.task->answered && seen.insert(r.task->job.get()).second) {
       out.push_back(r.task->job);
     }
   }
@@ -177,6 +177,11 @@ void Scheduler::Finish(int local_rank) {
   me.task.reset();
   me.busy = false;
   if (run && LocalRanksIdle(*run->spec)) groups_[run->spec->name].busy = false;
+}
+
+void Scheduler::MarkAnswered(int local_rank) {
+  const std::shared_ptr<GroupRun>& run = ranks_[static_cast<size_t>(local_rank)].task;
+  if (run) run->answered = true;  // shared by the run's local ranks
 }
 
 bool Scheduler::RecordCollectiveFailure(const parallel::GroupSpec& spec, uint64_t generation,

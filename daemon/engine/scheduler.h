@@ -44,6 +44,10 @@ struct GroupRun {
   const parallel::GroupSpec* spec = nullptr;
   uint64_t generation = 0;
   bool member_job = false;
+  // The job's result went to the sink (its reply may be out already): the
+  // job no longer counts as running, although its ranks may still be
+  // tidying up (releasing memory) until Finish().
+  bool answered = false;
 };
 
 struct GroupState {
@@ -90,7 +94,7 @@ class Scheduler {
   size_t queued() const { return queue_.size(); }
   // Queued jobs, oldest first.
   std::vector<std::shared_ptr<DecodeJob>> Queued() const;
-  // Jobs given to ranks and not finished (each once).
+  // Jobs given to ranks and not yet answered (each once).
   std::vector<std::shared_ptr<DecodeJob>> Running() const;
   // Empties the queue (shutdown: every job is answered by the caller).
   std::vector<std::shared_ptr<DecodeJob>> TakeQueue();
@@ -111,6 +115,10 @@ class Scheduler {
   // `local_rank` finished its task: it is idle again, and so is its group
   // once all its local ranks are.
   void Finish(int local_rank);
+  // The job of `local_rank`'s task is about to be answered: from now on it
+  // is not in Running(), so that whoever reads the reply and then the
+  // status never sees it running. Call before handing the result over.
+  void MarkAnswered(int local_rank);
 
   // Failures and figures.
   // A run on `spec` at `generation` saw its communicator fail with `why`.

@@ -69,7 +69,33 @@ class ThrowingSink : public ResultSink {
   std::vector<std::pair<uint64_t, Status>> finished;
 };
 
-class ExecutorEdgeTest : public ::testing::Test {
+// Records, for each finished job, how many jobs the executor reports as
+// running at the moment the result is handed over (the reply goes out from
+// here in the daemon).
+class RunningRecordingSink : public ResultSink {
+ public:
+  void OnProgress(const std::shared_ptr<const DecodeJob>&, const ProgressEvent&) override {}
+  void OnFinished(std::shared_ptr<const DecodeJob>, Result<DecodeResult>) override {
+    const size_t running = executor->running();
+    std::lock_guard<std::mutex> lock(mu);
+    running_at_answer.push_back(running);
+    cv.notify_all();
+  }
+  bool WaitFor(size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(60),
+                       [&] { return running_at_answer.size() >= n; });
+  }
+
+  const Executor* executor = nullptr;  // set before any job is submitted
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<size_t> running_at_answer;
+};
+
+// One rank running the demo model, answering into a `SinkT`.
+template <typename SinkT>
+class ExecutorTestBase : public ::testing::Test {
  protected:
   void SetUp() override {
     models::ModelConfig demo;
@@ -118,11 +144,31 @@ class ExecutorEdgeTest : public ::testing::Test {
     return job;
   }
 
-  ThrowingSink sink_;
+  SinkT sink_;
   std::unique_ptr<models::ModelRegistry> registry_;
   std::vector<std::unique_ptr<Segment>> segments_;
   std::unique_ptr<Executor> executor_;  // last: stopped before the rest goes
 };
+
+using ExecutorEdgeTest = ExecutorTestBase<ThrowingSink>;
+using ExecutorAnswerTest = ExecutorTestBase<RunningRecordingSink>;
+
+// Regression (issue 18): the rank handed the result to the sink (the reply
+// went out) and only afterwards took the job off its slot, so a client that
+// read its reply and then asked for the status could see `in_flight: 1`
+// (python.metrics' test_status_reports_component_latencies failed now and
+// then). Before the fix every entry here was 1.
+TEST_F(ExecutorAnswerTest, RegressionAJobIsNoLongerRunningWhenItsReplyGoesOut) {
+  sink_.executor = executor_.get();
+  for (uint64_t id = 1; id <= 3; ++id) {
+    std::shared_ptr<DecodeJob> job = MakeJob(id);
+    job->progress = false;
+    ASSERT_TRUE(executor_->Submit(job).ok());
+    ASSERT_TRUE(sink_.WaitFor(static_cast<size_t>(id)));
+  }
+  std::lock_guard<std::mutex> lock(sink_.mu);
+  EXPECT_THAT(sink_.running_at_answer, ::testing::ElementsAre(0u, 0u, 0u));
+}
 
 TEST_F(ExecutorEdgeTest, ASinkThatThrowsNeitherKillsARankNorStopsTheExecutor) {
   ASSERT_TRUE(executor_->Submit(MakeJob(1)).ok());  // its result is refused by the sink
