@@ -12,6 +12,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <string>
 
 namespace vaed::server {
 
@@ -45,6 +46,17 @@ Status CheckAddressResolves(const std::string& address) {
   }
   freeaddrinfo(result);
   return Status::Ok();
+}
+
+// What the exception in flight says (inside a catch block only).
+std::string CurrentExceptionMessage() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
 }
 
 bool IsWildcard(const std::string& address) {
@@ -175,8 +187,18 @@ void MetricsServer::InstallHandlers() {
     return httplib::Server::HandlerResponse::Handled;
   });
   server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    if (before_render_) before_render_();
-    res.set_content(metrics_->Render(), kContentType);
+    // Exceptions stop here, not in httplib (whose handling differs between
+    // versions): this scrape fails with 500, the endpoint serves on.
+    try {
+      if (before_render_) before_render_();
+      res.set_content(metrics_->Render(), kContentType);
+    } catch (...) {
+      const std::string why = CurrentExceptionMessage();
+      spdlog::error("metrics: rendering a scrape failed: {}", why);
+      res.status = 500;
+      res.set_content("rendering the metrics failed: " + why + "\n",
+                      "text/plain; charset=utf-8");
+    }
   });
   server.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(

@@ -36,7 +36,9 @@ class MetricsServer {
   // Binds `address`:`port` (port 0: any free port; see port()) and starts
   // serving `metrics`, which must outlive the server. `before_render`, if
   // set, runs on a server thread before each /metrics render (e.g. to
-  // refresh gauges); it must be thread-safe and must not throw.
+  // refresh gauges); it must be thread-safe. If it (or rendering) throws,
+  // that scrape is answered 500 with the exception's message and logged;
+  // the endpoint serves the next one.
   //
   // Errors: kInvalidArgument naming metrics.address when the address is
   // empty or does not resolve; kUnavailable naming metrics.port when the

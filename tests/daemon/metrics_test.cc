@@ -24,6 +24,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -696,6 +697,27 @@ TEST(MetricsServerTest, ServesMetricsOnAnyFreeLoopbackPort) {
   auto head = client.Head("/metrics");
   ASSERT_TRUE(head);
   EXPECT_EQ(head->status, 200);
+}
+
+// Exception injection (issue 18 §3): a scrape whose refresh throws is
+// answered 500 naming the exception; the server thread survives and the
+// next scrape is served.
+TEST(MetricsServerTest, AScrapeThatThrowsIsAnswered500AndTheNextIsServed) {
+  Metrics m;
+  Populate(&m);
+  std::atomic<int> calls{0};
+  auto server = MetricsServer::Start(&m, "127.0.0.1", 0, [&] {
+    if (++calls == 1) throw std::runtime_error("injected refresh failure");
+  });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const uint16_t port = (*server)->port();
+  int status = 0;
+  EXPECT_THAT(Get(port, "/metrics", &status), HasSubstr("injected refresh failure"));
+  EXPECT_EQ(status, 500);
+  const std::string body = Get(port, "/metrics", &status);
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_EQ(MustParse(body).Value("vaed_queue_depth"), 3);
+  EXPECT_EQ(calls.load(), 2);
 }
 
 TEST(MetricsServerTest, TakenPortIsAnErrorNamingMetricsPort) {
