@@ -12,7 +12,10 @@
 # the same -std, -O, -g and macros the header reads): they all link torch
 # and vaed_warnings like vaed_torch_pch. -Winvalid-pch (an error under
 # VAED_WERROR) makes a precompiled header the compiler would ignore a build
-# failure instead of a silent slow build.
+# failure instead of a silent slow build. CMake already adds it to units
+# using a precompiled header (CMAKE_PCH_WARN_INVALID, on by default), so the
+# compile line shows it twice; vaed_use_torch_pch adds it anyway so that the
+# rule holds whatever that CMake variable says.
 #
 # VAED_TORCH_PCH=OFF compiles each unit from the headers (e.g. to check that
 # a file includes what it uses).
