@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "daemon/engine/memory_policy.h"
+#include "daemon/engine/rank_devices.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/models/tensor_memory.h"
 #include "daemon/server/command_line.h"
@@ -42,6 +43,38 @@ int InstallStopHandlers() {
   sa.sa_flags = SA_RESTART;
   if (sigaction(SIGTERM, &sa, nullptr) != 0 || sigaction(SIGINT, &sa, nullptr) != 0) return -1;
   return g_stop_fd;
+}
+
+// Every local rank's models: one registry per rank (ranks never share a
+// model instance), rank 0's first.
+struct RankModels {
+  std::vector<std::unique_ptr<vaed::models::ModelRegistry>> registries;
+  std::vector<vaed::models::ModelRegistry*> Registries() const {
+    std::vector<vaed::models::ModelRegistry*> out;
+    for (const auto& r : registries) out.push_back(r.get());
+    return out;
+  }
+};
+
+// Resolves the ranks' devices (executor.device/devices; before anything
+// slow) into options->executor.rank_devices, then loads each rank's models.
+vaed::Result<RankModels> LoadRanks(vaed::server::DaemonOptions* options) {
+  VAED_ASSIGN_OR_RETURN(options->executor.rank_devices,
+                        vaed::engine::ResolveRankDevices(options->executor.device,
+                                                         options->executor.devices,
+                                                         options->group.ranks));
+  RankModels ranks;
+  for (size_t r = 0; r < options->executor.rank_devices.size(); ++r) {
+    spdlog::info("rank {}: {}", r, options->executor.rank_devices[r].Describe());
+    auto registry = vaed::models::ModelRegistry::Create(options->models.entries,
+                                                        options->models.default_model);
+    if (!registry.ok()) {
+      return registry.status().WithContext(r == 0 ? std::string("loading models")
+                                                  : "loading models for rank " + std::to_string(r));
+    }
+    ranks.registries.push_back(std::move(registry).value());
+  }
+  return ranks;
 }
 
 }  // namespace
@@ -103,29 +136,16 @@ int main(int argc, char** argv) {
     }
     spdlog::info("open files limit: {}", lim.rlim_cur);
   }
-  auto registry = vaed::models::ModelRegistry::Create(options.models.entries,
-                                                      options.models.default_model);
-  if (!registry.ok()) {
-    spdlog::critical("loading models: {}", registry.status().ToString());
+  auto ranks = LoadRanks(&cli.options);
+  if (!ranks.ok()) {
+    spdlog::critical("{}", ranks.status().ToString());
     return 1;
   }
-  // Every further rank of the VAE group gets its own copy of the models
-  // (group.ranks; ranks never share a model instance).
-  std::vector<std::unique_ptr<vaed::models::ModelRegistry>> more_ranks;
-  std::vector<vaed::models::ModelRegistry*> registries = {registry->get()};
-  for (uint32_t r = 1; r < options.group.ranks; ++r) {
-    auto copy = vaed::models::ModelRegistry::Create(options.models.entries,
-                                                    options.models.default_model);
-    if (!copy.ok()) {
-      spdlog::critical("loading models for rank {}: {}", r, copy.status().ToString());
-      return 1;
-    }
-    registries.push_back(copy->get());
-    more_ranks.push_back(std::move(copy).value());
-  }
+  const std::vector<vaed::models::ModelRegistry*> registries = ranks->Registries();
+  auto& registry = ranks->registries.front();
   if (options.profiles.default_profile == "student") {
     bool any_student = false;
-    for (const vaed::models::VaeModel* m : (*registry)->models()) {
+    for (const vaed::models::VaeModel* m : registry->models()) {
       any_student = any_student || m->info().caps.student;
     }
     if (!any_student) {

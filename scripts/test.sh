@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole vaed test suite on Debian 12 (as root):
-# installs the Debian packages, configures and builds the CPU preset, runs
+# installs the Debian packages, configures and builds the CPU preset,
+# compiles and links the GPU build (scripts/cuda-build.sh; not run), runs
 # every test with ctest, then the sanitizer pass (scripts/sanitize.sh: clang
 # with ASan + UBSan and the thread-safety analysis) and a 60 s fuzz run
 # (scripts/fuzz.sh). Tests that need ../shared (real weights, golden data)
@@ -45,6 +46,9 @@ cmake --preset default
 phase configure
 cmake --build --preset default -j "$(nproc)"
 phase build
+# The GPU build compiles and links here too (no device: not run).
+scripts/cuda-build.sh
+phase cuda-build
 ctest --preset default --timeout 1800 -j "$(nproc)" "$@"
 phase ctest
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/engine/rank_devices.h"
 #include "daemon/parallel/group_layout.h"
 #include "vaed/status.h"
 
@@ -48,6 +49,18 @@ struct ExecutorOptions {
   // Testing only: honour DecodeOptions.inject_faults. Off in production
   // (requests carrying faults are then refused).
   bool allow_fault_injection = false;
+  // Where the ranks decode: "cpu" (every build) or "cuda" (GPU builds: one
+  // rank per device, group.ranks of them; rank_devices.h).
+  std::string device = "cpu";
+  // device = "cuda": the UUIDs (device_uuid.h text form) of the ranks'
+  // devices, exactly group.ranks of them; empty = the group.ranks visible
+  // devices with the smallest UUIDs. Ranks are numbered in UUID order.
+  // Must be empty for "cpu".
+  std::vector<std::string> devices;
+  // Not a config key: the device of each local rank, resolved at start-up
+  // from the two above (rank_devices.h ResolveRankDevices). Empty = every
+  // rank on the CPU.
+  std::vector<RankDevice> rank_devices;
 };
 
 // The daemon's own VAE process group (issue 7; daemon/parallel/): its local

@@ -243,6 +243,17 @@ size_t Executor::running() const {
 }
 
 ExecutorStatus Executor::Snapshot() const {
+  ExecutorStatus out = SnapshotOfScheduler();
+  // Outside the lock: a device query must not hold up the ranks.
+  for (ExecutorStatus::Rank& r : out.rank_status) {
+    if (!r.device.is_cuda) continue;
+    Result<DeviceMemory> memory = CudaDeviceMemory(r.device.cuda.ordinal);
+    if (memory.ok()) r.device_memory = *memory;
+  }
+  return out;
+}
+
+ExecutorStatus Executor::SnapshotOfScheduler() const {
   MutexLock lock(&mu_);
   ExecutorStatus out;
   out.ranks = static_cast<int>(ranks_.size());
@@ -263,7 +274,11 @@ ExecutorStatus Executor::Snapshot() const {
     out.rank_status.push_back({.rank = GlobalRank(static_cast<int>(i)),
                                .busy_seconds = r.busy_seconds,
                                .tiles = r.tiles,
-                               .last_imbalance = r.last_imbalance});
+                               .last_imbalance = r.last_imbalance,
+                               .device = i < options_.rank_devices.size()
+                                             ? options_.rank_devices[i]
+                                             : RankDevice{},
+                               .device_memory = {}});
   }
   return out;
 }

@@ -49,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/engine/cuda_devices.h"
 #include "daemon/engine/decode_history.h"
 #include "daemon/engine/decode_job.h"
 #include "daemon/engine/engine_options.h"
@@ -80,6 +81,8 @@ struct ExecutorStatus {
     double busy_seconds = 0;   // model decode (tile work) seconds since start-up
     uint64_t tiles = 0;        // tiles decoded since start-up
     double last_imbalance = 0;
+    RankDevice device;          // cpu, or its CUDA device
+    DeviceMemory device_memory;  // CUDA ranks: cudaMemGetInfo at the snapshot
   };
   int ranks = 0;  // local ranks
   std::vector<Group> groups;
@@ -134,6 +137,8 @@ class Executor {
   ExecutorStatus Snapshot() const;
 
  private:
+  // The figures the scheduler keeps (under mu_); Snapshot() adds devices.
+  ExecutorStatus SnapshotOfScheduler() const VAED_EXCLUDES(mu_);
   class WatcherListener;
   struct Rank {
     models::ModelRegistry* registry = nullptr;

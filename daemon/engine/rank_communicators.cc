@@ -4,9 +4,7 @@
 
 #include <algorithm>
 
-#if defined(VAED_WITH_NCCL)
 #include "daemon/parallel/nccl_communicator.h"
-#endif
 
 namespace vaed::engine {
 
@@ -101,10 +99,9 @@ Result<std::unique_ptr<parallel::Communicator>> RankCommunicators::Build(
       .generation = generation,
       .timeout = std::chrono::milliseconds(o.collective_timeout_ms),
       .host = o.host};
-#if defined(VAED_WITH_NCCL)
-  // GPU builds with group.backend = "nccl": local rank r drives device r.
+  // group.backend = "nccl" (GPU builds; configuration refuses it in CPU
+  // builds): local rank r drives device r.
   if (o.backend == "nccl") return parallel::CreateNcclCommunicator(store, options, local_rank_);
-#endif
   return parallel::CreateGlooCommunicator(store, options);
 }
 

@@ -1,4 +1,5 @@
-// Built only with VAED_WITH_CUDA (see daemon/parallel/CMakeLists.txt).
+// GPU builds only (VAED_WITH_CUDA; see daemon/parallel/CMakeLists.txt).
+// CPU builds link nccl_unavailable.cc instead.
 #include "daemon/parallel/nccl_communicator.h"
 
 #include <cuda_runtime_api.h>
@@ -13,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "vaed/cuda_ipc.h"
+#include "vaed/cuda_status.h"
 
 // Non-blocking communicators (ncclConfig_t.blocking, ncclInProgress) came
 // with NCCL 2.14.
@@ -417,6 +418,8 @@ class NcclCommunicator : public Communicator {
 };
 
 }  // namespace
+
+bool NcclAvailable() { return true; }
 
 Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(
     const c10::intrusive_ptr<c10d::Store>& store, const CommunicatorOptions& options, int device) {

@@ -1,7 +1,9 @@
 // The NCCL backend of the daemon's VAE communicator (issue 7; DESIGN.md §2
-// item 9; the interface is daemon/parallel/communicator.h). Built only in
-// GPU builds (VAED_WITH_CUDA=ON, the `cuda` preset), which define
-// VAED_WITH_NCCL; CPU builds use CreateGlooCommunicator.
+// item 9; the interface is daemon/parallel/communicator.h). Implemented in
+// GPU builds (VAED_WITH_CUDA=ON, the `cuda` preset: nccl_communicator.cc);
+// CPU builds link nccl_unavailable.cc, whose CreateNcclCommunicator answers
+// kFailedPrecondition, and use CreateGlooCommunicator. The header is the
+// same in both builds (no CUDA or NCCL types).
 //
 // One communicator per rank of a group, each on its own CUDA device, made
 // from a unique id: rank 0 makes an ncclUniqueId and publishes it in the
@@ -38,7 +40,7 @@
 //                  a tensor that breaks the rules above (not contiguous,
 //                  on another device, root outside the group);
 //   kInternal      a sticky CUDA error (the CUDA context of this process is
-//                  lost; see IsStickyCudaError in vaed/cuda_ipc.h).
+//                  lost; see IsStickyCudaError in vaed/cuda_status.h).
 // Abort(why) is ncclCommAbort (kernels of this communicator stop; peers
 // inside a collective fail at their own timeout or at once when NCCL
 // reports the remote error); idempotent. The destructor also uses
@@ -57,11 +59,10 @@
 #include <memory>
 
 #include "daemon/parallel/communicator.h"
+#include "daemon/parallel/nccl_available.h"
 #include "vaed/status.h"
 
 namespace vaed::parallel {
-
-#ifdef VAED_WITH_NCCL
 
 // Creates rank options.rank's NCCL communicator of the group on CUDA
 // device `device` (a cudaSetDevice index), blocking until all options.size
@@ -72,11 +73,11 @@ namespace vaed::parallel {
 // [0, cudaGetDeviceCount()); kUnavailable "no CUDA device" when the runtime
 // sees no device (or no driver), and kUnavailable "building communicator of
 // group <name> generation <g> (rank r of s): ..." when the id exchange or
-// the init fails or times out (a timed-out or failed init is aborted).
+// the init fails or times out (a timed-out or failed init is aborted);
+// kFailedPrecondition in CPU builds ("group.backend \"nccl\" needs a GPU
+// build").
 Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(
     const c10::intrusive_ptr<c10d::Store>& store, const CommunicatorOptions& options, int device);
-
-#endif  // VAED_WITH_NCCL
 
 }  // namespace vaed::parallel
 

@@ -6,7 +6,9 @@
 #include <set>
 #include <sstream>
 
+#include "daemon/engine/cuda_devices.h"
 #include "daemon/models/model_registry.h"
+#include "daemon/parallel/nccl_available.h"
 #include "daemon/server/access_control.h"
 #include "daemon/server/config_keys.h"
 #include "vaed/host_region.h"
@@ -37,6 +39,28 @@ Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base
   return o;
 }
 
+namespace {
+
+// executor.device and executor.devices, as far as they can be checked
+// without a device (the rest at start-up: rank_devices.h).
+Status ValidateDevices(const DaemonOptions& o) {
+  const engine::ExecutorOptions& e = o.executor;
+  if (e.device == "cuda" && !engine::CudaDevicesAvailable()) {
+    return InvalidArgument("executor.device is \"cuda\" but this vaed was built without CUDA "
+                           "(cmake --preset cuda); use \"cpu\"")
+        .WithField("executor.device");
+  }
+  if (e.device == "cpu" && !e.devices.empty()) {
+    return InvalidArgument("executor.devices lists " + std::to_string(e.devices.size()) +
+                           " devices but executor.device is \"cpu\"; set executor.device = "
+                           "\"cuda\" or leave executor.devices empty")
+        .WithField("executor.devices");
+  }
+  return engine::ParseConfiguredDevices(e.devices, o.group.ranks).status();
+}
+
+}  // namespace
+
 Status ValidateOptions(const DaemonOptions& o) {
   // Single keys first (ranges, allowed strings): options set in code or by
   // flags have not been through the TOML reader.
@@ -60,12 +84,8 @@ Status ValidateOptions(const DaemonOptions& o) {
                              "' cannot start a region name: " + s.message());
     }
   }
-#if defined(VAED_WITH_NCCL)
-  constexpr bool kHaveNccl = true;
-#else
-  constexpr bool kHaveNccl = false;
-#endif
-  if (o.group.backend == "nccl" && !kHaveNccl) {
+  VAED_RETURN_IF_ERROR(ValidateDevices(o));
+  if (o.group.backend == "nccl" && !parallel::NcclAvailable()) {
     return InvalidArgument("group.backend is \"nccl\" but this vaed was built without CUDA "
                            "(cmake --preset cuda); use \"gloo\"");
   }

@@ -86,6 +86,10 @@ const std::vector<Key<engine::ExecutorOptions>>& ExecutorKeys() {
        "tensor memory budget of the daemon in MiB, 0 = none"},
       {"allow_fault_injection", &O::allow_fault_injection, kAny,
        "testing only: honour DecodeOptions.inject_faults"},
+      {"device", &O::device, kAny, "where ranks decode: cpu, or cuda (GPU builds)",
+       {"cpu", "cuda"}},
+      {"devices", &O::devices, kAny,
+       "cuda: device UUIDs of the ranks (group.ranks of them); [] = the smallest UUIDs"},
   };
   return keys;
 }

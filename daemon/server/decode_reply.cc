@@ -171,6 +171,12 @@ void FillExecutorStatus(const engine::ExecutorStatus& executor, v1::StatusReply*
     out->set_busy_seconds(r.busy_seconds);
     out->set_tiles(r.tiles);
     out->set_last_imbalance(r.last_imbalance);
+    out->set_device(r.device.is_cuda ? "cuda" : "cpu");
+    if (!r.device.is_cuda) continue;
+    out->set_device_name(r.device.cuda.name);
+    out->set_device_uuid(FormatDeviceUuid(r.device.cuda.uuid));
+    out->set_device_memory_used_bytes(r.device_memory.used_bytes);
+    out->set_device_memory_total_bytes(r.device_memory.total_bytes);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "daemon/server/decode_reply.h"
 #include "daemon/server/printable_name.h"
+#include "vaed/cuda_ipc.h"
 #include "vaed/wire.h"
 
 namespace vaed::server {
@@ -252,6 +253,32 @@ void RequestHandler::HandleHello(const Incoming& in, const v1::Request& req, Clo
   h->set_client_timeout_ms(options_.server.client_timeout_ms);
   h->set_heartbeat_liveness(options_.server.heartbeat_liveness);
   h->set_max_in_flight(options_.server.max_in_flight_per_client);
+  for (const engine::RankDevice& d : options_.executor.rank_devices) {
+    if (d.is_cuda) h->add_cuda_devices(FormatDeviceUuid(d.cuda.uuid));
+  }
+}
+
+Status RequestHandler::RegisterCudaRegion(const v1::CudaIpcRegion& cuda) const {
+  // Malformed arguments are named first, whatever the daemon decodes on.
+  VAED_RETURN_IF_ERROR(
+      CheckCudaIpcArguments(cuda.ipc_handle(), cuda.size_bytes(), cuda.device_uuid())
+          .status()
+          .WithContext("register_region.cuda"));
+  const bool cuda_ranks =
+      std::any_of(options_.executor.rank_devices.begin(), options_.executor.rank_devices.end(),
+                  [](const engine::RankDevice& d) { return d.is_cuda; });
+  if (!cuda_ranks) {
+    return FailedPrecondition(
+               "register_region.cuda: this daemon has no CUDA ranks (" +
+               std::string(CudaIpcAvailable() ? "executor.device = \"cpu\""
+                                              : "a CPU build of vaed") +
+               "); it decodes on the CPU from host shm regions: register a host region")
+        .WithField("register_region.cuda");
+  }
+  return FailedPrecondition(
+             "register_region.cuda: CUDA IPC regions are not served by this version of vaed "
+             "yet; register a host region")
+      .WithField("register_region.cuda");
 }
 
 Status RequestHandler::HandleRegister(ClientState* client, const v1::RegisterRegion& req,
@@ -317,9 +344,7 @@ Status RequestHandler::HandleRegister(ClientState* client, const v1::RegisterReg
       return Status::Ok();
     }
     case v1::RegisterRegion::kCuda:
-      return FailedPrecondition(
-          "register_region.cuda: CUDA IPC regions need a GPU build of vaed (VAED_WITH_CUDA=ON) "
-          "with a GPU executor; this daemon decodes on CPU from host shm regions");
+      return RegisterCudaRegion(req.cuda());
     default:
       return InvalidArgument("register_region needs either host or cuda");
   }

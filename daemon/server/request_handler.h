@@ -169,6 +169,10 @@ class RequestHandler {
                    v1::Reply* reply);
   Status HandleRegister(ClientState* client, const v1::RegisterRegion& req, v1::Reply* reply,
                         std::optional<FaultKind>* kind);
+  // RegisterRegion{cuda}: arguments checked (naming the field), then
+  // refused while CUDA regions are not served: kFailedPrecondition saying
+  // whether the daemon has CUDA ranks at all.
+  Status RegisterCudaRegion(const v1::CudaIpcRegion& cuda) const;
   // Returns true when the request became a job (the sink replies).
   Result<bool> HandleDecode(ClientState* client, const std::string& routing_id,
                             const v1::Request& req, Clock::time_point now, v1::Reply* reply,

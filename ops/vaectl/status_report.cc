@@ -87,7 +87,20 @@ nlohmann::json RankStatusJson(const v1::RankStatus& r) {
   return {{"rank", r.rank()},
           {"busy_seconds", r.busy_seconds()},
           {"tiles", r.tiles()},
-          {"last_imbalance", r.last_imbalance()}};
+          {"last_imbalance", r.last_imbalance()},
+          {"device", r.device()},
+          {"device_name", r.device_name()},
+          {"device_uuid", r.device_uuid()},
+          {"device_memory_used_bytes", r.device_memory_used_bytes()},
+          {"device_memory_total_bytes", r.device_memory_total_bytes()}};
+}
+
+// "cpu", or "NVIDIA H200 GPU-... (12.0 GiB of 139.8 GiB in use)".
+std::string RankDeviceText(const v1::RankStatus& r) {
+  if (r.device() != "cuda") return r.device().empty() ? "cpu" : r.device();
+  return r.device_name() + " " + r.device_uuid() + " (" +
+         ops::HumanBytes(r.device_memory_used_bytes()) + " of " +
+         ops::HumanBytes(r.device_memory_total_bytes()) + " in use)";
 }
 
 // {component: {count, sum_seconds, p50_seconds, p95_seconds, mean_seconds}}.
@@ -349,10 +362,12 @@ std::string FormatStatus(const v1::StatusReply& s) {
   out << FormatLatency(s);
   if (s.rank_status_size() > 0) {
     out << "\nranks (since start)\n";
-    ops::TextTable ranks({"rank", "busy", "tiles", "last imbalance"}, {true, true, true, true});
+    ops::TextTable ranks({"rank", "busy", "tiles", "last imbalance", "device"},
+                         {true, true, true, true, false});
     for (const auto& r : s.rank_status()) {
       ranks.AddRow({std::to_string(r.rank()), ops::HumanDuration(r.busy_seconds()),
-                    std::to_string(r.tiles()), FormatImbalance(r.last_imbalance())});
+                    std::to_string(r.tiles()), FormatImbalance(r.last_imbalance()),
+                    RankDeviceText(r)});
     }
     out << ranks.Render();
   }

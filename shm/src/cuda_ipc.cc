@@ -1,14 +1,15 @@
-// Built only with VAED_WITH_CUDA (see shm/CMakeLists.txt).
+// GPU builds only (VAED_WITH_CUDA; see shm/CMakeLists.txt). CPU builds
+// link cuda_ipc_unavailable.cc instead.
 #include "vaed/cuda_ipc.h"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
-#include <cstdio>
 #include <cstring>
 #include <utility>
 
+#include "vaed/cuda_status.h"
 #include "vaed/tensor_ref.h"
 
 namespace vaed {
@@ -80,132 +81,9 @@ Status CuDriverStatus(const DriverApi& api, CUresult res, std::string_view conte
   }
 }
 
-// Parses 32 hex digits (dashes and a "GPU-"/"MIG-" prefix allowed) into 16
-// bytes. Returns false if the text has any other shape.
-bool ParseUuid(std::string_view text, unsigned char out[16]) {
-  if (text.size() >= 4 && (text.substr(0, 4) == "GPU-" || text.substr(0, 4) == "gpu-" ||
-                           text.substr(0, 4) == "MIG-" || text.substr(0, 4) == "mig-")) {
-    text.remove_prefix(4);
-  }
-  int digits = 0;
-  for (char c : text) {
-    if (c == '-') continue;
-    int v;
-    if (c >= '0' && c <= '9') {
-      v = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      v = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      v = c - 'A' + 10;
-    } else {
-      return false;
-    }
-    if (digits >= 32) return false;
-    if (digits % 2 == 0) {
-      out[digits / 2] = static_cast<unsigned char>(v << 4);
-    } else {
-      out[digits / 2] = static_cast<unsigned char>(out[digits / 2] | v);
-    }
-    ++digits;
-  }
-  return digits == 32;
-}
-
-// Makes `device` current for its lifetime and restores the caller's device
-// afterwards, so Open() has no lasting effect on the calling thread.
-class ScopedDevice {
- public:
-  ScopedDevice() = default;
-  ~ScopedDevice() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  ScopedDevice(const ScopedDevice&) = delete;
-  ScopedDevice& operator=(const ScopedDevice&) = delete;
-
-  Status Set(int device) {
-    int previous = -1;
-    cudaError_t err = cudaGetDevice(&previous);
-    if (err != cudaSuccess) return CudaStatus(err, "cudaGetDevice");
-    err = cudaSetDevice(device);
-    if (err != cudaSuccess) {
-      return CudaStatus(err, "cudaSetDevice(" + std::to_string(device) + ")");
-    }
-    previous_ = previous;
-    return Status::Ok();
-  }
-
- private:
-  int previous_ = -1;
-};
-
 }  // namespace
 
-bool IsStickyCudaError(cudaError_t err) {
-  switch (err) {
-    case cudaErrorIllegalAddress:
-    case cudaErrorLaunchTimeout:
-    case cudaErrorAssert:
-    case cudaErrorHardwareStackError:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorMisalignedAddress:
-    case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc:
-    case cudaErrorLaunchFailure:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorNvlinkUncorrectable:
-      return true;
-    default:
-      return false;
-  }
-}
-
-Status CudaStatus(cudaError_t err, std::string_view context) {
-  std::string m(context);
-  m += ": ";
-  m += cudaGetErrorString(err);
-  m += " (";
-  m += cudaGetErrorName(err);
-  m += ", cuda error ";
-  m += std::to_string(static_cast<int>(err));
-  m += ")";
-  if (IsStickyCudaError(err)) {
-    m += "; sticky error: this process's CUDA context is unusable and the daemon must restart";
-    return Internal(std::move(m)).WithReason(ErrorReason::kStickyDevice);
-  }
-  // A failed runtime call also records the error as the thread's "last
-  // error"; consume it so an unrelated later cudaGetLastError() check does
-  // not report this one again.
-  (void)cudaGetLastError();
-  switch (err) {
-    case cudaErrorMemoryAllocation:
-      return ResourceExhausted(std::move(m)).WithReason(ErrorReason::kOutOfMemory);
-    case cudaErrorInvalidValue:
-    case cudaErrorInvalidResourceHandle:
-    case cudaErrorInvalidDevicePointer:
-    case cudaErrorInvalidDevice:
-    case cudaErrorMapBufferObjectFailed:
-      return InvalidArgument(std::move(m));
-    case cudaErrorNoDevice:
-    case cudaErrorInsufficientDriver:
-    case cudaErrorDevicesUnavailable:
-    case cudaErrorPeerAccessUnsupported:
-    case cudaErrorSystemDriverMismatch:
-    case cudaErrorCompatNotSupportedOnDevice:
-      return FailedPrecondition(std::move(m));
-    default:
-      return Internal(std::move(m));
-  }
-}
-
-std::string FormatCudaUuid(const cudaUUID_t& uuid) {
-  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
-  char buf[48];
-  std::snprintf(buf, sizeof(buf),
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-                b[14], b[15]);
-  return buf;
-}
+bool CudaIpcAvailable() { return true; }
 
 CudaIpcMapping::CudaIpcMapping(void* data, uint64_t size, uint64_t allocation_bytes, int device,
                                std::string device_uuid)
@@ -251,29 +129,13 @@ void CudaIpcMapping::Close() noexcept {
   data_ = nullptr;
 }
 
-Status CudaIpcMapping::CheckRange(uint64_t offset, uint64_t size, std::string_view what) const {
-  return CheckByteRange(offset, size, size_, what);
-}
-
 Result<std::unique_ptr<CudaIpcMapping>> CudaIpcMapping::Open(const std::string& handle_bytes,
                                                              uint64_t claimed_bytes,
                                                              const std::string& device_uuid) {
   static_assert(sizeof(cudaIpcMemHandle_t) == kCudaIpcHandleBytes,
                 "cudaIpcMemHandle_t changed size; the wire format assumes 64 bytes");
-  if (handle_bytes.size() != kCudaIpcHandleBytes) {
-    return InvalidArgument("region.cuda_ipc_handle has " + std::to_string(handle_bytes.size()) +
-                           " bytes; a cudaIpcMemHandle_t has " +
-                           std::to_string(kCudaIpcHandleBytes));
-  }
-  if (claimed_bytes == 0) {
-    return InvalidArgument("region.size is 0; a region must hold at least one byte");
-  }
-  unsigned char wanted[16];
-  if (!ParseUuid(device_uuid, wanted)) {
-    return InvalidArgument("region.device_uuid '" + device_uuid +
-                           "' is not a device UUID (32 hex digits, e.g. "
-                           "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
-  }
+  VAED_ASSIGN_OR_RETURN(const DeviceUuid wanted,
+                        CheckCudaIpcArguments(handle_bytes, claimed_bytes, device_uuid));
 
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
@@ -287,8 +149,9 @@ Result<std::unique_ptr<CudaIpcMapping>> CudaIpcMapping::Open(const std::string& 
     if (err != cudaSuccess) {
       return CudaStatus(err, "cudaGetDeviceProperties(" + std::to_string(i) + ")");
     }
-    std::string formatted = FormatCudaUuid(prop.uuid);
-    if (std::memcmp(prop.uuid.bytes, wanted, sizeof(wanted)) == 0) {
+    const DeviceUuid found = ToDeviceUuid(prop.uuid);
+    std::string formatted = FormatDeviceUuid(found);
+    if (found == wanted) {
       device = i;
       uuid = std::move(formatted);
     } else {
@@ -303,7 +166,7 @@ Result<std::unique_ptr<CudaIpcMapping>> CudaIpcMapping::Open(const std::string& 
   }
 
   const std::string label = "CUDA IPC region on device " + std::to_string(device) + " " + uuid;
-  ScopedDevice scoped;
+  ScopedCudaDevice scoped;
   VAED_RETURN_IF_ERROR(scoped.Set(device).WithContext(label));
 
   cudaIpcMemHandle_t handle;

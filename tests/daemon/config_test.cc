@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/engine/cuda_devices.h"
 #include "daemon/server/command_line.h"
 #include "daemon/server/config_keys.h"
 #include "tests/common/test_paths.h"
@@ -250,6 +251,27 @@ TEST(GroupConfigTest, RanksQualifyPowersOfTwoAndSpanningNeedsAStore) {
   auto backend = ParseConfigToml("[group]\nbackend = \"mpi\"\n", "t.toml", DaemonOptions{});
   ASSERT_TRUE(backend.ok());
   EXPECT_THAT(ValidateOptions(*backend).message(), HasSubstr("group.backend is 'mpi'"));
+}
+
+// executor.device/devices: checked without a device at configuration time
+// (the rest at start-up: rank_devices.h).
+TEST(RuntimeConfigTest, DeviceKeysAreCheckedBeforeAnythingLoads) {
+  auto cuda = ParseConfigToml("[executor]\ndevice = \"cuda\"\n", "t.toml", DaemonOptions{});
+  ASSERT_TRUE(cuda.ok()) << cuda.status().ToString();
+  if (!engine::CudaDevicesAvailable()) {
+    const Status s = ValidateOptions(*cuda);
+    EXPECT_THAT(s.message(), HasSubstr("executor.device is \"cuda\" but this vaed was built "
+                                       "without CUDA"));
+    EXPECT_EQ(s.field(), "executor.device");
+  }
+  auto listed_for_cpu = ParseConfigToml(
+      "[executor]\ndevices = [\"GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf\"]\n", "t.toml",
+      DaemonOptions{});
+  ASSERT_TRUE(listed_for_cpu.ok());
+  EXPECT_EQ(ValidateOptions(*listed_for_cpu).field(), "executor.devices");
+  auto other = ParseConfigToml("[executor]\ndevice = \"tpu\"\n", "t.toml", DaemonOptions{});
+  ASSERT_TRUE(other.ok());
+  EXPECT_THAT(ValidateOptions(*other).message(), HasSubstr("executor.device is 'tpu'"));
 }
 
 TEST(RuntimeConfigTest, StackTilingAndBudgetFlags) {

@@ -355,15 +355,27 @@ TEST_F(BadInputTest, RejectsRequestWithoutHello) {
   ExpectStillServing();
 }
 
+// A CPU daemon refuses CUDA IPC regions saying so; a malformed one is
+// refused naming the field first.
 TEST_F(BadInputTest, RejectsCudaRegionOnCpuBuild) {
   v1::Request req;
   req.set_request_id(11);
   req.set_client_id(client_->client_id());
-  req.mutable_register_region()->mutable_cuda()->set_ipc_handle(std::string(64, '\0'));
-  req.mutable_register_region()->mutable_cuda()->set_size_bytes(1024);
+  v1::CudaIpcRegion* cuda = req.mutable_register_region()->mutable_cuda();
+  cuda->set_ipc_handle(std::string(64, '\0'));
+  cuda->set_size_bytes(1024);
+  cuda->set_device_uuid("GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
   auto reply = client_->SendRaw(req.SerializeAsString());
   ASSERT_TRUE(reply.ok() && reply->has_error());
-  ExpectError(FromProtoError(reply->error()), StatusCode::kFailedPrecondition, "CUDA");
+  ExpectError(FromProtoError(reply->error()), StatusCode::kFailedPrecondition,
+              "this daemon has no CUDA ranks");
+  EXPECT_EQ(reply->error().field(), "register_region.cuda");
+
+  cuda->set_device_uuid("cuda:0");
+  reply = client_->SendRaw(req.SerializeAsString());
+  ASSERT_TRUE(reply.ok() && reply->has_error());
+  ExpectError(FromProtoError(reply->error()), StatusCode::kInvalidArgument, "32 hex digits");
+  EXPECT_EQ(reply->error().field(), "region.device_uuid");
   ExpectStillServing();
 }
 

@@ -172,6 +172,12 @@ v1::StatusReply StatusWithMetrics() {
     r->set_busy_seconds(rank == 0 ? 3.5 : 3.25);
     r->set_tiles(rank == 0 ? 14 : 13);
     r->set_last_imbalance(1.04);
+    r->set_device("cuda");
+    r->set_device_name("NVIDIA H200");
+    r->set_device_uuid(rank == 0 ? "GPU-0a000000-0000-0000-0000-000000000000"
+                                 : "GPU-5b000000-0000-0000-0000-000000000000");
+    r->set_device_memory_used_bytes(uint64_t{12} << 30);
+    r->set_device_memory_total_bytes(uint64_t{140} << 30);
   }
   s.mutable_groups(2)->set_last_imbalance(1.04);
   s.set_metrics_url("http://127.0.0.1:9464/metrics");
@@ -197,6 +203,9 @@ TEST(StatusToJsonTest, CarriesLatencyOutcomesMemoryRanksAndMetricsUrl) {
   EXPECT_DOUBLE_EQ(j["rank_status"][1]["busy_seconds"].get<double>(), 3.25);
   EXPECT_EQ(j["rank_status"][1]["tiles"], 13);
   EXPECT_DOUBLE_EQ(j["rank_status"][1]["last_imbalance"].get<double>(), 1.04);
+  EXPECT_EQ(j["rank_status"][1]["device"], "cuda");
+  EXPECT_EQ(j["rank_status"][1]["device_uuid"], "GPU-5b000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(j["rank_status"][1]["device_memory_total_bytes"], uint64_t{140} << 30);
   EXPECT_DOUBLE_EQ(j["groups"][2]["last_imbalance"].get<double>(), 1.04);
   EXPECT_EQ(j["metrics_url"], "http://127.0.0.1:9464/metrics");
 }
@@ -225,6 +234,9 @@ TEST(FormatStatusTest, ShowsOutcomesInFlightMemoryAndMetricsEndpoint) {
   EXPECT_THAT(text, HasSubstr("resident weights 10.2 MiB (all models, all ranks), 3 plan-cache "
                               "entries, peak RSS 1.2 GiB"));
   EXPECT_THAT(text, HasSubstr("metrics        http://127.0.0.1:9464/metrics\n"));
+  // Each rank's device, by UUID, with its memory.
+  EXPECT_THAT(text, HasSubstr("NVIDIA H200 GPU-5b000000-0000-0000-0000-000000000000 (12.0 GiB "
+                              "of 140.0 GiB in use)"));
 }
 
 TEST(FormatStatusTest, SaysWhenTheMetricsEndpointIsOff) {
@@ -239,8 +251,10 @@ TEST(FormatStatusTest, SaysWhenTheMetricsEndpointIsOff) {
 TEST(FormatStatusTest, ShowsPerRankWorkAndGroupImbalance) {
   const std::string text = FormatStatus(StatusWithMetrics());
   EXPECT_THAT(text, HasSubstr("ranks (since start)\n"
-                              "rank    busy  tiles  last imbalance\n"));
-  EXPECT_THAT(text, HasSubstr("   0  3.50 s     14           1.04x\n"));
+                              "rank    busy  tiles  last imbalance  device\n"));
+  EXPECT_THAT(text, HasSubstr("   0  3.50 s     14           1.04x  NVIDIA H200 "
+                              "GPU-0a000000-0000-0000-0000-000000000000 (12.0 GiB of 140.0 GiB "
+                              "in use)\n"));
   EXPECT_THAT(text, HasSubstr("group  size  ranks  generation  state  runs  failures  last "
                               "imbalance\n"));
   EXPECT_THAT(text, HasSubstr("s2.b0     2  0-1             0  idle      7         0           "

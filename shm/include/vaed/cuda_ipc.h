@@ -6,9 +6,14 @@
 // allocation size is checked with cuMemGetAddressRange; the client's claim
 // is never trusted.
 //
-// This header compiles in every build. With VAED_WITH_CUDA (the `cuda`
-// preset) it declares the CUDA types below; in CPU builds it only offers
-// CudaIpcUnavailable(), the answer to any request for a CUDA IPC region.
+// One header for both builds, with no CUDA types in it, so that code using
+// it compiles the same way in CPU and GPU builds (and a GPU build reuses
+// the CPU build's objects from the compiler cache). GPU builds
+// (VAED_WITH_CUDA=ON, the `cuda` preset) link the implementation in
+// cuda_ipc.cc; CPU builds link cuda_ipc_unavailable.cc, where Open()
+// checks its arguments like the GPU build and then answers
+// CudaIpcUnavailable(). The CUDA runtime adapter (CudaStatus) is in
+// vaed/cuda_status.h, for GPU-build sources only.
 #ifndef VAED_CUDA_IPC_H_
 #define VAED_CUDA_IPC_H_
 
@@ -18,40 +23,30 @@
 #include <string>
 #include <string_view>
 
+#include "vaed/device_uuid.h"
 #include "vaed/status.h"
 
-#ifdef VAED_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 namespace vaed {
-
-#ifdef VAED_WITH_CUDA
 
 // Size of a cudaIpcMemHandle_t as it travels on the wire (CUDA_IPC_HANDLE_SIZE).
 inline constexpr size_t kCudaIpcHandleBytes = 64;
 
-// The CUDA runtime adapter: "<context>: <error string> (<error name>, cuda
-// error <n>)". Codes: kResourceExhausted for cudaErrorMemoryAllocation;
-// kInvalidArgument for errors that a bad client handle, pointer or device
-// causes (invalid value / resource handle / device pointer / device, map
-// buffer object failed); kFailedPrecondition when no usable device or driver
-// is present or peer access is unsupported; kInternal otherwise. Sticky
-// errors (IsStickyCudaError) are kInternal with reason kStickyDevice and say
-// that the CUDA context is lost; cudaErrorMemoryAllocation is
-// kResourceExhausted with reason kOutOfMemory. For non-sticky errors it also clears the thread's last-error slot
-// (cudaGetLastError) so a later unrelated check does not see it again.
-// Must not be called with cudaSuccess. Thread-safe.
-Status CudaStatus(cudaError_t err, std::string_view context);
+// True in GPU builds (CudaIpcMapping::Open can map memory), false in CPU
+// builds.
+bool CudaIpcAvailable();
 
-// True for errors that leave the CUDA context unusable (illegal address,
-// launch failure, ...). The daemon must not carry on after one (DESIGN.md
-// §2 item 7): report unhealthy and exit so that systemd restarts it.
-bool IsStickyCudaError(cudaError_t err);
+// The answer to any request for a CUDA IPC region in a CPU-only build:
+// kFailedPrecondition "CUDA IPC regions need a GPU build (VAED_WITH_CUDA=ON)".
+inline Status CudaIpcUnavailable() {
+  return FailedPrecondition("CUDA IPC regions need a GPU build (VAED_WITH_CUDA=ON)");
+}
 
-// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (lowercase hex), the form
-// nvidia-smi prints, for a 16-byte CUDA device UUID.
-std::string FormatCudaUuid(const cudaUUID_t& uuid);
+// The checks Open() makes before touching CUDA, in every build: the handle
+// has kCudaIpcHandleBytes bytes, claimed_bytes > 0, device_uuid parses
+// (device_uuid.h). Errors: kInvalidArgument naming region.cuda_ipc_handle,
+// region.size or region.device_uuid. On success returns the parsed UUID.
+Result<DeviceUuid> CheckCudaIpcArguments(const std::string& handle_bytes, uint64_t claimed_bytes,
+                                         const std::string& device_uuid);
 
 // The daemon's mapping of a client's CUDA allocation, opened from an IPC
 // handle.
@@ -72,15 +67,15 @@ class CudaIpcMapping {
   // whose UUID is `device_uuid`, and checks that it holds at least
   // `claimed_bytes` bytes from the handle's address.
   //
-  // `device_uuid` is 32 hex digits, optionally with dashes and a "GPU-" or
-  // "MIG-" prefix, case-insensitive (as nvidia-smi or
-  // torch.cuda.get_device_properties(i).uuid print it).
+  // `device_uuid` is in the text form of device_uuid.h.
   //
   // The peer mapping is opened with cudaIpcMemLazyEnablePeerAccess. The
   // calling thread's current device is restored before returning.
   // Errors:
-  //   kInvalidArgument  handle_bytes is not 64 bytes, claimed_bytes is 0,
-  //                     device_uuid is malformed, or CUDA rejects the handle.
+  //   kInvalidArgument  CheckCudaIpcArguments() refused, or CUDA rejects the
+  //                     handle.
+  //   kFailedPrecondition  a CPU build (CudaIpcUnavailable()), or no usable
+  //                     driver/device.
   //   kNotFound         no visible device has that UUID (the message lists
   //                     the devices that are visible).
   //   kOutOfRange       claimed_bytes exceeds the allocation: "client claims N
@@ -105,7 +100,7 @@ class CudaIpcMapping {
   uint64_t allocation_bytes() const { return allocation_bytes_; }
   // CUDA runtime ordinal of the device that holds the memory.
   int device() const { return device_; }
-  // FormatCudaUuid() of that device.
+  // FormatDeviceUuid() of that device.
   const std::string& device_uuid() const { return device_uuid_; }
 
   // Overflow-safe check that [offset, offset + size) lies inside size();
@@ -123,16 +118,6 @@ class CudaIpcMapping {
   int device_ = -1;
   std::string device_uuid_;
 };
-
-#else  // !VAED_WITH_CUDA
-
-// The answer to any request for a CUDA IPC region in a CPU-only build:
-// kFailedPrecondition "CUDA IPC regions need a GPU build (VAED_WITH_CUDA=ON)".
-inline Status CudaIpcUnavailable() {
-  return FailedPrecondition("CUDA IPC regions need a GPU build (VAED_WITH_CUDA=ON)");
-}
-
-#endif  // VAED_WITH_CUDA
 
 }  // namespace vaed
 

@@ -1,0 +1,74 @@
+// Which device each local rank decodes on (DESIGN.md §1: one rank executor
+// per device). CPU ranks (executor.device = "cpu", every CPU build) share
+// the host; GPU ranks (executor.device = "cuda", GPU builds) own one CUDA
+// device each.
+//
+// GPU ranks are numbered in the order of their devices' UUIDs, never by
+// CUDA ordinal: a DiT worker and the daemon see different
+// CUDA_VISIBLE_DEVICES, so an ordinal means different devices in the two
+// processes, while the UUID (device_uuid.h) names the same one in both.
+//
+// Thread-safety: plain values and pure functions.
+#ifndef VAED_DAEMON_ENGINE_RANK_DEVICES_H_
+#define VAED_DAEMON_ENGINE_RANK_DEVICES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vaed/device_uuid.h"
+#include "vaed/status.h"
+
+namespace vaed::engine {
+
+// A CUDA device as this process sees it.
+struct CudaDevice {
+  int ordinal = -1;  // CUDA runtime index in this process; never on the wire
+  DeviceUuid uuid;
+  std::string name;          // e.g. "NVIDIA H200"
+  uint64_t total_bytes = 0;  // device memory
+};
+
+// The device of one local rank: `cuda` unset for a CPU rank.
+struct RankDevice {
+  bool is_cuda = false;
+  CudaDevice cuda;  // meaningful when is_cuda
+
+  // "cpu" or "cuda:<ordinal> <uuid>" (logs).
+  std::string Describe() const;
+};
+
+// The checks of executor.devices that need no device (configuration time):
+// each entry parses as a UUID, none is listed twice, and there are exactly
+// `ranks` of them (or none). Returns the parsed UUIDs in list order.
+// Errors: kInvalidArgument naming "executor.devices[i]" or
+// "executor.devices" and the rule.
+Result<std::vector<DeviceUuid>> ParseConfiguredDevices(const std::vector<std::string>& configured,
+                                                       uint32_t ranks);
+
+// Chooses the devices of `ranks` GPU ranks among `visible` (as
+// ListCudaDevices() returns them, any order):
+//   - `configured` empty: the `ranks` visible devices with the smallest
+//     UUIDs;
+//   - otherwise each entry is a UUID (device_uuid.h text form) of a
+//     visible device, no device twice, and there must be exactly `ranks`
+//     of them.
+// The result is in UUID order: rank r decodes on result[r].
+// Errors: those of ParseConfiguredDevices; (kFailedPrecondition) a
+// configured UUID that is not visible, or fewer
+// visible devices than group.ranks; each lists the visible devices.
+Result<std::vector<CudaDevice>> AssignRankDevices(std::vector<CudaDevice> visible,
+                                                  const std::vector<std::string>& configured,
+                                                  uint32_t ranks);
+
+// The devices of the `ranks` local ranks for `device` ("cpu" or "cuda",
+// executor.device) and `configured` (executor.devices): for "cpu", `ranks`
+// CPU ranks; for "cuda", ListCudaDevices() (cuda_devices.h) then
+// AssignRankDevices. Errors: those two functions'.
+Result<std::vector<RankDevice>> ResolveRankDevices(const std::string& device,
+                                                   const std::vector<std::string>& configured,
+                                                   uint32_t ranks);
+
+}  // namespace vaed::engine
+
+#endif  // VAED_DAEMON_ENGINE_RANK_DEVICES_H_

@@ -1,0 +1,58 @@
+// The CUDA runtime adapter: CUDA error codes into vaed::Status, for the
+// sources of GPU builds only (VAED_WITH_CUDA=ON; it includes the CUDA
+// runtime header). Everything else uses the CUDA-free vaed/cuda_ipc.h and
+// vaed/device_uuid.h.
+#ifndef VAED_CUDA_STATUS_H_
+#define VAED_CUDA_STATUS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <string_view>
+
+#include "vaed/device_uuid.h"
+#include "vaed/status.h"
+
+namespace vaed {
+
+// "<context>: <error string> (<error name>, cuda error <n>)". Codes:
+// kResourceExhausted with reason kOutOfMemory for cudaErrorMemoryAllocation;
+// kInvalidArgument for errors that a bad client handle, pointer or device
+// causes (invalid value / resource handle / device pointer / device, map
+// buffer object failed); kFailedPrecondition when no usable device or
+// driver is present or peer access is unsupported; kInternal otherwise.
+// Sticky errors (IsStickyCudaError) are kInternal with reason
+// kStickyDevice and say that the CUDA context is lost. For non-sticky
+// errors it also clears the thread's last-error slot (cudaGetLastError) so
+// a later unrelated check does not see it again. Must not be called with
+// cudaSuccess. Thread-safe.
+Status CudaStatus(cudaError_t err, std::string_view context);
+
+// True for errors that leave the CUDA context unusable (illegal address,
+// launch failure, ...). The daemon must not carry on after one (DESIGN.md
+// §2 item 7): report unhealthy and exit so that systemd restarts it.
+bool IsStickyCudaError(cudaError_t err);
+
+// The UUID CUDA reports for a device (cudaDeviceProp::uuid).
+DeviceUuid ToDeviceUuid(const cudaUUID_t& uuid);
+
+// Makes a device current on the calling thread for its lifetime (Set) and
+// restores the caller's device afterwards, so that a call leaves no lasting
+// effect on the thread. Not movable; one thread.
+class ScopedCudaDevice {
+ public:
+  ScopedCudaDevice() = default;
+  ~ScopedCudaDevice();
+  ScopedCudaDevice(const ScopedCudaDevice&) = delete;
+  ScopedCudaDevice& operator=(const ScopedCudaDevice&) = delete;
+
+  // cudaSetDevice(ordinal), remembering the previous device. Errors from
+  // CudaStatus.
+  Status Set(int ordinal);
+
+ private:
+  int previous_ = -1;
+};
+
+}  // namespace vaed
+
+#endif  // VAED_CUDA_STATUS_H_
