@@ -107,8 +107,9 @@ DEBS_DIR="$ROOT/.gpu-debs"
 GOLDEN_ROOT="$ROOT/.gpu-golden"          # VAED_SHARED_DIR of the tests
 GOLDEN_DIR="$GOLDEN_ROOT/golden/h3"
 if [ "$DEPS" = debs ] && [ "$SKIP_BUILD" = 0 ]; then
-  ls "$DEBS_DIR"/*.deb >/dev/null 2>&1 && [ -f "$DEBS_DIR/boost-headers.tar.gz" ] ||
+  if ! ls "$DEBS_DIR"/*.deb >/dev/null 2>&1 || [ ! -f "$DEBS_DIR/boost-headers.tar.gz" ]; then
     die "$DEBS_DIR has no packages: run scripts/gpu/fetch-debs.sh on the Debian machine and carry .gpu-debs"
+  fi
 fi
 golden_note="present"
 [ -f "$GOLDEN_DIR/video_tiny_weights.safetensors" ] ||

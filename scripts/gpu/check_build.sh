@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/gpu/check.sh: the dependency prefix, configure and
 # build. Functions only; they read check.sh's settings (MODE, DEPS, BUILD,
 # ROOT, DEBS_DIR) and print what they do on stdout (check.sh logs it).
@@ -46,16 +47,18 @@ unpack_debs() {
 # Debian 12's. Empty output with DEPS=system.
 runtime_library_path() {
   [ "$DEPS" = debs ] || return 0
-  local lib="$BUILD/deps/root/usr/lib/x86_64-linux-gnu" run="$BUILD/deps/runtime" known so
-  [ -d "$lib" ] || return 0
+  local root="$BUILD/deps/root" run="$BUILD/deps/runtime" known file so
+  [ -d "$root" ] || return 0
   rm -rf "$run"
   mkdir -p "$run"
   known=$(ldconfig -p 2>/dev/null | awk '{print $1}' | sort -u)
-  for so in "$lib"/*.so.*; do
-    so=$(basename "$so")
-    # Sonames only (libfoo.so.N), not the fully versioned file names.
-    [[ "$so" =~ ^lib.*\.so\.[0-9]+$ ]] || continue
-    grep -qxF "$so" <<<"$known" || ln -s "$lib/$so" "$run/$so"
+  # Debian 12 still puts some libraries in /lib (libz, liblzma, libcap, ...).
+  for file in "$root"/usr/lib/x86_64-linux-gnu/lib*.so.* "$root"/lib/x86_64-linux-gnu/lib*.so.*; do
+    [ -f "$file" ] && [ ! -L "$file" ] || continue
+    # Its soname (libspdlog.so.1.10, libzmq.so.5): what programs ask for.
+    so=$(readelf -d "$file" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    [ -n "$so" ] || continue
+    grep -qxF "$so" <<<"$known" || ln -sf "$file" "$run/$so"
   done
   echo "$run"
 }
@@ -101,7 +104,7 @@ configure_args() {
       # Headers in the multiarch folder (openssl/configuration.h) and the
       # carried libraries' own dependencies at link time.
       cxx_flags="-isystem $root/usr/include -isystem $root/usr/include/x86_64-linux-gnu"
-      link_flags="-Wl,-rpath-link,$root/usr/lib/x86_64-linux-gnu"
+      link_flags="-Wl,-rpath-link,$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
       # torch_prefix is <torch>/share/cmake; its headers are in <torch>/include.
       if [ ! -d "$torch_prefix/../../include/gloo" ]; then
         cxx_flags+=" -isystem $BUILD/deps/gloo/usr/include"
@@ -144,8 +147,9 @@ configure_build() {
 # The targets the steps need that this build defines: the daemon, vaectl,
 # the H3 benchmarks, the Python client and every test program labelled gpu.
 build_targets() {
-  local defined wanted=(vaed vaectl vaed_bench_h3_video vaed_bench_matrix vaed_python) t
-  wanted+=($(python3 "$HERE/list_gpu_tests.py" "$ROOT"))
+  local defined wanted=(vaed vaectl vaed_bench_h3_video vaed_bench_matrix vaed_python) t tests=()
+  mapfile -t tests < <(python3 "$HERE/list_gpu_tests.py" "$ROOT")
+  wanted+=("${tests[@]}")
   defined=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_.-]*\): phony$/\1/p')
   for t in "${wanted[@]}"; do
     grep -qxF "$t" <<<"$defined" && echo "$t"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/gpu/check.sh in each step's own process: the steps.
 #
 # A step function step_NAME runs under `timeout` with check.sh's settings in
@@ -16,11 +17,20 @@ reason() { echo "$*" >> "$REASON"; }
 # Whether this build defines target $1 (check.sh lists them after configuring).
 defined() { grep -qxF "$1" "$WORK/targets.txt" 2>/dev/null; }
 
+# Fails (with the reason) when the build step could not configure: then no
+# step can tell a missing program from one that did not build.
+need_configured() {
+  [ -f "$WORK/configure-failed" ] || return 0
+  reason "the build was not configured (see the build step in check.log)"
+  return $FAILED
+}
+
 # Status for program $1 of target $2: 0 when it was built; else the reason
 # is recorded and the status returned (failed: it did not build; missing:
 # the build has no such target).
 need_program() {
   [ -x "$1" ] && return 0
+  need_configured || return
   if defined "$2"; then reason "$2 was not built (see the build step in check.log)"; return $FAILED; fi
   reason "this build defines no target $2"
   return $MISSING
@@ -121,13 +131,18 @@ step_build() {
   local t0 status=$PASSED
   t0=$(date +%s)
   if [ "$DEPS" = debs ]; then
-    unpack_debs || { reason "unpacking .gpu-debs failed"; return $FAILED; }
+    if ! unpack_debs; then
+      touch "$WORK/configure-failed"
+      reason "unpacking .gpu-debs failed"
+      return $FAILED
+    fi
     # The carried protoc and pkgconf need their libraries while building.
     local libs
     libs=$(runtime_library_path)
     [ -n "$libs" ] && export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
   if ! configure_build; then
+    touch "$WORK/configure-failed"
     reason "cmake configure failed (see check.log)"
     return $FAILED
   fi
@@ -147,6 +162,7 @@ step_build() {
 
 step_ctest_gpu() {
   local junit="$WORK/ctest-gpu.xml" rc
+  need_configured || return
   ctest --test-dir "$BUILD" -N -L gpu > "$WORK/ctest-list.txt" 2>&1
   if ! grep -q 'Test *#' "$WORK/ctest-list.txt"; then
     if [ "$MODE" = cpu ]; then

@@ -185,7 +185,7 @@ pack_boost() {
                        usr/lib/x86_64-linux-gnu/cmake/BoostDetectToolset-*); } > "$list"
   tar -C "$bx" -czf "$debs_dir/boost-headers.tar.gz" -T "$list"
   echo "fetch-debs.sh: Boost: $(wc -l < "$tmp/boost.files") headers reached from" \
-       "$(wc -l < "$tmp/boost.cc") includes; carried modules: $(echo $modules | sed 's|usr/include/boost/||g')"
+       "$(wc -l < "$tmp/boost.cc") includes; carried modules: $(echo "$modules" | sed 's|usr/include/boost/||' | tr '\n' ' ')"
 }
 
 mib() { du -sb "$@" 2>/dev/null | awk '{s+=$1} END {printf "%.1f MiB", s/1048576}'; }
