@@ -116,7 +116,7 @@ golden_note="present"
   golden_note="MISSING (the golden steps will be skipped; scripts/gpu/fetch-debs.sh makes it)"
 
 WORK="$BUILD/gpucheck"
-REPORT_PY=$(command -v python3)
+REPORT_PY=$(command -v python3) || die "python3 is needed (the report and the step helpers are Python)"
 VAED="$BUILD/daemon/vaed"
 VAECTL="$BUILD/ops/vaectl/vaectl"
 # The Python client can be built only where this python3 has its headers.
@@ -258,10 +258,13 @@ for name in "${STEPS_ALL[@]}"; do
       ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_.-]*\): phony$/\1/p' > "$WORK/targets.txt"
     CLIENT_PY=$(sed -n 's/^VAED_PYTHON_EXECUTABLE:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
     export CLIENT_PY=${CLIENT_PY:-$REPORT_PY}
+    if grep -q '^VAED_BUILD_PYTHON:BOOL=OFF' "$BUILD/CMakeCache.txt" 2>/dev/null; then PYTHON_CLIENT=0; fi
   fi
   [ "$name" = ipc_decode ] && record_host_copies
 done
 
+# The daemons' socket folders (a step killed at its timeout leaves its own).
+[ -f "$WORK/socket-dirs" ] && xargs -r rm -rf < "$WORK/socket-dirs"
 "$REPORT_PY" - "$WORK/meta.json" "$MODE" "$BUDGET" "$(($(date +%s) - STARTED))" <<'EOF'
 import json, sys, time
 json.dump({"check": "scripts/gpu/check.sh", "mode": sys.argv[2], "budget_s": int(sys.argv[3]),

@@ -60,7 +60,8 @@ write_daemon_config() {
 # printed) when it exits or does not answer.
 start_daemon() {
   local dir waited=0
-  dir=$(mktemp -d /tmp/vaed-gpucheck.XXXXXX)
+  dir=$(mktemp -d /tmp/vaed-gpucheck.XXXXXX)  # short: socket paths hold 107 bytes
+  echo "$dir" >> "$WORK/socket-dirs"  # check.sh removes them, also after a timeout
   DAEMON_SOCKET="$dir/vaed.sock"
   DAEMON_LOG="$WORK/daemon-$STEP.log"
   "$VAED" --socket "$DAEMON_SOCKET" --metrics-address 127.0.0.1:0 "$@" > "$DAEMON_LOG" 2>&1 &

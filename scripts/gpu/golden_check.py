@@ -124,6 +124,18 @@ def check_audio(path, o, scratch):
             "error": "" if passed else f"audio max abs {max_abs} over {AUDIO_F32_MAX_ABS}"}
 
 
+def write_figures(path, cases):
+    """Writes the figures of the cases so far; returns the names of those that failed."""
+    failed = sorted(n for n, c in cases.items() if not c["passed"])
+    figures = {"cases": cases, "passed": len(cases) - len(failed), "failed": failed,
+               "tolerance": {"u8_max_off_by_one_fraction": U8_MAX_OFF_BY_ONE_FRACTION,
+                             "video_f32_max_abs": VIDEO_F32_MAX_ABS,
+                             "audio_f32_max_abs": AUDIO_F32_MAX_ABS}}
+    with open(path, "w") as f:
+        json.dump(figures, f, indent=1)
+    return failed
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     for name in ("--vaectl", "--socket", "--golden", "--model", "--figures"):
@@ -154,13 +166,8 @@ def main():
                 case = {"passed": False, "error": f"{type(e).__name__}: {e}"}
             cases[f"{kind}_{name}"] = case
             print(f"golden_check: {kind} {name}: {json.dumps(case)}", flush=True)
-    failed = sorted(n for n, c in cases.items() if not c["passed"])
-    figures = {"cases": cases, "passed": len(cases) - len(failed), "failed": failed,
-               "tolerance": {"u8_max_off_by_one_fraction": U8_MAX_OFF_BY_ONE_FRACTION,
-                             "video_f32_max_abs": VIDEO_F32_MAX_ABS,
-                             "audio_f32_max_abs": AUDIO_F32_MAX_ABS}}
-    with open(o.figures, "w") as f:
-        json.dump(figures, f, indent=1)
+            write_figures(o.figures, cases)  # after each case: a timeout keeps them
+    failed = write_figures(o.figures, cases)
     if not cases:
         print(f"golden_check: no golden cases in {o.golden}", file=sys.stderr)
         return 1
