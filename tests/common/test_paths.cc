@@ -2,9 +2,16 @@
 // (VAED_TEST_*, from tests/CMakeLists.txt).
 #include "tests/common/test_paths.h"
 
+#include <cstdlib>
+
 namespace vaed::testing {
 
-const char* SharedDir() { return VAED_TEST_SHARED_DIR; }
+const char* SharedDir() {
+  // The GPU check (scripts/gpu/check.sh) points the tests at the golden data
+  // it carries, since ../shared does not travel to the device machine.
+  const char* dir = std::getenv("VAED_SHARED_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : VAED_TEST_SHARED_DIR;
+}
 const char* SourceDir() { return VAED_TEST_SOURCE_DIR; }
 const char* BinaryDir() { return VAED_TEST_BINARY_DIR; }
 const char* VaectlPath() { return VAED_TEST_BINARY_DIR "/ops/vaectl/vaectl"; }

@@ -5,13 +5,20 @@
 // other test sources compile to the same bytes in any checkout: a fresh clone in another folder takes them
 // from the compiler cache the session's own builds filled (issue 18 §5).
 //
-// Thread-safety: the functions return pointers to constant strings.
+// SharedDir() is the environment's VAED_SHARED_DIR when that is set and not
+// empty (the folder that holds golden/ and data/; the Python tests read the
+// same variable), else the compiled-in <checkout>/../shared: the GPU check
+// (scripts/gpu/check.sh) sets it to the golden data it carries, since
+// ../shared does not travel to the device machine.
+//
+// Thread-safety: the functions return pointers to constant strings (the
+// environment is read on each call; nothing here sets it).
 #ifndef VAED_TESTS_COMMON_TEST_PATHS_H_
 #define VAED_TESTS_COMMON_TEST_PATHS_H_
 
 namespace vaed::testing {
 
-const char* SharedDir();   // <checkout>/../shared
+const char* SharedDir();   // $VAED_SHARED_DIR, else <checkout>/../shared
 const char* SourceDir();   // the checkout
 const char* BinaryDir();   // the build directory
 const char* VaectlPath();  // <build>/ops/vaectl/vaectl

@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# The GPU check of issue 19 §11, in one command on the device machine:
+#
+#   scripts/gpu/check.sh --out DIR
+#
+# builds vaed with the machine's LibTorch and CUDA (and the Debian packages
+# carried in .gpu-debs, made here by scripts/gpu/fetch-debs.sh), then runs
+# these steps, each in its own process under its own timeout, so that one
+# failure never hides the others' figures:
+#
+#   environment    machine, GPU, driver, torch, compilers, commit
+#   build          unpack .gpu-debs, configure the `cuda` preset, build the
+#                  targets the steps need (keeps going past a failed one)
+#   ctest_gpu      ctest -L gpu (tests read the carried golden data:
+#                  VAED_SHARED_DIR=.gpu-golden)
+#   golden_h3      every golden H3 case (5 video, 3 audio) decoded on the
+#                  daemon's CUDA ranks in fp32 vs .gpu-golden (golden_check.py)
+#   sticky_error   a daemon allowing fault injection gets a device_fatal
+#                  request: the decode fails and the daemon exits non-zero
+#   ipc_decode     scripts/gpu/ipc_worker.py, a stand-in DiT worker, decodes
+#                  its own CUDA tensors by CUDA IPC, compared with the host path
+#   ipc_host_copies  the host copies the daemon reports for that request (0)
+#   matmul_bf16    bf16 matmul TFLOP/s and copy GB/s measured by torch now
+#   bench_h3_1344x768x209, bench_h3_1536x2688x111   the full-size decoder
+#                  (36 x 2048, random weights) on latent [1,24,62,48,84] and
+#                  [1,24,33,96,168], fp16 recipe and bf16, sequential and
+#                  stacked (vaed_bench_h3_video)
+#
+# Each step ends passed, failed, missing (the program, test or option it
+# needs does not exist in this build yet) or skipped (with the reason), with
+# its seconds and figures, in DIR/check.json; all output goes to
+# DIR/check.log; stdout gets one line per step and a table at the end. The
+# whole run is bounded by --budget (default 480 s on the GPU): each step's
+# timeout is cut so the later ones keep at least 15 s each, and a step with
+# no time left is skipped.
+#
+# Options:
+#   --out DIR        where check.json and check.log go (required; created)
+#   --dry-run        check the arguments and the carried folders, print the
+#                    plan (configure command, steps, timeouts); build nothing
+#   --cpu-only       the same steps as a CPU build here (VAED_WITH_CUDA=OFF,
+#                    the system's packages, ccache, build-gpucheck/); the
+#                    steps that need a GPU are skipped with their reason
+#   --skip-build     use the build folder as it is (a rerun on a warm machine)
+#   --build-dir D    build folder (default build-gpu/, or build-gpucheck/
+#                    with --cpu-only)
+#   --budget S       wall seconds for the whole run (default 480; 14400 with
+#                    --cpu-only)
+#   --only A,B       run only these steps (environment and build always run
+#                    unless --skip-build)
+#   --deps debs|system  where the build dependencies come from (default:
+#                    debs on the GPU, system with --cpu-only)
+#   --configure-only stop after configuring (checks the dependency set)
+#   -h, --help       this text
+#
+# Exit status: 0 no step failed (missing and skipped do not count), 1 a step
+# failed, 2 bad arguments or a carried folder is missing.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+STEPS_ALL=(environment build ctest_gpu golden_h3 sticky_error ipc_decode matmul_bf16
+           bench_h3_1344x768x209 bench_h3_1536x2688x111)
+# The fp16 recipe (issue 19 §8: fp32 weights under fp16 autocast, norms and
+# residual in fp32) and bf16, as the benchmark's --dtypes names them.
+BENCH_DTYPES=float16,bfloat16
+
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+die() { echo "check.sh: $*" >&2; exit 2; }
+
+OUT="" DRY_RUN=0 MODE=gpu SKIP_BUILD=0 BUILD="" BUDGET="" ONLY="" DEPS="" CONFIGURE_ONLY=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) [ $# -ge 2 ] || die "--out needs a folder"; OUT=$2; shift ;;
+    --dry-run) DRY_RUN=1 ;;
+    --cpu-only) MODE=cpu ;;
+    --skip-build) SKIP_BUILD=1 ;;
+    --build-dir) [ $# -ge 2 ] || die "--build-dir needs a folder"; BUILD=$2; shift ;;
+    --budget) [ $# -ge 2 ] || die "--budget needs seconds"; BUDGET=$2; shift ;;
+    --only) [ $# -ge 2 ] || die "--only needs step names"; ONLY=$2; shift ;;
+    --deps) [ $# -ge 2 ] || die "--deps needs debs or system"; DEPS=$2; shift ;;
+    --configure-only) CONFIGURE_ONLY=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+  shift
+done
+
+[ -n "$OUT" ] || die "--out DIR is required (where check.json and check.log go)"
+[ -e "$OUT" ] && [ ! -d "$OUT" ] && die "--out $OUT exists and is not a folder"
+case "$OUT" in /*) ;; *) OUT="$PWD/$OUT" ;; esac
+if [ -z "$BUDGET" ]; then BUDGET=$([ $MODE = cpu ] && echo 14400 || echo 480); fi
+[[ "$BUDGET" =~ ^[1-9][0-9]*$ ]] || die "--budget must be a positive number of seconds, got '$BUDGET'"
+[ -n "$DEPS" ] || DEPS=$([ $MODE = cpu ] && echo system || echo debs)
+[[ "$DEPS" =~ ^(debs|system)$ ]] || die "--deps must be debs or system, got '$DEPS'"
+[ -n "$BUILD" ] || BUILD="$ROOT/$([ $MODE = cpu ] && echo build-gpucheck || echo build-gpu)"
+case "$BUILD" in /*) ;; *) BUILD="$PWD/$BUILD" ;; esac
+if [ -n "$ONLY" ]; then
+  for s in ${ONLY//,/ }; do
+    [[ " ${STEPS_ALL[*]} " == *" $s "* ]] || die "--only: unknown step '$s' (steps: ${STEPS_ALL[*]})"
+  done
+fi
+[ "$SKIP_BUILD" = 1 ] && [ ! -f "$BUILD/CMakeCache.txt" ] &&
+  die "--skip-build: $BUILD holds no configured build"
+[ "$SKIP_BUILD" = 1 ] && [ "$CONFIGURE_ONLY" = 1 ] && die "--skip-build and --configure-only exclude each other"
+
+DEBS_DIR="$ROOT/.gpu-debs"
+GOLDEN_ROOT="$ROOT/.gpu-golden"          # VAED_SHARED_DIR of the tests
+GOLDEN_DIR="$GOLDEN_ROOT/golden/h3"
+if [ "$DEPS" = debs ] && [ "$SKIP_BUILD" = 0 ]; then
+  if ! ls "$DEBS_DIR"/*.deb >/dev/null 2>&1 || [ ! -f "$DEBS_DIR/boost-headers.tar.gz" ]; then
+    die "$DEBS_DIR has no packages: run scripts/gpu/fetch-debs.sh on the Debian machine and carry .gpu-debs"
+  fi
+fi
+golden_note="present"
+[ -f "$GOLDEN_DIR/video_tiny_weights.safetensors" ] ||
+  golden_note="MISSING (the golden steps will be skipped; scripts/gpu/fetch-debs.sh makes it)"
+
+WORK="$BUILD/gpucheck"
+REPORT_PY=$(command -v python3) || die "python3 is needed (the report and the step helpers are Python)"
+VAED="$BUILD/daemon/vaed"
+VAECTL="$BUILD/ops/vaectl/vaectl"
+# The Python client can be built only where this python3 has its headers.
+PYTHON_CLIENT=1
+PYBIND11_CMAKE_DIR=""
+if [ "$MODE" = gpu ]; then
+  python3 -c 'import os, sysconfig, sys; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' 2>/dev/null ||
+    PYTHON_CLIENT=0
+  PYBIND11_CMAKE_DIR=$(python3 -m pybind11 --cmakedir 2>/dev/null) || PYTHON_CLIENT=0
+fi
+
+source "$HERE/check_build.sh"
+
+selected() {  # whether step $1 runs
+  case "$1" in
+    environment) return 0 ;;
+    build) [ "$SKIP_BUILD" = 0 ] ;;
+    *) [ "$CONFIGURE_ONLY" = 0 ] && { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; } ;;
+  esac
+}
+step_args() {  # the arguments of the step function of step $1
+  case "$1" in
+    bench_h3_1344x768x209) echo "bench_h3 62 48 84" ;;
+    bench_h3_1536x2688x111) echo "bench_h3 33 96 168" ;;
+    *) echo "$1" ;;
+  esac
+}
+default_timeout() {
+  case "$1" in
+    environment) echo 30 ;;
+    build) [ "$MODE" = cpu ] && echo 10800 || echo 330 ;;
+    ctest_gpu) echo 120 ;;
+    golden_h3) echo 120 ;;
+    sticky_error) echo 60 ;;
+    ipc_decode) echo 90 ;;
+    matmul_bf16) echo 45 ;;
+    bench_h3_*) echo 240 ;;
+  esac
+}
+
+if [ "$DRY_RUN" = 1 ]; then
+  echo "check.sh --dry-run: mode $MODE, deps $DEPS, build $BUILD, budget ${BUDGET} s, out $OUT"
+  echo "  carried packages: $( [ "$DEPS" = debs ] && echo "$(ls "$DEBS_DIR"/*.deb 2>/dev/null | wc -l) in $DEBS_DIR" || echo "not used (system packages)")"
+  echo "  golden data: $GOLDEN_DIR: $golden_note"
+  echo "  Python client: $([ "$PYTHON_CLIENT" = 1 ] && echo built || echo "not built (no Python headers or pybind11 for $(command -v python3))")"
+  echo "  configure: cmake $(configure_args 2>/dev/null | tr '\n' ' ')"
+  for s in "${STEPS_ALL[@]}"; do
+    if selected "$s"; then echo "  step $s: timeout $(default_timeout "$s") s"; else echo "  step $s: not selected"; fi
+  done
+  exit 0
+fi
+
+mkdir -p "$OUT" || die "cannot create --out $OUT"
+LOG="$OUT/check.log"
+: > "$LOG"
+mkdir -p "$BUILD"
+rm -rf "$WORK"
+mkdir -p "$WORK/steps"
+if [ "$MODE" = cpu ]; then source "$ROOT/scripts/ccache-env.sh"; fi
+RUNTIME_LIBS=""
+
+say() { echo "$*" | tee -a "$LOG"; }
+STARTED=$(date +%s)
+DEADLINE=$((STARTED + BUDGET))
+
+# Runs step $1 in its own process under its timeout, and records it.
+run_step() {
+  local name=$1 left later=0 timeout t0 rc status seconds s
+  for s in "${STEPS_ALL[@]}"; do
+    [ "$s" = "$name" ] && later=1 && continue
+    [ "$later" -ge 1 ] && selected "$s" && later=$((later + 1))
+  done
+  left=$((DEADLINE - $(date +%s) - 15 * (later - 1)))
+  timeout=$(default_timeout "$name")
+  [ "$left" -lt "$timeout" ] && timeout=$left
+  local figures="$WORK/steps/$name.figures.json" reason="$WORK/steps/$name.reason"
+  if [ "$timeout" -lt 10 ]; then
+    echo "the run's time budget (--budget $BUDGET s) was spent before this step" > "$reason"
+    "$REPORT_PY" "$HERE/check_report.py" step "$WORK/steps.jsonl" "$name" skipped 0 0 "$reason"
+    say "[$(($(date +%s) - STARTED))s] $name: skipped (no time left)"
+    return
+  fi
+  say "[$(($(date +%s) - STARTED))s] $name: running (timeout ${timeout} s)"
+  echo "===== step $name (timeout ${timeout} s) =====" >> "$LOG"
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2046  # step_args splits into the function and its arguments
+  STEP=$name STEP_TIMEOUT=$timeout FIGURES=$figures REASON=$reason \
+    timeout -k 10 "$timeout" bash -c 'source "$HERE/check_build.sh"; source "$HERE/check_steps.sh"
+                                      fn=$1; shift; "step_$fn" "$@"' _ $(step_args "$name") >> "$LOG" 2>&1
+  rc=$?
+  seconds=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+  case $rc in
+    0) status=passed ;;
+    3) status=missing ;;
+    4) status=skipped ;;
+    124|137) status=failed; echo "timed out after ${timeout} s" >> "$reason" ;;
+    *) status=failed ;;
+  esac
+  "$REPORT_PY" "$HERE/check_report.py" step "$WORK/steps.jsonl" "$name" "$status" "$seconds" \
+    "$timeout" "$reason" "$figures"
+  say "[$(($(date +%s) - STARTED))s] $name: $status (${seconds} s)$( [ -s "$reason" ] && echo ": $(head -n1 "$reason")")"
+}
+
+# ipc_host_copies: judged from ipc_decode's figures (the reply's count).
+record_host_copies() {
+  local figures="$WORK/steps/ipc_decode.figures.json" reason="$WORK/steps/ipc_host_copies.reason"
+  local verdict
+  verdict=$("$REPORT_PY" - "$figures" "$WORK/steps.jsonl" <<'EOF'
+import json, sys
+steps = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+ipc = next((s for s in steps if s["name"] == "ipc_decode"), None)
+if ipc is None or ipc["status"] != "passed":
+    print("skipped the IPC decode did not pass, so there is no request to count")
+elif ipc["figures"].get("host_copies_field") is None:
+    print("missing the daemon's reply has no host_copies field")
+elif ipc["figures"]["host_copies"] == 0:
+    print("passed")
+else:
+    print(f"failed the daemon reports {ipc['figures']['host_copies']} host copies")
+EOF
+  )
+  echo "${verdict#* }" | grep -v '^passed$' > "$reason"
+  "$REPORT_PY" "$HERE/check_report.py" step "$WORK/steps.jsonl" ipc_host_copies "${verdict%% *}" 0 0 "$reason"
+  say "[$(($(date +%s) - STARTED))s] ipc_host_copies: ${verdict%% *}"
+}
+
+export ROOT HERE MODE DEPS BUILD WORK OUT DEBS_DIR GOLDEN_ROOT GOLDEN_DIR REPORT_PY VAED VAECTL
+export PYTHON_CLIENT PYBIND11_CMAKE_DIR BENCH_DTYPES CONFIGURE_ONLY
+say "check.sh: mode $MODE, deps $DEPS, build $BUILD, budget $BUDGET s, golden $golden_note"
+for name in "${STEPS_ALL[@]}"; do
+  selected "$name" || continue
+  run_step "$name"
+  if [ "$name" = build ] || { [ "$name" = environment ] && [ "$SKIP_BUILD" = 1 ]; }; then
+    # After the build (or instead of it): the carried libraries this machine
+    # lacks, the targets the build defines, and the client's python.
+    RUNTIME_LIBS=$(runtime_library_path)
+    [ -n "$RUNTIME_LIBS" ] && export LD_LIBRARY_PATH="$RUNTIME_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    [ -f "$WORK/targets.txt" ] ||
+      ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_.-]*\): phony$/\1/p' > "$WORK/targets.txt"
+    CLIENT_PY=$(sed -n 's/^VAED_PYTHON_EXECUTABLE:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+    export CLIENT_PY=${CLIENT_PY:-$REPORT_PY}
+    if grep -q '^VAED_BUILD_PYTHON:BOOL=OFF' "$BUILD/CMakeCache.txt" 2>/dev/null; then PYTHON_CLIENT=0; fi
+  fi
+  [ "$name" = ipc_decode ] && record_host_copies
+done
+
+# The daemons' socket folders (a step killed at its timeout leaves its own).
+[ -f "$WORK/socket-dirs" ] && xargs -r rm -rf < "$WORK/socket-dirs"
+"$REPORT_PY" - "$WORK/meta.json" "$MODE" "$BUDGET" "$(($(date +%s) - STARTED))" <<'EOF'
+import json, sys, time
+json.dump({"check": "scripts/gpu/check.sh", "mode": sys.argv[2], "budget_s": int(sys.argv[3]),
+           "elapsed_s": int(sys.argv[4]), "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+          open(sys.argv[1], "w"))
+EOF
+"$REPORT_PY" "$HERE/check_report.py" final "$WORK/steps.jsonl" "$WORK/meta.json" "$OUT/check.json" |
+  tee -a "$LOG"
+say "check.sh: $OUT/check.json, $OUT/check.log ($(($(date +%s) - STARTED)) s)"
+grep -q '"status": "failed"' "$WORK/steps.jsonl" && exit 1
+exit 0

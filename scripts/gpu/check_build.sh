@@ -1,0 +1,167 @@
+# shellcheck shell=bash
+# Sourced by scripts/gpu/check.sh: the dependency prefix, configure and
+# build. Functions only; they read check.sh's settings (MODE, DEPS, BUILD,
+# ROOT, DEBS_DIR) and print what they do on stdout (check.sh logs it).
+#
+# The GPU build (MODE=gpu) configures the `cuda` preset (VAED_WITH_CUDA=ON)
+# into $BUILD against the machine's own LibTorch (the PyTorch wheel of its
+# python3: torch.utils.cmake_prefix_path), CUDA toolkit and NCCL, and the
+# Debian packages carried in .gpu-debs (DEPS=debs), unpacked with `dpkg -x`
+# into $BUILD/deps/root. The CPU build (MODE=cpu) configures the `default`
+# preset with the system's packages (DEPS=system) through ccache, as
+# scripts/test.sh does.
+
+# Unpacks .gpu-debs into $BUILD/deps/root (again only when the packages
+# changed) and rewrites its pkg-config files for that prefix. libgloo-dev
+# goes to $BUILD/deps/gloo: its headers are used only when the machine's
+# LibTorch ships none (they must match the Gloo compiled into LibTorch).
+unpack_debs() {
+  local deps="$BUILD/deps" stamp deb
+  stamp=$(cd "$DEBS_DIR" && ls -l --time-style=+%s | md5sum | cut -d' ' -f1)
+  if [ -f "$deps/.stamp" ] && [ "$(cat "$deps/.stamp")" = "$stamp" ]; then
+    echo "deps: $deps/root is up to date"
+    return 0
+  fi
+  rm -rf "$deps"
+  mkdir -p "$deps/root" "$deps/gloo"
+  for deb in "$DEBS_DIR"/*.deb; do
+    case "$(basename "$deb")" in
+      libgloo-dev_*) dpkg -x "$deb" "$deps/gloo" ;;
+      *) dpkg -x "$deb" "$deps/root" ;;
+    esac || { echo "deps: dpkg -x $deb failed"; return 1; }
+  done
+  tar -C "$deps/root" -xzf "$DEBS_DIR/boost-headers.tar.gz" || return 1
+  # pkg-config files name /usr: point them at the prefix. Requires.private
+  # (openssl, zlib, brotli, sodium, ...) is dropped: vaed links the shared
+  # libraries, and the private ones' .pc files are not carried.
+  find "$deps/root" -name '*.pc' -print0 | xargs -0 -r sed -i \
+    -e "s#^\([A-Za-z_]*\)=/usr#\1=$deps/root/usr#" -e '/^Requires.private:/d' -e '/^Libs.private:/d'
+  echo "$stamp" > "$deps/.stamp"
+  echo "deps: unpacked $(ls "$DEBS_DIR"/*.deb | wc -l) packages and the Boost headers into $deps/root"
+}
+
+# Prints the LD_LIBRARY_PATH entry that gives programs the carried shared
+# libraries this machine lacks: a folder of links to only those (sonames
+# `ldconfig -p` does not know). The machine's own copy of a library wins
+# where it has one, so its newer system libraries are never shadowed by
+# Debian 12's. Empty output with DEPS=system.
+runtime_library_path() {
+  [ "$DEPS" = debs ] || return 0
+  local root="$BUILD/deps/root" run="$BUILD/deps/runtime" known file so
+  [ -d "$root" ] || return 0
+  rm -rf "$run"
+  mkdir -p "$run"
+  known=$(ldconfig -p 2>/dev/null | awk '{print $1}' | sort -u)
+  # Debian 12 still puts some libraries in /lib (libz, liblzma, libcap, ...).
+  for file in "$root"/usr/lib/x86_64-linux-gnu/lib*.so.* "$root"/lib/x86_64-linux-gnu/lib*.so.*; do
+    [ -f "$file" ] && [ ! -L "$file" ] || continue
+    # Its soname (libspdlog.so.1.10, libzmq.so.5): what programs ask for.
+    so=$(readelf -d "$file" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    [ -n "$so" ] || continue
+    grep -qxF "$so" <<<"$known" || ln -sf "$file" "$run/$so"
+  done
+  echo "$run"
+}
+
+# NCCL where the machine has it outside the CUDA toolkit (the nvidia-nccl
+# pip wheel torch depends on): prints "-DNCCL_INCLUDE_DIR=... -DNCCL_LIBRARY=..."
+# or nothing (then daemon/parallel/CMakeLists.txt searches the toolkit).
+nccl_cache_args() {
+  local cuda_root=$1 base header lib
+  if [ -f "$cuda_root/include/nccl.h" ]; then return 0; fi
+  base=$(python3 -c 'import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))' 2>/dev/null) ||
+    return 0
+  header=$(find "$base/nvidia" -name nccl.h -path '*include*' 2>/dev/null | head -n1)
+  lib=$(find "$base/nvidia" -name 'libnccl.so*' 2>/dev/null | sort | head -n1)
+  if [ -n "$header" ] && [ -n "$lib" ]; then
+    echo "-DNCCL_INCLUDE_DIR=$(dirname "$header") -DNCCL_LIBRARY=$lib"
+  fi
+}
+
+# The cmake command line of this build, one argument a line (so paths with
+# spaces survive); the build settings are summarised on stderr.
+configure_args() {
+  local args=(-S "$ROOT" -B "$BUILD")
+  if [ "$MODE" = cpu ]; then
+    args+=(--preset default -DVAED_WITH_CUDA=OFF)
+  else
+    args+=(--preset cuda -DVAED_WITH_CUDA=ON
+           # The device's compiler and LibTorch 2.x headers are not the ones
+           # -Werror is kept clean for (Debian 12's gcc 12, LibTorch 1.13);
+           # a new warning there must not stop the check.
+           -DVAED_WERROR=OFF -DCMAKE_POLICY_VERSION_MINIMUM=3.5)
+    local nvcc torch_prefix prefix_path cxx_flags link_flags nccl
+    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    torch_prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null) ||
+      torch_prefix="<no torch importable by $(command -v python3)>"
+    prefix_path="$torch_prefix"
+    if [ -n "${PYBIND11_CMAKE_DIR:-}" ]; then prefix_path+=";$PYBIND11_CMAKE_DIR"; fi
+    args+=(-DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90
+           -DPython_EXECUTABLE="$(command -v python3)")
+    if [ "$DEPS" = debs ]; then
+      local root="$BUILD/deps/root"
+      prefix_path+=";$root/usr"
+      # Headers in the multiarch folder (openssl/configuration.h) and the
+      # carried libraries' own dependencies at link time.
+      cxx_flags="-isystem $root/usr/include -isystem $root/usr/include/x86_64-linux-gnu"
+      link_flags="-Wl,-rpath-link,$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
+      # torch_prefix is <torch>/share/cmake; its headers are in <torch>/include.
+      if [ ! -d "$torch_prefix/../../include/gloo" ]; then
+        cxx_flags+=" -isystem $BUILD/deps/gloo/usr/include"
+        echo "configure: this LibTorch ships no Gloo headers: using Debian's libgloo-dev" >&2
+      fi
+      args+=(-DCMAKE_CXX_FLAGS="$cxx_flags" -DCMAKE_EXE_LINKER_FLAGS="$link_flags"
+             -DCMAKE_SHARED_LINKER_FLAGS="$link_flags" -DCMAKE_MODULE_LINKER_FLAGS="$link_flags")
+      if ! command -v pkg-config >/dev/null; then
+        args+=(-DPKG_CONFIG_EXECUTABLE="$root/usr/bin/pkgconf")
+      fi
+    fi
+    args+=(-DCMAKE_PREFIX_PATH="$prefix_path")
+    nccl=$(nccl_cache_args "$(dirname "$(dirname "$nvcc")")")
+    # shellcheck disable=SC2206  # two -D words without spaces inside
+    [ -n "$nccl" ] && args+=($nccl)
+  fi
+  if [ "$PYTHON_CLIENT" = 0 ]; then args+=(-DVAED_BUILD_PYTHON=OFF); fi
+  printf '%s\n' "${args[@]}"
+}
+
+# Configures $BUILD. DEPS=debs: pkg-config looks only at the carried .pc
+# files, and the carried protoc finds its libraries.
+configure_build() {
+  local args=()
+  if [ "$MODE" = gpu ] && ! python3 -c 'import torch' 2>/dev/null; then
+    echo "configure: $(command -v python3) cannot import torch: no LibTorch to build against"
+    return 1
+  fi
+  mapfile -t args < <(configure_args)
+  if [ "$DEPS" = debs ]; then
+    local root="$BUILD/deps/root"
+    export PKG_CONFIG_LIBDIR="$root/usr/lib/x86_64-linux-gnu/pkgconfig:$root/usr/share/pkgconfig"
+  fi
+  # Torch's CMake config picks its CUDA architectures from this (H200: 9.0).
+  export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
+  echo "configure: cmake ${args[*]}"
+  cmake "${args[@]}"
+}
+
+# The targets the steps need that this build defines: the daemon, vaectl,
+# the H3 benchmarks, the Python client and every test program labelled gpu.
+build_targets() {
+  local defined wanted=(vaed vaectl vaed_bench_h3_video vaed_bench_matrix vaed_python) t tests=()
+  mapfile -t tests < <(python3 "$HERE/list_gpu_tests.py" "$ROOT")
+  wanted+=("${tests[@]}")
+  defined=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_.-]*\): phony$/\1/p')
+  for t in "${wanted[@]}"; do
+    grep -qxF "$t" <<<"$defined" && echo "$t"
+  done
+  return 0
+}
+
+# Builds those targets; keeps going past a target that fails (-k 0) so that
+# the steps that do not need it still run. Returns non-zero if any failed.
+build_all() {
+  local targets=()
+  mapfile -t targets < <(build_targets)
+  echo "build: ${#targets[@]} targets: ${targets[*]}"
+  cmake --build "$BUILD" -j "$(nproc)" --target "${targets[@]}" -- -k 0
+}

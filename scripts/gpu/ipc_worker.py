@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""A stand-in DiT worker: decodes CUDA tensors through vaed by CUDA IPC.
+
+Usage: ipc_worker.py --socket PATH --latent FILE [--key latent] [--model NAME]
+                     [--iterations N] --figures FILE
+
+The second process of scripts/gpu/check.sh's two-process IPC check (the
+first is the vaed daemon at --socket, decoding on its CUDA ranks). Like a
+DiT worker, it allocates the latent and the output as CUDA tensors with
+torch on its current device and stream, and decodes through the vaed_client
+package (issue 19 §6: CUDA tensors are accepted through
+``__cuda_array_interface__`` / DLPack, registered by CUDA IPC, and the
+frames are written in this process's device memory, ordered on ``stream=``,
+the ``cudaStream_t`` as an int, here torch's current stream). It then:
+
+* decodes the same latent from host memory (numpy, the host path) and
+  checks that the CUDA-path frames equal those bytes (same daemon, same
+  kernels: expected bit for bit), after poisoning the output tensor so an
+  unwritten value shows;
+* times --iterations warm CUDA-path decodes: the client round trip (call to
+  the end of the caller's stream work) against the daemon's own ``decode``
+  timing; their difference is the sidecar overhead (IPC, events, socket);
+* reads how many host copies the daemon made for the request from its reply
+  (``host_copies``, or ``host_copy_bytes``), when the reply has such a field.
+
+Output tensor: when ``Client.decode`` takes ``out=``, the frames go into a
+uint8 [F, H, W, 3] CUDA tensor allocated here; otherwise into the output
+buffer the client library allocates (``result.frames``, read with
+``torch.from_dlpack``).
+
+Writes its figures as JSON to --figures. Exit status: 0 the CUDA-path frames
+equal the host-path frames; 1 they differ or a decode failed; 3 the client
+has no CUDA path (``Client.decode`` takes no ``stream=``); 4 no CUDA device
+or no torch with CUDA here; 2 bad command line.
+"""
+
+import argparse
+import inspect
+import json
+import statistics
+import sys
+import time
+
+EXIT_PASSED, EXIT_FAILED, EXIT_MISSING, EXIT_SKIPPED = 0, 1, 3, 4
+POISON = 0xAB  # written into the output before the decode
+
+
+def write(path, figures):
+    with open(path, "w") as f:
+        json.dump(figures, f, indent=1)
+
+
+def host_copies(info):
+    """(field name, value) of the reply's host-copy count, or (None, None)."""
+    for key in ("host_copies", "host_copy_bytes"):
+        if key in info:
+            return key, info[key]
+    for section in ("timings", "io", "regions"):
+        value = info.get(section)
+        if isinstance(value, dict):
+            for key in ("host_copies", "host_copy_bytes"):
+                if key in value:
+                    return f"{section}.{key}", value[key]
+    return None, None
+
+
+def decode_cuda(client, latent, out, o, stream):
+    """One CUDA-path decode: (result, frames as a CUDA tensor)."""
+    import torch
+    kwargs = {"model": o.model, "stream": stream.cuda_stream}
+    if out is not None:
+        out.fill_(POISON)
+        result = client.decode(latent, out=out, **kwargs)
+        return result, out
+    result = client.decode(latent, **kwargs)
+    return result, torch.from_dlpack(result.frames)
+
+
+def run(o, figures):
+    try:
+        import torch
+    except ImportError as e:
+        figures["reason"] = f"no torch here: {e}"
+        return EXIT_SKIPPED
+    if not torch.cuda.is_available():
+        figures["reason"] = "torch sees no CUDA device"
+        return EXIT_SKIPPED
+    import numpy as np
+    import vaed_client
+
+    parameters = inspect.signature(vaed_client.Client.decode).parameters
+    if "stream" not in parameters:
+        figures["reason"] = ("vaed_client.Client.decode has no stream= argument: this client "
+                             "takes no CUDA tensors (issue 19 §6 not built yet)")
+        return EXIT_MISSING
+    figures["device"] = torch.cuda.get_device_name()
+    latent_host = np.ascontiguousarray(vaed_client.read_safetensors(o.latent)[o.key])
+    figures["latent_shape"] = list(latent_host.shape)
+    stream = torch.cuda.current_stream()
+    latent = torch.from_numpy(latent_host).to("cuda")  # the worker's own allocation
+    with vaed_client.Client(o.socket, client_name="ipc-worker") as client:
+        host = client.decode(latent_host, model=o.model, copy=True)
+        expected = torch.from_numpy(np.ascontiguousarray(host.frames))
+        figures["frames_shape"] = list(expected.shape)
+        out = None
+        if "out" in parameters:
+            out = torch.empty(tuple(expected.shape), dtype=torch.uint8, device="cuda")
+        figures["output"] = "worker tensor (out=)" if out is not None else "client-managed buffer"
+        result, frames = decode_cuda(client, latent, out, o, stream)
+        stream.synchronize()
+        got = frames.cpu()
+        figures["inputs_in_place"] = result.inputs_in_place
+        same = got.shape == expected.shape and torch.equal(got, expected)
+        figures["frames_equal_host_path"] = bool(same)
+        if got.shape == expected.shape:
+            diff = (got.to(torch.int16) - expected.to(torch.int16)).abs()
+            figures["max_abs_diff_vs_host_path"] = int(diff.max())
+            figures["values_differing_vs_host_path"] = int((diff > 0).sum())
+        field, copies = host_copies(result.info)
+        figures["host_copies_field"] = field
+        figures["host_copies"] = copies
+        round_trips, decodes = [], []
+        for _ in range(o.iterations):
+            t0 = time.perf_counter()
+            result, _ = decode_cuda(client, latent, out, o, stream)
+            stream.synchronize()
+            round_trips.append(time.perf_counter() - t0)
+            decodes.append(float(result.timings.get("decode", float("nan"))))
+        rt, dec = statistics.median(round_trips), statistics.median(decodes)
+        figures.update({"iterations": o.iterations, "round_trip_s_median": rt,
+                        "daemon_decode_s_median": dec, "overhead_s": rt - dec,
+                        "overhead_fraction_of_decode": (rt - dec) / dec if dec > 0 else None,
+                        "warm": result.warm})
+    if not same:
+        figures["reason"] = "CUDA-path frames differ from the host-path frames"
+        return EXIT_FAILED
+    return EXIT_PASSED
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--socket", required=True)
+    p.add_argument("--latent", required=True, help="safetensors file holding the latent")
+    p.add_argument("--key", default="latent")
+    p.add_argument("--model", default="")
+    p.add_argument("--iterations", type=int, default=5)
+    p.add_argument("--figures", required=True)
+    o = p.parse_args()
+    if o.iterations < 1:
+        p.error("--iterations must be at least 1")
+    figures = {}
+    try:
+        code = run(o, figures)
+    except Exception as e:  # the figures gathered so far still go out
+        figures["reason"] = f"{type(e).__name__}: {e}"
+        code = EXIT_FAILED
+    write(o.figures, figures)
+    print("ipc_worker: " + json.dumps(figures), flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
