@@ -347,6 +347,22 @@ class FakeSink final : public vaed::server::JobSink {
     return n;
   }
 
+  // Pending jobs of `client_id` naming region `region_id` (each job once).
+  uint32_t PendingNaming(uint64_t client_id, uint64_t region_id) const {
+    uint32_t n = 0;
+    for (const Pending& p : pending_) {
+      const engine::DecodeJob& j = *p.job;
+      if (j.client_id != client_id) continue;
+      const bool names =
+          (j.video && (j.video->latent.region_id == region_id ||
+                       j.video->output.region_id == region_id)) ||
+          (j.audio && (j.audio->latent.region_id == region_id ||
+                       j.audio->output.region_id == region_id));
+      n += names ? 1 : 0;
+    }
+    return n;
+  }
+
   uint64_t submitted() const { return submitted_; }
   const engine::DecodeJob* last() const { return last_; }
   std::deque<Pending>& pending() { return pending_; }
@@ -899,6 +915,14 @@ class Session {
                    what);
         if (c.regions.size() < 8) c.regions.push_back(reply->register_region().region_id());
       }
+      if (reply->has_unregister_region()) {
+        // Answered at once only when the region is gone (it was idle).
+        FUZZ_CHECK(parsed && req.has_unregister_region(), what);
+        const ClientState* owner = FindClient(req.client_id());
+        FUZZ_CHECK(owner != nullptr &&
+                       owner->regions.count(req.unregister_region().region_id()) == 0,
+                   what);
+      }
       if (trace_ != nullptr && reply->has_error()) {
         std::string code = v1::ErrorCode_Name(reply->error().code());
         if (code.rfind("ERROR_CODE_", 0) == 0) code = code.substr(11);
@@ -910,6 +934,19 @@ class Session {
       } else {
         Trace(action, BodyName(*reply));
       }
+    } else if (parsed && req.has_unregister_region()) {
+      // Deferred (client_registry.h: region lifetime): no job, and the
+      // sender's region is now awaiting unregister under this request's
+      // id, with decodes still using it; the last one's end answers it.
+      FUZZ_CHECK(submitted == 0, what);
+      const ClientState* c = FindClient(req.client_id());
+      FUZZ_CHECK(c != nullptr && c->routing_id == in.routing_id, what);
+      auto it = c->regions.find(req.unregister_region().region_id());
+      FUZZ_CHECK(it != c->regions.end() && it->second.decodes > 0 &&
+                     it->second.unregister_request_id == req.request_id(),
+                 what);
+      deferred_.push_back({c->id, req.request_id()});
+      Trace(action, "deferred");
     } else {
       // Exactly one job, and it is what was asked for.
       FUZZ_CHECK(submitted == 1, what + " (no reply and " + std::to_string(submitted) + " jobs)");
@@ -949,7 +986,9 @@ class Session {
       FUZZ_CHECK(region != nullptr, where);
       // The region is this client's, under that id.
       auto it = c->regions.find(ref.region_id);
-      FUZZ_CHECK(it != c->regions.end() && it->second == region, where);
+      FUZZ_CHECK(it != c->regions.end() && it->second.mapping == region, where);
+      // New decodes never name a region awaiting unregister.
+      FUZZ_CHECK(!it->second.awaiting_unregister(), where);
       vaed::Result<uint64_t> bytes = vaed::ContiguousBytes(ref.dtype, ref.shape, field);
       FUZZ_CHECK(bytes.ok() && *bytes == ref.size, where);
       // Inside the mapping, overflow-safe.
@@ -1028,9 +1067,21 @@ class Session {
           break;
       }
     }
-    const v1::Reply reply = handler_.OnJobDone(j, result, now_);
-    FUZZ_CHECK(reply.request_id() == j.request_id, "the answer names request " +
-                                                       std::to_string(reply.request_id()));
+    const RequestHandler::JobReplies replies = handler_.OnJobDone(j, result, now_);
+    FUZZ_CHECK(replies.decode.request_id() == j.request_id,
+               "the answer names request " + std::to_string(replies.decode.request_id()));
+    // Each unregister answered here waited for this job: the client's own,
+    // deferred earlier, answered once and OK.
+    for (const v1::Reply& r : replies.unregistered) {
+      const std::string what = "unregister reply " + r.ShortDebugString();
+      FUZZ_CHECK(r.has_unregister_region() && !r.has_error(), what);
+      auto it = std::find_if(deferred_.begin(), deferred_.end(), [&](const Deferred& d) {
+        return d.client_id == j.client_id && d.request_id == r.request_id();
+      });
+      FUZZ_CHECK(it != deferred_.end(), what + " answers no deferred unregister of client " +
+                                            std::to_string(j.client_id));
+      deferred_.erase(it);
+    }
   }
 
   void CheckInvariants() const {
@@ -1041,8 +1092,16 @@ class Session {
                  who + " holds " + std::to_string(c->regions.size()) + " regions");
       uint64_t sum = 0;
       for (const auto& [id, r] : c->regions) {
-        FUZZ_CHECK(r != nullptr, who);
-        sum += r->size();
+        FUZZ_CHECK(r.mapping != nullptr, who);
+        sum += r.mapping->size();
+        // In use by exactly the pending jobs naming it; awaiting unregister
+        // only while in use (the last job's end drops it).
+        const uint32_t users = sink_.PendingNaming(c->id, id);
+        FUZZ_CHECK(r.decodes == users, who + ": region " + std::to_string(id) + " counts " +
+                                           std::to_string(r.decodes) + " decodes, " +
+                                           std::to_string(users) + " pending jobs name it");
+        FUZZ_CHECK(!r.awaiting_unregister() || r.decodes > 0,
+                   who + ": region " + std::to_string(id) + " awaits unregister, unused");
       }
       FUZZ_CHECK(sum == c->region_bytes, who + ": region_bytes " + std::to_string(c->region_bytes) +
                                              " but the regions hold " + std::to_string(sum));
@@ -1058,12 +1117,30 @@ class Session {
                  who + " of quarantined " + c->identity.ToString() + " holds " +
                      std::to_string(c->regions.size()) + " regions");
     }
+    // No deferred reply is lost: while its client is known, its region
+    // still awaits unregister under its request id.
+    for (const Deferred& d : deferred_) {
+      const ClientState* c = FindClient(d.client_id);
+      if (c == nullptr) continue;  // gone: no reply is owed
+      const bool waiting =
+          std::any_of(c->regions.begin(), c->regions.end(), [&](const auto& entry) {
+            return entry.second.unregister_request_id == d.request_id;
+          });
+      FUZZ_CHECK(waiting, "unregister " + std::to_string(d.request_id) + " of client " +
+                              std::to_string(d.client_id) + " was never answered");
+    }
   }
 
   void Trace(uint8_t action, const char* outcome) {
     if (trace_ != nullptr) trace_->push_back(std::string(ActionName(action)) + ":" + outcome);
   }
 
+  // UnregisterRegion requests whose reply was deferred and not yet given.
+  struct Deferred {
+    uint64_t client_id;
+    uint64_t request_id;
+  };
+  std::vector<Deferred> deferred_;
   FakeSink sink_;  // outlives handler_
   RequestHandler handler_;
   Clock::time_point now_;
@@ -1172,6 +1249,16 @@ std::vector<Seed> Seeds() {
        {"hello:hello", "register:register_region", "decode:job", "complete_job:-", "decode:job",
         "complete_job:-", "decode:job", "complete_job:-", "decode:job", "complete_job:-",
         "decode:job", "complete_job:-", "register:error(quarantined)", "fill_status:-"}},
+      // An unregister of the region a queued decode uses: deferred; a
+      // decode naming it and a second unregister are refused; the job's
+      // end answers it, after which the region is gone.
+      {"unregister-while-decoding",
+       {none, hello, reg, decode(false, 3), {Num("action", kUnregister), Num("request_id", 4)},
+        decode(false, 5), {Num("action", kUnregister), Num("request_id", 6)},
+        {Num("action", kCompleteJob)}, {Num("action", kUnregister), Num("request_id", 7)}},
+       {"hello:hello", "register:register_region", "decode:job", "unregister:deferred",
+        "decode:error(failed_precondition)", "unregister:error(failed_precondition)",
+        "complete_job:-", "unregister:error(not_found)"}},
       {"parsers",
        {{Num("direct", 3), Text("direct.peer", "localhost:1000:1000:4242"),
          Text("direct.tensor_ref", SerializedTensorRef())}},

@@ -130,6 +130,9 @@ Status Client::UnregisterRegion(uint64_t region_id) {
       return Status::Ok();
     }
     const bool ours = it != impl_->regions.end();
+    // The daemon answers only once no decode uses the region any more
+    // (e.g. one that timed out here and still runs): wait as long as a
+    // Decode would, not a short control-request timeout.
     Result<v1::Reply> reply = impl_->CallLocked(
         [&](v1::Request* req) VAED_REQUIRES(impl_->mu) {  // CallLocked() calls it under mu
           VAED_ASSIGN_OR_RETURN(uint64_t id,

@@ -48,19 +48,62 @@ Result<ClientState*> ClientRegistry::Authenticate(uint64_t client_id,
 uint64_t ClientRegistry::AddRegion(ClientState* client, std::shared_ptr<HostRegion> region) {
   const uint64_t id = next_region_id_++;
   client->region_bytes += region->size();
-  client->regions.emplace(id, std::move(region));
+  client->regions.emplace(
+      id, RegisteredRegion{.mapping = std::move(region), .decodes = 0, .unregister_request_id = {}});
   return id;
 }
 
-Status ClientRegistry::RemoveRegion(ClientState* client, uint64_t region_id) {
+Result<ClientRegistry::Unregistered> ClientRegistry::Unregister(ClientState* client,
+                                                                uint64_t region_id,
+                                                                uint64_t request_id) {
   auto it = client->regions.find(region_id);
   if (it == client->regions.end()) {
-    return NotFound("region_id " + std::to_string(region_id) +
+    return NotFound("unregister_region.region_id " + std::to_string(region_id) +
                     " is not a region registered by this client");
   }
-  client->region_bytes -= std::min(client->region_bytes, it->second->size());
-  client->regions.erase(it);
-  return Status::Ok();
+  RegisteredRegion& region = it->second;
+  if (region.awaiting_unregister()) {
+    return FailedPrecondition(
+        "unregister_region.region_id " + std::to_string(region_id) + ": region " +
+        std::to_string(region_id) + " is being unregistered already (request " +
+        std::to_string(*region.unregister_request_id) +
+        "), which is answered once the decodes using it have ended");
+  }
+  if (region.decodes > 0) {
+    region.unregister_request_id = request_id;
+    return Unregistered::kDeferred;
+  }
+  Drop(client, it);
+  return Unregistered::kNow;
+}
+
+void ClientRegistry::AcquireRegions(ClientState* client,
+                                    const std::vector<uint64_t>& region_ids) {
+  for (uint64_t id : region_ids) {
+    if (auto it = client->regions.find(id); it != client->regions.end()) ++it->second.decodes;
+  }
+}
+
+std::vector<uint64_t> ClientRegistry::ReleaseRegions(ClientState* client,
+                                                     const std::vector<uint64_t>& region_ids) {
+  std::vector<uint64_t> answered;
+  for (uint64_t id : region_ids) {
+    auto it = client->regions.find(id);
+    if (it == client->regions.end()) continue;
+    RegisteredRegion& region = it->second;
+    if (region.decodes > 0) --region.decodes;
+    if (region.decodes == 0 && region.awaiting_unregister()) {
+      answered.push_back(*region.unregister_request_id);
+      Drop(client, it);
+    }
+  }
+  return answered;
+}
+
+void ClientRegistry::Drop(ClientState* client,
+                          std::map<uint64_t, RegisteredRegion>::iterator region) {
+  client->region_bytes -= std::min(client->region_bytes, region->second.mapping->size());
+  client->regions.erase(region);
 }
 
 const ClientState* ClientRegistry::RegionNameHolder(const std::string& name,
@@ -68,7 +111,7 @@ const ClientState* ClientRegistry::RegionNameHolder(const std::string& name,
   for (const auto& [id, c] : clients_) {
     if (c.identity == identity) continue;
     for (const auto& [rid, region] : c.regions) {
-      if (region->name() == name) return &c;
+      if (region.mapping->name() == name) return &c;
     }
   }
   return nullptr;
@@ -94,7 +137,13 @@ Result<std::shared_ptr<HostRegion>> ClientRegistry::FindRegion(const ClientState
     return NotFound(std::string(what) + " " + std::to_string(region_id) +
                     " is not a region registered by this client (RegisterRegion first)");
   }
-  return it->second;
+  if (it->second.awaiting_unregister()) {
+    return FailedPrecondition(std::string(what) + " " + std::to_string(region_id) +
+                              ": region " + std::to_string(region_id) +
+                              " is being unregistered (its UnregisterRegion waits for the "
+                              "decodes already using it); a new decode may not name it");
+  }
+  return it->second.mapping;
 }
 
 void ClientRegistry::Remove(uint64_t client_id) { clients_.erase(client_id); }

@@ -336,15 +336,19 @@ void ControlLoop::ReplyDropped(const std::string& routing_id) {
 void ControlLoop::DeliverCompletions() {
   for (Completion& c : completions_->Drain()) {
     const auto now = std::chrono::steady_clock::now();
-    const v1::Reply reply = c.progress ? handler_->OnJobProgress(*c.job, *c.progress, now)
-                                       : handler_->OnJobDone(*c.job, *c.result, now);
-    std::string bytes;
-    reply.SerializeToString(&bytes);
-    // A Progress message that does not fit the peer's queue is skipped:
-    // only replies count against a client that does not read.
-    if (!SendFramed(stream_, c.job->routing_id, bytes) && !reply.has_progress()) {
-      ReplyDropped(c.job->routing_id);
+    const std::string& routing_id = c.job->routing_id;
+    if (c.progress) {
+      // A Progress message that does not fit the peer's queue is skipped:
+      // only replies count against a client that does not read.
+      (void)SendFramed(stream_, routing_id,
+                       handler_->OnJobProgress(*c.job, *c.progress, now).SerializeAsString());
+      continue;
     }
+    const RequestHandler::JobReplies replies = handler_->OnJobDone(*c.job, *c.result, now);
+    // The decode's reply first: an UnregisterRegion answered after it
+    // tells the client that its region is no longer used.
+    SendReply(routing_id, replies.decode);
+    for (const v1::Reply& unregistered : replies.unregistered) SendReply(routing_id, unregistered);
   }
 }
 

@@ -25,8 +25,11 @@
 //
 // Every request gets exactly one reply: a validation error is answered at
 // once, an accepted decode is answered when the executor finishes or
-// cancels it. A malformed message never stops the loop; it is answered
-// with ERROR_CODE_PROTOCOL_ERROR and counted.
+// cancels it, and an UnregisterRegion of a region that decodes still use
+// right after the last of them is answered (client_registry.h: region
+// lifetime; not at all when its client went away first). A malformed
+// message never stops the loop; it is answered with
+// ERROR_CODE_PROTOCOL_ERROR and counted.
 //
 // Stopping: Run() returns after `stop_fd` becomes readable (main passes an
 // eventfd written by its SIGTERM/SIGINT handler). It then cancels queued
@@ -111,7 +114,8 @@ class ControlLoop {
   // connection's byte stream, whose whole messages go to the handler.
   void ReceiveRequests();
   // Answers what the executor finished (and forwards its progress events):
-  // each becomes a reply to its connection, accounted by the handler.
+  // each becomes a reply to its connection, accounted by the handler,
+  // followed by the replies of the unregisters that waited for it.
   void DeliverCompletions();
   void SendReply(const std::string& routing_id, const v1::Reply& reply);
   // A reply could not be queued: the handler counts it against the client;

@@ -10,7 +10,8 @@
 //      output layout the output format implies, the A/V length rule
 //      (models/av_sync.h); a plan-only request ends here;
 //   3. placement: every tensor reference resolved against the client's own
-//      regions (client_registry.h), its bytes inside the region now (the
+//      regions (client_registry.h; none awaiting unregister: a region
+//      being unregistered is refused), its bytes inside the region now (the
 //      segment may have shrunk since it was registered), the output's dtype
 //      and shape as the plan says, and nothing the daemon writes overlapping
 //      anything else of the request (also through two registrations of one

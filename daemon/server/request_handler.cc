@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "daemon/server/decode_reply.h"
 #include "daemon/server/printable_name.h"
@@ -14,6 +15,28 @@
 namespace vaed::server {
 
 using std::chrono::milliseconds;
+
+namespace {
+
+// The regions a job uses: the distinct region ids its tensors name
+// (client_registry.h: a region in use is not dropped under a decode).
+std::vector<uint64_t> RegionIdsOf(const engine::DecodeJob& job) {
+  std::vector<uint64_t> ids;
+  if (job.video) ids.insert(ids.end(), {job.video->latent.region_id, job.video->output.region_id});
+  if (job.audio) ids.insert(ids.end(), {job.audio->latent.region_id, job.audio->output.region_id});
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+v1::Reply UnregisteredReply(uint64_t request_id) {
+  v1::Reply reply;
+  reply.set_request_id(request_id);
+  reply.mutable_unregister_region();
+  return reply;
+}
+
+}  // namespace
 
 RequestHandler::RequestHandler(const DaemonOptions& options, models::ModelRegistry* registry,
                                JobSink* sink, const AccessPolicy* access, PidAlive pid_alive)
@@ -157,11 +180,21 @@ std::optional<v1::Reply> RequestHandler::HandleClientRequest(const Incoming& in,
     case v1::Request::kRegisterRegion:
       s = HandleRegister(c, req.register_region(), &reply, &kind);
       break;
-    case v1::Request::kUnregisterRegion:
-      s = clients_.RemoveRegion(c, req.unregister_region().region_id());
+    case v1::Request::kUnregisterRegion: {
+      const uint64_t region_id = req.unregister_region().region_id();
+      auto unregistered = clients_.Unregister(c, region_id, req.request_id());
+      if (unregistered.ok() && *unregistered == ClientRegistry::Unregistered::kDeferred) {
+        // Answered by OnJobDone() once the last decode using it has ended.
+        spdlog::debug("client {} unregisters region {}, which decodes still use: answered when "
+                      "they end",
+                      c->id, region_id);
+        return std::nullopt;
+      }
+      s = unregistered.ok() ? Status::Ok() : unregistered.status();
       if (s.ok()) reply.mutable_unregister_region();
       kind = FaultKind::kRegion;
       break;
+    }
     case v1::Request::kDecode: {
       auto deferred = HandleDecode(c, in.routing_id, req, now, &reply, &kind);
       if (deferred.ok() && *deferred) return std::nullopt;  // the sink replies
@@ -362,8 +395,10 @@ Result<bool> RequestHandler::HandleDecode(ClientState* client, const std::string
     *reply->mutable_decode() = std::move(*admitted.planned);
     return false;
   }
+  const std::vector<uint64_t> regions = RegionIdsOf(*admitted.job);
   VAED_RETURN_IF_ERROR(sink_->Submit(std::move(admitted.job)));
   ++client->in_flight;
+  clients_.AcquireRegions(client, regions);
   return true;
 }
 
@@ -374,33 +409,39 @@ v1::Reply RequestHandler::OnJobProgress(const engine::DecodeJob& job,
   return ProgressReply(job, event);
 }
 
-v1::Reply RequestHandler::OnJobDone(const engine::DecodeJob& job,
-                                    const Result<engine::DecodeResult>& result,
-                                    Clock::time_point now) {
-  v1::Reply reply = FinishedReply(job, result);
+RequestHandler::JobReplies RequestHandler::OnJobDone(const engine::DecodeJob& job,
+                                                     const Result<engine::DecodeResult>& result,
+                                                     Clock::time_point now) {
+  JobReplies out{.decode = FinishedReply(job, result), .unregistered = {}};
   ClientState* c = clients_.Find(job.client_id);
-  outcomes_.RecordJob(job, c, result, reply);
+  outcomes_.RecordJob(job, c, result, out.decode);
   if (c != nullptr) {
     if (c->in_flight > 0) --c->in_flight;
     // The silence timeout counts from the last exchange, and a reply is
     // one: a decode longer than client_timeout_ms must not make its client
     // look silent the moment it completes.
     c->last_seen = now;
+    // The job is over (the engine touches its regions no more): the
+    // unregisters that waited for it are answered after its reply.
+    for (uint64_t request_id : clients_.ReleaseRegions(c, RegionIdsOf(job))) {
+      out.unregistered.push_back(UnregisteredReply(request_id));
+    }
   }
   if (result.ok()) {
     ++counters_.requests_served;
-    return reply;
+    return out;
   }
   ++counters_.requests_failed;
   const Status& s = result.status();
   if (s.code() == StatusCode::kDeadlineExceeded) ++counters_.deadline_exceeded;
   // Faults the executor found: a segment that faulted, non-finite latents.
+  // (Last: a quarantine drops the client, `c` with it.)
   if (c != nullptr &&
       (s.code() == StatusCode::kClientFault || s.code() == StatusCode::kInvalidArgument)) {
     const PeerIdentity who = c->identity;
     faults_.Count(who, c->name, s, std::nullopt, now);
   }
-  return reply;
+  return out;
 }
 
 void RequestHandler::OnReplyDropped(const std::string& routing_id, Clock::time_point now) {

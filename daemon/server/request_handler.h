@@ -22,7 +22,9 @@
 //   reply      the engine's ResultSink (completion_queue.h) wakes the
 //              control loop, which calls OnJobDone() here: decode_reply.h
 //              builds the reply, outcome_recorder.h counts and logs it,
-//              and the control loop sends it.
+//              client_registry.h releases the regions it used (answering
+//              the unregisters that waited for it), and the control loop
+//              sends the replies.
 //
 // Jobs of this file (dispatch, Hello, region registration, client
 // lifetime); the rest lives in its own room: decode admission
@@ -31,13 +33,18 @@
 // and log records (outcome_recorder.h), the status reply
 // (status_builder.h).
 //
-// Contract: every call of Handle() either returns the reply to send now or
-// hands exactly one job to the JobSink, whose completion is reported back
-// through OnJobDone(); so every request gets exactly one reply. When a
-// process is quarantined its clients are dropped (regions unmapped, queued
-// and running decodes cancelled); its requests are refused with
-// QUARANTINED (Heartbeat, Goodbye and Status of a dropped client get
-// unknown_client) until the quarantine ends.
+// Contract: every call of Handle() either returns the reply to send now,
+// or hands exactly one job to the JobSink, whose completion is reported
+// back through OnJobDone(), or (an UnregisterRegion of a region that queued
+// or running decodes use) defers its reply: OnJobDone() of the last of
+// those decodes returns it after the decode's own reply
+// (client_registry.h: region lifetime). So every request gets exactly one
+// reply while its client is known; a client that goes (Goodbye, closed
+// connection, expiry, quarantine) gets no deferred reply. When a process
+// is quarantined its clients are dropped (regions unmapped, queued and
+// running decodes cancelled); its requests are refused with QUARANTINED
+// (Heartbeat, Goodbye and Status of a dropped client get unknown_client)
+// until the quarantine ends.
 //
 // Thread-safety: none; one thread (the control loop's) uses it.
 #ifndef VAED_DAEMON_SERVER_REQUEST_HANDLER_H_
@@ -48,6 +55,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "daemon/engine/decode_job.h"
 #include "daemon/engine/decode_result.h"
@@ -87,7 +95,8 @@ class RequestHandler {
                  const AccessPolicy* access, PidAlive pid_alive = ProcessExists);
 
   // Handles one message. Returns the reply to send to in.routing_id now, or
-  // nullopt when the request became a job (the sink replies).
+  // nullopt when the request became a job (the sink replies) or is an
+  // UnregisterRegion whose reply is deferred (OnJobDone() returns it).
   std::optional<v1::Reply> Handle(const Incoming& in, Clock::time_point now);
 
   // Metrics (metrics.h) to feed: decode outcomes and component timings as
@@ -97,13 +106,22 @@ class RequestHandler {
     outcomes_.set_metrics(metrics, std::move(url));
   }
 
-  // The end of a job the sink took: returns its reply (decode_reply.h) and
-  // does the accounting: the client's in-flight count and the counters, the
-  // request's outcome and the fallbacks it took (by their typed kinds),
-  // metrics and its log record; a client_fault / invalid_argument result
-  // counts as the client's fault.
-  v1::Reply OnJobDone(const engine::DecodeJob& job, const Result<engine::DecodeResult>& result,
-                      Clock::time_point now);
+  // What the end of a job sends to the job's connection (job.routing_id),
+  // in this order.
+  struct JobReplies {
+    v1::Reply decode;  // the job's own reply (decode_reply.h)
+    // OK replies of the UnregisterRegion requests that waited for this job
+    // (the last decode using their regions); their regions are dropped.
+    std::vector<v1::Reply> unregistered;
+  };
+  // The end of a job the sink took: returns its replies and does the
+  // accounting: the client's in-flight count, the regions it used
+  // (released; client_registry.h) and the counters, the request's outcome
+  // and the fallbacks it took (by their typed kinds), metrics and its log
+  // record; a client_fault / invalid_argument result counts as the
+  // client's fault.
+  JobReplies OnJobDone(const engine::DecodeJob& job, const Result<engine::DecodeResult>& result,
+                       Clock::time_point now);
   // A progress event of a job: returns the message to forward (the client
   // counts as heard from).
   v1::Reply OnJobProgress(const engine::DecodeJob& job, const engine::ProgressEvent& event,

@@ -565,6 +565,96 @@ TEST_F(RequestHandlerTest, RegressionOutputMayNotOverlapTheLatentThroughASecondR
   EXPECT_TRUE(sink_.jobs.empty());
 }
 
+// ------------------------------------------- region lifetime (client_registry.h)
+
+v1::Request UnregisterRequest(uint64_t client, uint64_t region_id) {
+  v1::Request req;
+  req.set_client_id(client);
+  req.mutable_unregister_region()->set_region_id(region_id);
+  return req;
+}
+
+TEST_F(RequestHandlerTest, AnUnregisterWaitsForTheLastDecodeUsingTheRegion) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  Regions r = MakeRegions();
+  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
+  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
+  ASSERT_TRUE(in.ok() && out.ok());
+  ASSERT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
+  ASSERT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
+  ASSERT_EQ(sink_.jobs.size(), 2u);
+
+  // In use by both: no reply now, the region still counts as registered.
+  v1::Request unregister = UnregisterRequest(c, *out);
+  unregister.set_request_id(500);
+  EXPECT_FALSE(Send("a", p, unregister).has_value());
+  EXPECT_EQ(StatusNow().regions(), 2u);
+  // A new decode naming it is refused, naming the field and the rule.
+  const Status refused = ErrorOf(Send("a", p, Decode(c, *in, *out)));
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr("output.region_id " + std::to_string(*out)));
+  EXPECT_THAT(refused.message(), HasSubstr("region " + std::to_string(*out) +
+                                           " is being unregistered"));
+  // So is a second unregister of it; the first one's reply will come.
+  const Status again = ErrorOf(Send("a", p, UnregisterRequest(c, *out)));
+  EXPECT_EQ(again.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(again.message(), HasSubstr("unregister_region.region_id"));
+  EXPECT_THAT(again.message(), HasSubstr("request 500"));
+  // The latent region is not affected: an unregister of an idle region is
+  // answered at once (here, after registering a third).
+  auto idle = client::SharedRegion::Create(64);
+  ASSERT_TRUE(idle.ok());
+  auto idle_id = Register("a", p, c, (*idle)->name(), 64);
+  ASSERT_TRUE(idle_id.ok());
+  auto idle_reply = Send("a", p, UnregisterRequest(c, *idle_id));
+  ASSERT_TRUE(idle_reply && idle_reply->has_unregister_region()) << ErrorOf(idle_reply).ToString();
+
+  // The first decode ends: the other still uses the region.
+  RequestHandler::JobReplies first =
+      handler_->OnJobDone(*sink_.jobs[0], engine::DecodeResult{}, Clock::now());
+  EXPECT_EQ(first.decode.request_id(), sink_.jobs[0]->request_id);
+  EXPECT_TRUE(first.unregistered.empty());
+  EXPECT_EQ(StatusNow().regions(), 2u);
+  // The last one ends (failing makes no difference): the unregister is
+  // answered after its reply, and the region is gone.
+  RequestHandler::JobReplies last =
+      handler_->OnJobDone(*sink_.jobs[1], Internal("torch error"), Clock::now());
+  EXPECT_TRUE(last.decode.has_error());
+  ASSERT_EQ(last.unregistered.size(), 1u);
+  EXPECT_EQ(last.unregistered[0].request_id(), 500u);
+  EXPECT_TRUE(last.unregistered[0].has_unregister_region());
+  EXPECT_FALSE(last.unregistered[0].has_error());
+  EXPECT_EQ(StatusNow().regions(), 1u);
+  EXPECT_EQ(ErrorOf(Send("a", p, Decode(c, *in, *out))).code(), StatusCode::kNotFound);
+}
+
+TEST_F(RequestHandlerTest, AClientThatGoesWhileAnUnregisterWaitsGetsNoReplyAndTheJobKeepsItsMapping) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  Regions r = MakeRegions();
+  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
+  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
+  ASSERT_TRUE(in.ok() && out.ok());
+  ASSERT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
+  EXPECT_FALSE(Send("a", p, UnregisterRequest(c, *in)).has_value());
+  v1::Request bye;
+  bye.set_client_id(c);
+  bye.mutable_goodbye();
+  auto goodbye = Send("a", p, bye);
+  ASSERT_TRUE(goodbye && goodbye->has_goodbye());
+  EXPECT_EQ(StatusNow().regions(), 0u);
+  ASSERT_EQ(sink_.jobs.size(), 1u);
+  const engine::DecodeJob& job = *sink_.jobs[0];
+  EXPECT_EQ(job.cancel->Check("").code(), StatusCode::kCancelled);
+  // The registry let go; the job alone holds the mappings until it ends.
+  EXPECT_EQ(job.video->latent_region.use_count(), 1);
+  EXPECT_EQ(job.video->output_region.use_count(), 1);
+  RequestHandler::JobReplies done =
+      handler_->OnJobDone(job, Cancelled("client said goodbye"), Clock::now());
+  EXPECT_TRUE(done.unregistered.empty());
+}
+
 TEST_F(RequestHandlerTest, ASegmentOfAnotherUserIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to chown a segment to another uid";
   Regions r = MakeRegions();

@@ -266,9 +266,24 @@ class VAED_CLIENT_API Client {
   // Unregisters a region this Client registered; the daemon unmaps it and
   // the Client stops re-registering it. OK also when the daemon no longer
   // has the region (it restarted, dropped or quarantined this client).
+  //
+  // OK means the daemon will never read or write the region's memory
+  // again: the region may be reused or freed. When decodes the daemon still
+  // runs use the region (a Decode that timed out here, or one of another
+  // thread's raw requests), the daemon answers only after the last of them
+  // has ended, without cancelling them; this call waits for that, up to
+  // request_timeout_ms (as long as a Decode waits), sending heartbeats.
+  // Meanwhile decodes naming the region are refused (kFailedPrecondition
+  // "region N is being unregistered").
+  //
   // Errors: kNotFound for an id this Client never registered (the daemon's
-  // message), kUnavailable (the region is forgotten all the same), any
-  // other refusal of the daemon (the region stays registered).
+  // message); kUnavailable (no answer in time, or the daemon went away; the
+  // region is forgotten here all the same, and a daemon still running
+  // decodes into it may write into its memory until they end: do not
+  // reuse that memory while one might); kFailedPrecondition when the
+  // region is being unregistered already (an earlier call that gave up
+  // waiting); any other refusal of the daemon (the region stays
+  // registered).
   Status UnregisterRegion(uint64_t region_id);
 
   // Asks the daemon what decoding `latent` would produce (no decode, no

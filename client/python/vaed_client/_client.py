@@ -179,7 +179,14 @@ class Client:
     def unregister_region(self, region: SharedRegion) -> None:
         """Unregisters ``region``; the daemon unmaps it. Views of it stay valid
         in this process until they are gone. Nothing happens for a region
-        this client no longer holds."""
+        this client no longer holds.
+
+        On return the daemon will never read or write the region again, so
+        its memory may be reused. When a decode the daemon still runs uses
+        it (one that timed out here), this waits until that decode has
+        ended (up to ``request_timeout``). Raises DaemonUnavailable when no
+        acknowledgement came in time: the region is forgotten all the same,
+        but the daemon may still write into it until that decode ends."""
         self._check_not_in_callback()
         with self._lock:
             self._regions.unregister(self._core, region)
@@ -215,9 +222,11 @@ class Client:
     def free_latent(self, array: np.ndarray) -> None:
         """Unregisters the region of an :meth:`alloc_latent` array now
         (otherwise that happens once the array and its views are gone).
-        The array must not be used for decodes afterwards. Raises
-        ValidationError for an array that is not in one of this client's
-        regions."""
+        The array must not be used for decodes afterwards; on return the
+        daemon no longer reads it, so it may be reused otherwise (this waits
+        for a decode still running on it, as :meth:`unregister_region`
+        does). Raises ValidationError for an array that is not in one of
+        this client's regions, DaemonUnavailable as unregister_region."""
         self._check_not_in_callback()
         with self._lock:
             found = self._regions.find(array) if isinstance(array, np.ndarray) else None

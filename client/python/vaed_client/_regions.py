@@ -20,7 +20,7 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _core
-from .errors import ValidationError, VaedError
+from .errors import DaemonUnavailable, ValidationError, VaedError
 
 # Byte alignment of every tensor the client places in a region (a cache
 # line; also enough for every dtype).
@@ -163,7 +163,12 @@ class ClientRegions:
 
     def unregister(self, core: "_core.Client", region: SharedRegion) -> None:
         """Forgets ``region`` (also as a managed region) and unregisters it
-        with the daemon; nothing for a region this book does not hold."""
+        with the daemon; nothing for a region this book does not hold.
+        Returns once the daemon acknowledged, which it does only after the
+        decodes still using the region ended (up to the request timeout):
+        only then may its memory be reused. Forgotten here first, so a
+        region whose acknowledgement did not come (raises) is never placed
+        again."""
         if self.by_id.pop(region.region_id, None) is None:
             return
         region.registered = False
@@ -178,12 +183,18 @@ class ClientRegions:
     def free_pending(self, core: "_core.Client") -> None:
         """Unregisters the regions of collected alloc_latent arrays and of
         retired managed regions. They are forgotten even when the daemon
-        cannot be told (it then drops them with the client)."""
+        cannot be told (it then drops them with the client, or once the
+        decodes using them end). A retired region of a decode that still
+        runs holds this call until that decode ends (see unregister)."""
         while self.pending_free:
             region = self.by_id.get(self.pending_free.popleft())
             if region is not None:
                 try:
                     self.unregister(core, region)
+                except DaemonUnavailable:
+                    # No acknowledgement within the timeout: the rest waits
+                    # for the next call rather than for a timeout each.
+                    return
                 except VaedError:
                     pass
 
