@@ -24,7 +24,6 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -32,6 +31,7 @@
 #include <vector>
 
 #include "ops/bench/bench_cli.h"
+#include "ops/bench/daemon_config_text.h"
 #include "ops/bench/matrix/bench_daemon.h"
 #include "ops/bench/matrix/latent.h"
 #include "ops/common/sample_stats.h"
@@ -46,42 +46,33 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kModel = "bench";
 
+// The command line (--help describes each).
 struct Options {
+  // The daemons and their h3_video model.
   std::string vaed_binary = VAED_BENCH_VAED_BINARY;
   std::string weights;  // empty: random weights (the released model's size without --config)
   std::string config;   // h3_video decoder config JSON
+  std::string compute_dtype = "float32", stack_tiling = "off";
+  int threads = 2, start_timeout_s = 600;
+  // What they decode, how often.
   std::string shape = "1x24x7x20x20";
-  std::string compute_dtype = "float32";
-  std::string stack_tiling = "off";
   std::string profile;  // the requests' profile; "" = the daemon's default (safe)
-  int threads = 2;
   int rounds = 3;
   uint64_t seed = 20261201;
-  int start_timeout_s = 600;
 };
 
-// What one daemon measured.
+// What one request measured.
+struct RequestSample {
+  double wall_s = 0;    // client wall seconds
+  double decode_s = 0;  // the reply's "decode" timing
+  bool warm = false;    // the reply's warm flag
+};
+
+// What one daemon measured: its start-up, then two requests of the shape.
 struct Sample {
   double start_s = 0;
-  double first_s = 0, second_s = 0;                // client wall seconds
-  double first_decode_s = 0, second_decode_s = 0;  // the replies' "decode" timing
-  bool first_warm = false;
+  RequestSample first, second;
 };
-
-std::string TomlString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string Absolute(const std::string& path) {
-  std::error_code ec;
-  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
-  return ec ? path : abs.string();
-}
 
 // The daemon config; `warm_canvas` ("20x20") empty = no warm_shapes.
 std::string ConfigToml(const Options& o, const std::string& warm_canvas) {
@@ -90,8 +81,8 @@ std::string ConfigToml(const Options& o, const std::string& warm_canvas) {
                   TomlString(kModel) + "\n[[models.entry]]\nname = " + TomlString(kModel) +
                   "\nkind = \"h3_video\"\ncompute_dtype = " + TomlString(o.compute_dtype) +
                   "\nstack_tiling = " + TomlString(o.stack_tiling) + "\n";
-  if (!o.weights.empty()) t += "weights = " + TomlString(Absolute(o.weights)) + "\n";
-  if (!o.config.empty()) t += "config = " + TomlString(Absolute(o.config)) + "\n";
+  if (!o.weights.empty()) t += "weights = " + TomlString(AbsolutePath(o.weights)) + "\n";
+  if (!o.config.empty()) t += "config = " + TomlString(AbsolutePath(o.config)) + "\n";
   if (!warm_canvas.empty()) t += "warm_shapes = [" + TomlString(warm_canvas) + "]\n";
   return t;
 }
@@ -129,13 +120,12 @@ Result<Sample> MeasureDaemon(const Options& o, const Latent& latent, bool warmed
                  std::vector<int64_t>(plan.output_shape().begin(), plan.output_shape().end())},
       .format = client::OutputFormat::kUInt8NHWC};
   request.profile = o.profile;
-  for (int i = 0; i < 2; ++i) {
+  for (RequestSample* sample : {&s.first, &s.second}) {
     const auto t0 = Clock::now();
     VAED_ASSIGN_OR_RETURN(v1::DecodeReply r, c.Decode(request));
-    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-    (i == 0 ? s.first_s : s.second_s) = wall;
-    (i == 0 ? s.first_decode_s : s.second_decode_s) = DecodeSeconds(r);
-    if (i == 0) s.first_warm = r.warm();
+    sample->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    sample->decode_s = DecodeSeconds(r);
+    sample->warm = r.warm();
   }
   VAED_RETURN_IF_ERROR(daemon->Stop(std::chrono::seconds(60)));
   return s;
@@ -149,11 +139,11 @@ void PrintRow(const std::string& name, const std::vector<Sample>& samples, std::
   int warm = 0;
   for (const Sample& s : samples) {
     start.push_back(s.start_s);
-    first.push_back(s.first_s);
-    second.push_back(s.second_s);
-    first_decode.push_back(s.first_decode_s);
-    second_decode.push_back(s.second_decode_s);
-    warm += s.first_warm;
+    first.push_back(s.first.wall_s);
+    second.push_back(s.second.wall_s);
+    first_decode.push_back(s.first.decode_s);
+    second_decode.push_back(s.second.decode_s);
+    warm += s.first.warm;
   }
   out << name << "  start " << Fixed(ops::Median(start)) << " s  first " << Fixed(ops::Median(first))
       << " s (decode " << Fixed(ops::Median(first_decode)) << " s, warm " << warm << "/"
@@ -230,8 +220,8 @@ int Run(int argc, char** argv) {
         continue;
       }
       spdlog::info("round {} {}: start {} s, first {} s (warm={}), second {} s", round,
-                   warm ? "warmed" : "cold", Fixed(s->start_s), Fixed(s->first_s),
-                   s->first_warm, Fixed(s->second_s));
+                   warm ? "warmed" : "cold", Fixed(s->start_s), Fixed(s->first.wall_s),
+                   s->first.warm, Fixed(s->second.wall_s));
       (warm ? warmed : cold).push_back(*s);
     }
   }
@@ -243,8 +233,8 @@ int Run(int argc, char** argv) {
   if (!warmed.empty()) PrintRow("warmed", warmed, std::cout);
   if (!cold.empty() && !warmed.empty()) {
     std::vector<double> c, w;
-    for (const Sample& s : cold) c.push_back(s.first_s);
-    for (const Sample& s : warmed) w.push_back(s.first_s);
+    for (const Sample& s : cold) c.push_back(s.first.wall_s);
+    for (const Sample& s : warmed) w.push_back(s.first.wall_s);
     std::cout << "first request: cold / warmed = x"
               << ops::FormatFixed(ops::Median(c) / ops::Median(w), 2) << "\n";
   }
