@@ -81,9 +81,8 @@ Status WarmUpRank(int global_rank, const std::vector<models::VaeModel*>& models,
   if (warm_ups.empty()) return Status::Ok();
   const auto t0 = SteadyClock::now();
   for (const WarmUp& w : warm_ups) {
-    const std::string what = "warm-up of model '" + w.shape.model + "' " + w.shape.field +
-                             " = \"" + w.shape.canvas + "\" on rank " +
-                             std::to_string(global_rank);
+    const std::string what = "warm-up of model '" + w.shape.model + "' " + w.shape.field + " = \"" +
+                             w.shape.canvas + "\" on rank " + std::to_string(global_rank);
     if (w.model_index >= models.size()) {
       return Internal(what + ": the rank has no model " + std::to_string(w.model_index))
           .WithField(w.shape.field);
@@ -91,30 +90,31 @@ Status WarmUpRank(int global_rank, const std::vector<models::VaeModel*>& models,
     models::VaeModel& model = *models[w.model_index];
     // The plan gives the bucket the history records (and refuses a latent
     // the model does not take, as for a request).
-    Result<models::DecodePlan> plan =
-        model.Plan(DType::kFloat32, w.shape.latent_shape);
+    Result<models::DecodePlan> plan = model.Plan(DType::kFloat32, w.shape.latent_shape);
     if (!plan.ok()) return plan.status().WithContext(what).WithField(w.shape.field);
     const auto started = SteadyClock::now();
     Result<std::string> passes = WarmUpShape(model, w);
     if (!passes.ok()) {
       return passes.status()
-          .WithContext(what + " failed; the daemon does not start with a warm shape it cannot "
-                              "decode (remove the entry, or give the decode the memory it "
-                              "needs)")
+          .WithContext(what +
+                       " failed; the daemon does not start with a warm shape it cannot "
+                       "decode (remove the entry, or give the decode the memory it "
+                       "needs)")
           .WithField(w.shape.field);
     }
     history->RecordDecodes({{global_rank, HistoryBucket(w.shape.model, plan->shape_bucket)}});
     spdlog::info("warm-up: rank {}: model '{}' {} \"{}\" (latent {}) in {}: {}", global_rank,
-                 w.shape.model, w.shape.field, w.shape.canvas,
-                 ShapeToString(w.shape.latent_shape), Seconds(SecondsSince(started)), *passes);
+                 w.shape.model, w.shape.field, w.shape.canvas, ShapeToString(w.shape.latent_shape),
+                 Seconds(SecondsSince(started)), *passes);
   }
   for (const models::VaeModel* m : models) {
     const std::optional<models::PlanCacheSnapshot> cache = m->plan_cache();
     if (cache && cache->stats.evictions > 0) {
-      spdlog::warn("warm-up: rank {}: model '{}': {} compiled plan(s) evicted during the warm-up: "
-                   "its warm shapes need more buckets than plan_cache_capacity {}; requests "
-                   "build them again",
-                   global_rank, m->info().name, cache->stats.evictions, cache->capacity);
+      spdlog::warn(
+          "warm-up: rank {}: model '{}': {} compiled plan(s) evicted during the warm-up: "
+          "its warm shapes need more buckets than plan_cache_capacity {}; requests "
+          "build them again",
+          global_rank, m->info().name, cache->stats.evictions, cache->capacity);
     }
   }
   spdlog::info("warm-up: rank {}: {} warm shape(s) in {}", global_rank, warm_ups.size(),

@@ -51,8 +51,8 @@ Result<std::vector<engine::WarmUpPass>> PassesOf(const models::ModelInfo& info,
       VAED_ASSIGN_OR_RETURN(models::DecodeSettings plans, ProfileSettings(info, profile, policy));
       if (plans.compile == models::CompileMode::kOff) continue;
       plans.compile = models::CompileMode::kOn;
-      passes.push_back({.what = std::string("compiled plans (profile ") + profile + ")",
-                        .settings = plans});
+      passes.push_back(
+          {.what = std::string("compiled plans (profile ") + profile + ")", .settings = plans});
       break;
     }
   }

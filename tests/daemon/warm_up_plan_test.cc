@@ -43,10 +43,14 @@ std::unique_ptr<models::ModelRegistry> Registry(const std::string& stack_tiling)
 std::vector<std::string> Passes(const engine::WarmUp& w) {
   auto stack = [](StackTiling s) {
     switch (s) {
-      case StackTiling::kDefault: return "default";
-      case StackTiling::kOff: return "off";
-      case StackTiling::kOn: return "on";
-      case StackTiling::kAuto: return "auto";
+      case StackTiling::kDefault:
+        return "default";
+      case StackTiling::kOff:
+        return "off";
+      case StackTiling::kOn:
+        return "on";
+      case StackTiling::kAuto:
+        return "auto";
     }
     return "?";
   };
@@ -99,7 +103,8 @@ TEST_F(WarmUpPlanTest, SafeDefaultRunsEagerThenBuildsThePlansOptimizedWouldUse) 
 TEST_F(WarmUpPlanTest, NoPlansWhenNoAllowedProfileUsesThem) {
   auto registry = Registry("off");
   ASSERT_NE(registry, nullptr);
-  auto plan = PlanWarmUps(*registry, ProfileOptions{.default_profile = "safe", .allowed = {"safe"}});
+  auto plan =
+      PlanWarmUps(*registry, ProfileOptions{.default_profile = "safe", .allowed = {"safe"}});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_THAT(Passes((*plan)[0]), ::testing::ElementsAre("profile safe: off off"));
   // Diagnostic alone still uses plans.

@@ -60,8 +60,8 @@ std::string Config(const std::string& extra, const std::string& warm) {
 // group of `group_size` ranks (0: the daemon's default, 1).
 Result<v1::DecodeReply> Decode(client::Client& c, int64_t h, int64_t w, uint32_t group_size = 0) {
   const std::vector<int64_t> shape = {1, 24, 7, h, w};
-  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan,
-                        c.PlanDecode("h3", DType::kFloat32, shape, client::OutputFormat::kUInt8NHWC));
+  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan, c.PlanDecode("h3", DType::kFloat32, shape,
+                                                           client::OutputFormat::kUInt8NHWC));
   const uint64_t values = static_cast<uint64_t>(24 * 7 * h * w);
   VAED_ASSIGN_OR_RETURN(auto in, client::SharedRegion::Create(values * sizeof(float)));
   VAED_ASSIGN_OR_RETURN(auto out, client::SharedRegion::Create(plan.output_bytes()));
@@ -89,7 +89,8 @@ class WarmUpTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!testing::H3TinyVideoPresent()) return;
-    config_ = new std::string(testing::WriteTempConfig("warmup", "two-ranks", Config("", "\"17x8\"")));
+    config_ =
+        new std::string(testing::WriteTempConfig("warmup", "two-ranks", Config("", "\"17x8\"")));
     daemon_ = new DaemonProcess({"--config", *config_});
   }
   static void TearDownTestSuite() {
