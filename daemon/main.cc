@@ -154,13 +154,14 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  // The budget starts after loading: weights and warmed plans are what the
-  // operator configured; the budget bounds what requests add on top.
+  // The budget starts after loading: the weights are what the operator
+  // configured; the budget bounds what the warm-up (compiled plans
+  // included) and requests add on top.
   const uint64_t budget = options.executor.memory_budget_mib << 20;
   const uint64_t resident = vaed::models::LiveTensorBytes();
   if (budget > 0 && resident >= budget) {
-    spdlog::critical("executor.memory_budget_mib = {} MiB is below the {} MiB that weights and "
-                     "warmed plans already hold; raise it or set 0 (no budget)",
+    spdlog::critical("executor.memory_budget_mib = {} MiB is below the {} MiB that the weights "
+                     "already hold; raise it or set 0 (no budget)",
                      options.executor.memory_budget_mib, resident >> 20);
     return 1;
   }

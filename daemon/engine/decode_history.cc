@@ -2,17 +2,14 @@
 
 namespace vaed::engine {
 
-bool DecodeHistory::AllWarm(const std::vector<std::string>& buckets) const {
+bool DecodeHistory::RecordDecodes(const std::vector<RankBucket>& decodes) {
   MutexLock lock(&mu_);
-  for (const std::string& b : buckets) {
-    if (warm_buckets_.count(b) == 0) return false;
+  bool warm = true;
+  for (const RankBucket& d : decodes) {
+    // insert() tells whether the pair is new: then this decode was its first.
+    if (decoded_.insert({d.rank, d.bucket}).second) warm = false;
   }
-  return true;
-}
-
-void DecodeHistory::MarkWarm(const std::vector<std::string>& buckets) {
-  MutexLock lock(&mu_);
-  warm_buckets_.insert(buckets.begin(), buckets.end());
+  return warm;
 }
 
 bool DecodeHistory::FirstDecision(const std::string& key) {

@@ -45,7 +45,9 @@ struct DecodeResult {
   // "postprocess", "copy_out", "decode") and what a tiled decode did.
   models::DecodeReport report;
   std::optional<GroupReport> group;  // set for video decodes
-  bool warm = false;  // every shape bucket of the request was decoded before
+  // Every rank that ran part of the request had decoded its shape bucket
+  // before, in a request or in the start-up warm-up (DecodeHistory).
+  bool warm = false;
   uint64_t peak_rss_bytes = 0;       // VmHWM during the request (process-wide)
   uint64_t peak_tensor_bytes = 0;    // peak LibTorch host tensor bytes (process-wide)
   uint64_t memory_budget_bytes = 0;  // executor.memory_budget_mib in bytes, 0 = none

@@ -87,7 +87,8 @@ class DecodeRun {
   Status DecodeAudio();
   Status FormatOutputs();
   Status CopyOut();
-  void Finish(const std::vector<std::string>& buckets);
+  std::vector<RankBucket> DecodedBuckets() const;
+  void Finish();
 
   const DecodeJob& job_;
   const RankContext& ctx_;
@@ -106,11 +107,7 @@ Result<DecodeResult> DecodeRun::Run(RankWork* work) {
   result_.report.timings.Add("queue_wait",
                              std::chrono::duration<double>(start_ - job_.received).count());
   VAED_RETURN_IF_ERROR(CopyIn());
-  std::vector<std::string> buckets;
   const std::string& model = job_.model->info().name;
-  if (job_.video) buckets.push_back(model + "/" + job_.video->plan.shape_bucket);
-  if (job_.audio) buckets.push_back(model + "/" + job_.audio->plan.shape_bucket);
-  result_.warm = ctx_.history->AllWarm(buckets);
   if (job_.settings.faults.device_fatal > 0) {
     // What CUDA reports for a kernel that corrupted its context (tests).
     return Internal("model '" + model + "': decode: CUDA error: an illegal memory access was "
@@ -122,7 +119,7 @@ Result<DecodeResult> DecodeRun::Run(RankWork* work) {
   VAED_RETURN_IF_ERROR(FormatOutputs());
   VAED_RETURN_IF_ERROR(job_.cancel->Check("before writing the output (decode done)"));
   VAED_RETURN_IF_ERROR(CopyOut());
-  Finish(buckets);
+  Finish();
   return std::move(result_);
 }
 
@@ -196,10 +193,34 @@ Status DecodeRun::CopyOut() {
   return Status::Ok();
 }
 
-void DecodeRun::Finish(const std::vector<std::string>& buckets) {
+std::vector<RankBucket> DecodeRun::DecodedBuckets() const {
+  const std::string& model = job_.model->info().name;
+  std::vector<RankBucket> out;
+  if (job_.video) {
+    const std::string bucket = HistoryBucket(model, job_.video->plan.shape_bucket);
+    out.push_back({ctx_.global_rank, bucket});
+    // The other ranks of its group that decoded tiles of it (padding ranks
+    // without tiles ran nothing of it; after a fallback the report lists
+    // this rank alone).
+    if (result_.group) {
+      for (const RankFigures& r : result_.group->ranks) {
+        const int rank = static_cast<int>(r.rank);
+        if (rank != ctx_.global_rank && r.tiles > 0) out.push_back({rank, bucket});
+      }
+    }
+  }
+  if (job_.audio) {
+    out.push_back({ctx_.global_rank, HistoryBucket(model, job_.audio->plan.shape_bucket)});
+  }
+  return out;
+}
+
+void DecodeRun::Finish() {
   const double seconds = SecondsSince(start_);
   result_.report.timings.Add("decode", seconds);
-  ctx_.history->MarkWarm(buckets);
+  // Warm: every rank that ran part of this decode had decoded its shape
+  // bucket before (an earlier request or the start-up warm-up).
+  result_.warm = ctx_.history->RecordDecodes(DecodedBuckets());
   result_.peak_rss_bytes = PeakRssBytes();
   result_.peak_tensor_bytes = models::PeakTensorBytes();
   result_.memory_budget_bytes = models::TensorMemoryBudget();

@@ -66,7 +66,8 @@ class Executor::WatcherListener : public StoreWatcher::Listener {
 Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& options,
                                                    const GroupOptions& group,
                                                    std::vector<models::ModelRegistry*> registries,
-                                                   ResultSink* sink) {
+                                                   ResultSink* sink,
+                                                   std::vector<WarmUp> warm_ups) {
   if (options.intra_op_threads < 1) {
     return InvalidArgument("executor.intra_op_threads must be >= 1");
   }
@@ -76,17 +77,20 @@ Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& option
     return InvalidArgument("executor: " + std::to_string(registries.size()) +
                            " model registries for group.ranks = " + std::to_string(group.ranks));
   }
-  std::unique_ptr<Executor> e(new Executor(options, group, std::move(layout), sink));
+  std::unique_ptr<Executor> e(
+      new Executor(options, group, std::move(layout), sink, std::move(warm_ups)));
   VAED_RETURN_IF_ERROR(e->Start(std::move(registries)));
   return e;
 }
 
 Executor::Executor(const ExecutorOptions& options, const GroupOptions& group,
-                   parallel::GroupLayout layout, ResultSink* sink)
+                   parallel::GroupLayout layout, ResultSink* sink,
+                   std::vector<WarmUp> warm_ups)
     : options_(options),
       group_options_(group),
       layout_(std::move(layout)),
       sink_(sink),
+      warm_ups_(std::move(warm_ups)),
       scheduler_(&layout_,
                  group.few_tiles == "shrink" ? parallel::FewTiles::kShrink
                                              : parallel::FewTiles::kPad,
@@ -132,12 +136,15 @@ Status Executor::Start(std::vector<models::ModelRegistry*> registries) {
   }
   StartWatchers();
   // Serve once every rank built its communicators (a group's rendezvous
-  // needs all its ranks) and the store knows this daemon's incarnation.
+  // needs all its ranks) and warmed up, and the store knows this daemon's
+  // incarnation.
   MutexLock lock(&mu_);
   while (ranks_ready_ != static_cast<int>(ranks_.size()) ||
          watchers_contacted_ != watchers_.size()) {
     cv_.wait(mu_);
   }
+  // The caller destroys this executor, which stops and joins every thread.
+  if (!warm_up_failures_.empty()) return warm_up_failures_.begin()->second;
   return Status::Ok();
 }
 

@@ -26,6 +26,10 @@
 // earlier: a client segment that faults, non-finite latents, a LibTorch
 // error, cancellation or shutdown.
 //
+// Warm-up (warm_up.h): each rank decodes the configured warm shapes with
+// its own models, on its own thread, before Create() returns (so before the
+// daemon reports READY); a failed warm-up fails Create().
+//
 // Exceptions: none leaves a rank or watcher thread. LibTorch errors become
 // a Status at the torch adapter (models/torch_status.h); anything else
 // thrown while a rank runs a job is caught at the rank's loop, the job is
@@ -43,6 +47,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,6 +62,7 @@
 #include "daemon/engine/result_sink.h"
 #include "daemon/engine/scheduler.h"
 #include "daemon/engine/store_watcher.h"
+#include "daemon/engine/warm_up.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/parallel/group_layout.h"
 #include "vaed/mutex.h"
@@ -94,14 +100,17 @@ class Executor {
   // `registries`: one per local rank (group.ranks of them), rank 0's first;
   // every registry holds the same models in the same order; they and
   // `sink` must outlive the executor. Blocks until every rank built the
-  // communicators of its daemon's groups (their rendezvous) and every store
-  // watcher made its first attempt to reach the store. Errors:
-  // kInvalidArgument for bad executor options, group layout or registry
-  // count; kUnavailable when node 0 cannot serve the TCPStore.
+  // communicators of its daemon's groups (their rendezvous) and ran
+  // `warm_ups` (warm_up.h; all ranks at once), and every store watcher
+  // made its first attempt to reach the store. Errors: kInvalidArgument
+  // for bad executor options, group layout or registry count; kUnavailable
+  // when node 0 cannot serve the TCPStore; a warm-up's error (the lowest
+  // rank's that failed: WarmUpRank()).
   static Result<std::unique_ptr<Executor>> Create(const ExecutorOptions& options,
                                                   const GroupOptions& group,
                                                   std::vector<models::ModelRegistry*> registries,
-                                                  ResultSink* sink);
+                                                  ResultSink* sink,
+                                                  std::vector<WarmUp> warm_ups = {});
   ~Executor();  // Stop()s
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -148,13 +157,15 @@ class Executor {
   };
 
   Executor(const ExecutorOptions& options, const GroupOptions& group,
-           parallel::GroupLayout layout, ResultSink* sink);
+           parallel::GroupLayout layout, ResultSink* sink, std::vector<WarmUp> warm_ups);
   Status Start(std::vector<models::ModelRegistry*> registries);
   void StartWatchers();
 
   // The rank thread's body; never throws.
   void RankLoop(int local_rank);
   void BuildLocalCommunicators(int local_rank);
+  // The rank's warm-up (warm_up.h); a failure goes to warm_up_failures_.
+  void RunWarmUp(int local_rank);
   // Waits for this rank's next task; null when stopping (after answering
   // the queue).
   std::shared_ptr<GroupRun> NextTask(int local_rank);
@@ -180,12 +191,15 @@ class Executor {
   c10::intrusive_ptr<c10d::Store> store_;
   MembershipContext membership_;
   DecodeHistory history_;
+  const std::vector<WarmUp> warm_ups_;
 
   mutable Mutex mu_;
   std::condition_variable_any cv_;  // waits on mu_: queue, tasks, checks, stop
   Scheduler scheduler_ VAED_GUARDED_BY(mu_);
   bool stopping_ VAED_GUARDED_BY(mu_) = false;
-  int ranks_ready_ VAED_GUARDED_BY(mu_) = 0;  // ranks whose communicators are built
+  int ranks_ready_ VAED_GUARDED_BY(mu_) = 0;  // ranks whose communicators are built and warm
+  // Failed warm-ups by local rank (Start() reports the lowest).
+  std::map<int, Status> warm_up_failures_ VAED_GUARDED_BY(mu_);
   size_t watchers_contacted_ VAED_GUARDED_BY(mu_) = 0;  // first store contact made
   std::string fatal_error_ VAED_GUARDED_BY(mu_);
   double mean_decode_seconds_ VAED_GUARDED_BY(mu_) = 0.0;  // moving average

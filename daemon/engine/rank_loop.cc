@@ -33,6 +33,7 @@ void Executor::RankLoop(int local_rank) {
     spdlog::error("executor: rank {}: setting up: {}", GlobalRank(local_rank),
                   parallel::ExceptionMessage());
   }
+  RunWarmUp(local_rank);
   {
     MutexLock lock(&mu_);
     ++ranks_ready_;
@@ -77,6 +78,24 @@ void Executor::BuildLocalCommunicators(int local_rank) {
     MutexLock lock(&mu_);
     scheduler_.RecordBuildFailure(*g, built.status().message(), comms.last_failure_was_build());
   }
+}
+
+void Executor::RunWarmUp(int local_rank) {
+  if (warm_ups_.empty()) return;
+  Status s;
+  try {
+    s = WarmUpRank(GlobalRank(local_rank), ranks_[static_cast<size_t>(local_rank)].models,
+                   warm_ups_, &history_);
+  } catch (...) {
+    s = Internal("warm-up on rank " + std::to_string(GlobalRank(local_rank)) +
+                 ": unexpected exception: " + parallel::ExceptionMessage());
+  }
+  // What the warm-up's decodes left on the heap is bounded as after a
+  // request (memory_policy.h).
+  (void)ReleaseFreedMemoryAbove(options_.retained_heap_mib << 20);
+  if (s.ok()) return;
+  MutexLock lock(&mu_);
+  warm_up_failures_.emplace(local_rank, std::move(s));
 }
 
 std::shared_ptr<GroupRun> Executor::NextTask(int local_rank) {

@@ -57,8 +57,8 @@ struct ModelConfig {
   // h3 compiled plans (h3/video_vae.h VideoVaeOptions): at most
   // plan_cache_capacity buckets (unset: 8), an unconfigured bucket built
   // from its plan_after_sightings-th call (unset: 2), and latent canvases
-  // "HxW" (latent cells, e.g. "32x48" for 512x768 px) whose buckets are
-  // built before READY. Other kinds reject them.
+  // "HxW" (latent cells, e.g. "32x48" for 512x768 px) that every rank
+  // decodes once before READY (engine/warm_up.h). Other kinds reject them.
   std::optional<int64_t> plan_cache_capacity;
   std::optional<int64_t> plan_after_sightings;
   std::vector<std::string> warm_shapes;

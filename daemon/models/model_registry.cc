@@ -220,17 +220,37 @@ Result<h3::VideoVaeOptions> VideoOptionsOf(const ModelConfig& c) {
   const std::string where = "model '" + c.name + "'";
   VAED_ASSIGN_OR_RETURN(options.compute_dtype, ParseComputeDtype(where, c.compute_dtype));
   VAED_ASSIGN_OR_RETURN(options.default_stack_tiling, ParseStackTiling(where, c.stack_tiling));
-  VAED_ASSIGN_OR_RETURN(options.warm_shapes, ParseWarmShapes(where, c.warm_shapes));
   options.plan_cache_capacity = static_cast<size_t>(c.plan_cache_capacity.value_or(8));
   options.plan_after_sightings = static_cast<int>(c.plan_after_sightings.value_or(2));
   return options;
 }
 
+// The warm-up latents of entry `index` (h3 kinds; none for the others,
+// which Validate() keeps from having warm_shapes).
+Result<std::vector<WarmShape>> WarmShapesOf(const ModelConfig& c, size_t index) {
+  const std::string where = "models.entry[" + std::to_string(index) + "]";
+  VAED_ASSIGN_OR_RETURN(const auto canvases, ParseWarmShapes(where, c.warm_shapes));
+  std::vector<WarmShape> out;
+  if (canvases.empty()) return out;
+  VAED_ASSIGN_OR_RETURN(const StackTiling stack, ParseStackTiling(where, c.stack_tiling));
+  for (size_t i = 0; i < canvases.size(); ++i) {
+    const auto [h, w] = canvases[i];
+    out.push_back({.model = c.name,
+                   .field = where + ".warm_shapes[" + std::to_string(i) + "]",
+                   .canvas = c.warm_shapes[i],
+                   .latent_shape = h3::VideoVae::WarmUpLatentShape(h, w),
+                   .default_stack_tiling = stack});
+  }
+  return out;
+}
+
 }  // namespace
 
 ModelRegistry::ModelRegistry(std::vector<std::unique_ptr<VaeModel>> models,
-                             std::string default_model)
-    : models_(std::move(models)), default_model_(std::move(default_model)) {}
+                             std::string default_model, std::vector<WarmShape> warm_shapes)
+    : models_(std::move(models)),
+      default_model_(std::move(default_model)),
+      warm_shapes_(std::move(warm_shapes)) {}
 
 ModelRegistry::~ModelRegistry() = default;
 
@@ -243,6 +263,11 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
     const std::vector<ModelConfig>& configs, std::string default_model) {
   VAED_RETURN_IF_ERROR(ValidateConfig(configs, default_model));
   std::vector<std::unique_ptr<VaeModel>> models;
+  std::vector<WarmShape> warm_shapes;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    VAED_ASSIGN_OR_RETURN(std::vector<WarmShape> mine, WarmShapesOf(configs[i], i));
+    warm_shapes.insert(warm_shapes.end(), mine.begin(), mine.end());
+  }
   for (const ModelConfig& c : configs) {
     if (c.kind == kKindTaef2) {
       Taef2Options options;
@@ -272,7 +297,7 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
     }
   }
   return std::unique_ptr<ModelRegistry>(
-      new ModelRegistry(std::move(models), std::move(default_model)));
+      new ModelRegistry(std::move(models), std::move(default_model), std::move(warm_shapes)));
 }
 
 VaeModel* ModelRegistry::Find(std::string_view name) const {

@@ -24,6 +24,19 @@
 
 namespace vaed::models {
 
+// A latent the daemon decodes on every rank before it reports READY: one
+// entry of a model's `warm_shapes` (engine/warm_up.h runs it). Plain values.
+struct WarmShape {
+  std::string model;   // registry name
+  std::string field;   // where it was configured: "models.entry[0].warm_shapes[1]"
+  std::string canvas;  // as configured: "32x48" (latent cells, height x width)
+  // The float32 latent the warm-up decodes (h3: VideoVae::WarmUpLatentShape).
+  std::vector<int64_t> latent_shape;
+  // The entry's `stack_tiling`: what StackTiling::kDefault means for this
+  // model (the warm-up measures tile peaks first when that is kAuto).
+  StackTiling default_stack_tiling = StackTiling::kOff;
+};
+
 class ModelRegistry {
  public:
   // Validates the whole config first (Validate()), then builds every model
@@ -62,11 +75,17 @@ class ModelRegistry {
   // All models, in config order.
   std::vector<const VaeModel*> models() const;
 
+  // Every model's `warm_shapes`, in config order (entries of one model in
+  // the order listed); empty when none is configured.
+  const std::vector<WarmShape>& warm_shapes() const { return warm_shapes_; }
+
  private:
-  ModelRegistry(std::vector<std::unique_ptr<VaeModel>> models, std::string default_model);
+  ModelRegistry(std::vector<std::unique_ptr<VaeModel>> models, std::string default_model,
+                std::vector<WarmShape> warm_shapes);
 
   std::vector<std::unique_ptr<VaeModel>> models_;
   std::string default_model_;
+  std::vector<WarmShape> warm_shapes_;
 };
 
 }  // namespace vaed::models

@@ -169,7 +169,7 @@ const std::vector<Key<models::ModelConfig>>& EntryKeys() {
       {"plan_after_sightings", &O::plan_after_sightings, {1, 1000},
        "decoder calls of a shape before it gets a plan (h3_video, h3)", {},
        OnlyFor({"h3_video", "h3"}, 2)},
-      {"warm_shapes", &O::warm_shapes, kAny, "latent canvases HxW planned before READY", {},
+      {"warm_shapes", &O::warm_shapes, kAny, "latent canvases HxW every rank decodes before READY", {},
        OnlyFor({"h3_video", "h3"})},
   };
   return keys;

@@ -13,6 +13,7 @@
 
 #include "daemon/server/decode_reply.h"
 #include "daemon/server/stream_send.h"
+#include "daemon/server/warm_up_plan.h"
 #include "vaed/zmq_status.h"
 
 namespace vaed::server {
@@ -67,11 +68,19 @@ Result<std::unique_ptr<ControlLoop>> ControlLoop::Create(
                         AccessPolicy::Create(options.server.allowed_uids,
                                              options.server.allowed_groups,
                                              options.server.admin_uids));
-  VAED_RETURN_IF_ERROR(loop->Bind(group));
+  // A socket another daemon serves fails the start now, not after the
+  // warm-up.
+  VAED_RETURN_IF_ERROR(loop->CheckSocketPath(group));
   VAED_ASSIGN_OR_RETURN(loop->completions_, CompletionQueue::Create());
+  // The executor warms the configured shapes up on every rank before it
+  // returns; the socket is bound after it, READY (Run()) comes after both.
+  VAED_ASSIGN_OR_RETURN(std::vector<engine::WarmUp> warm_ups,
+                        PlanWarmUps(*registry, options.profiles));
   VAED_ASSIGN_OR_RETURN(loop->executor_,
                         engine::Executor::Create(options.executor, options.group,
-                                                 std::move(registries), loop->completions_.get()));
+                                                 std::move(registries), loop->completions_.get(),
+                                                 std::move(warm_ups)));
+  VAED_RETURN_IF_ERROR(loop->Bind(group));
   loop->sink_ = std::make_unique<ExecutorSink>(loop->executor_.get());
   loop->handler_ = std::make_unique<RequestHandler>(options, registry, loop->sink_.get(),
                                                     &loop->access_, std::move(pid_alive));
@@ -121,23 +130,30 @@ ControlLoop::~ControlLoop() {
   }
 }
 
-Status ControlLoop::Bind(std::optional<gid_t> group) {
+Status ControlLoop::CheckSocketPath(std::optional<gid_t> group) {
   const std::string& path = options_.server.socket;
   VAED_RETURN_IF_ERROR(PrepareSocketDirectory(path, group));
   std::error_code ec;
-  if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
-    // ZeroMQ would unlink whatever is at the path: never a file, directory
-    // or link of someone else's, and never a socket a live daemon serves.
-    if (!std::filesystem::is_socket(std::filesystem::symlink_status(path, ec))) {
-      return FailedPrecondition("server.socket " + path +
-                                " exists and is not a socket; refusing to replace it");
-    }
-    if (SocketIsServed(path)) {
-      return FailedPrecondition("another process is already serving " + path +
-                                " (is vaed running? see `vaectl status`)");
-    }
-    std::filesystem::remove(path, ec);
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return Status::Ok();
+  // ZeroMQ would unlink whatever is at the path: never a file, directory
+  // or link of someone else's, and never a socket a live daemon serves.
+  if (!std::filesystem::is_socket(std::filesystem::symlink_status(path, ec))) {
+    return FailedPrecondition("server.socket " + path +
+                              " exists and is not a socket; refusing to replace it");
   }
+  if (SocketIsServed(path)) {
+    return FailedPrecondition("another process is already serving " + path +
+                              " (is vaed running? see `vaectl status`)");
+  }
+  return Status::Ok();
+}
+
+Status ControlLoop::Bind(std::optional<gid_t> group) {
+  const std::string& path = options_.server.socket;
+  // Again: the warm-up may have taken a while.
+  VAED_RETURN_IF_ERROR(CheckSocketPath(group));
+  std::error_code ec;
+  std::filesystem::remove(path, ec);  // a stale socket (or nothing)
   socket_group_ = group;
   try {
     // Raw bytes in and out (vaed/framing.h frames the messages), with

@@ -74,8 +74,12 @@ class ControlLoop {
  public:
   // Prepares the socket directory (access_control.h: created 0750 with
   // server.socket_group if missing; an existing one must grant nothing to
-  // other users), binds the control socket (mode 0660, same group) and
-  // starts the executor. Connections are admitted as connections.h says
+  // other users), checks that no live daemon serves the socket, starts the
+  // executor (which warms the configured shapes up on every rank,
+  // engine/warm_up.h), then binds the control socket (mode 0660, same
+  // group): the socket appears once the daemon can answer, so a client
+  // never waits on a daemon that is still warming up. Connections are
+  // admitted as connections.h says
   // (peer credentials, connection limits; a refused one gets one error
   // reply and is closed). Errors: kFailedPrecondition when another live
   // daemon already serves the socket or the directory is open to everyone,
@@ -106,6 +110,9 @@ class ControlLoop {
   class ExecutorSink;
 
   ControlLoop(const DaemonOptions& options, models::ModelRegistry* registry, int stop_fd);
+  // Prepares the socket's directory and refuses a path that holds
+  // something other than a socket, or a socket a live daemon serves.
+  Status CheckSocketPath(std::optional<gid_t> group);
   Status Bind(std::optional<gid_t> group);
   Status Listen();  // binds the control socket and secures its file
 

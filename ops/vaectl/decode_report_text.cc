@@ -119,7 +119,7 @@ void PrintAvLengths(const DecodeReport& report, std::ostream& out) {
 // The compute, profile and output-changing lines: how the daemon decoded.
 void PrintDecisions(const v1::DecodeReply& r, std::ostream& out) {
   out << "compute      " << (r.compute_dtype().empty() ? "?" : r.compute_dtype()) << ", "
-      << (r.warm() ? "warm" : "cold (first decode of this shape bucket)");
+      << (r.warm() ? "warm" : "cold (first decode of this shape bucket on its rank)");
   if (r.peak_rss_bytes() != 0) out << ", peak RSS " << ops::HumanBytes(r.peak_rss_bytes());
   if (r.peak_tensor_bytes() != 0) {
     out << ", peak tensors " << ops::HumanBytes(r.peak_tensor_bytes());

@@ -1,6 +1,8 @@
 // The executor's thread edges (issue 18 §3): nothing a sink throws leaves a
-// rank thread, and the executor serves on. Runs the built-in demo model on
-// one rank, with latents and outputs in real POSIX shm regions.
+// rank thread, and the executor serves on; and its start-up warm-up (issue
+// 19 §7): a warmed shape's first job is warm, a warm-up that fails fails
+// Create(). Runs the built-in demo model on one rank, with latents and
+// outputs in real POSIX shm regions.
 #include "daemon/engine/executor.h"
 
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -93,29 +96,69 @@ class RunningRecordingSink : public ResultSink {
   std::vector<size_t> running_at_answer;
 };
 
+// Records the warm flag of every finished job, by request id.
+class WarmRecordingSink : public ResultSink {
+ public:
+  void OnProgress(const std::shared_ptr<const DecodeJob>&, const ProgressEvent&) override {}
+  void OnFinished(std::shared_ptr<const DecodeJob> job, Result<DecodeResult> result) override {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    warm[job->request_id] = result.ok() && result->warm;
+    cv.notify_all();
+  }
+  // The warm flag of request `id` once it finished (false after 60 s).
+  bool WarmOf(uint64_t id) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(60), [&] { return warm.count(id) > 0; });
+    return warm.count(id) > 0 && warm[id];
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<uint64_t, bool> warm;
+};
+
+// The demo model's warm shape `h` x `w` (one latent frame), warmed with
+// the default settings.
+WarmUp DemoWarmUp(int64_t h, int64_t w, int64_t latent_channels) {
+  return {.shape = {.model = "demo",
+                    .field = "models.entry[0].warm_shapes[0]",
+                    .canvas = std::to_string(h) + "x" + std::to_string(w),
+                    .latent_shape = {1, latent_channels, h, w}},
+          .model_index = 0,
+          .passes = {{.what = "profile safe", .settings = {}}}};
+}
+
+models::ModelConfig DemoConfig() {
+  models::ModelConfig demo;
+  demo.name = "demo";
+  demo.kind = "demo";
+  return demo;
+}
+
 // One rank running the demo model, answering into a `SinkT`.
 template <typename SinkT>
 class ExecutorTestBase : public ::testing::Test {
  protected:
+  // What the executor warms up before Create() returns.
+  virtual std::vector<WarmUp> WarmUps(const models::ModelRegistry&) { return {}; }
+
   void SetUp() override {
-    models::ModelConfig demo;
-    demo.name = "demo";
-    demo.kind = "demo";
-    auto r = models::ModelRegistry::Create({demo}, "demo");
+    auto r = models::ModelRegistry::Create({DemoConfig()}, "demo");
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     registry_ = std::move(r).value();
     ExecutorOptions options;
     options.intra_op_threads = 1;
     GroupOptions group;
-    auto e = Executor::Create(options, group, {registry_.get()}, &sink_);
+    auto e = Executor::Create(options, group, {registry_.get()}, &sink_, WarmUps(*registry_));
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     executor_ = std::move(e).value();
   }
 
-  // A demo-model job of one latent frame of 4x4 cells, float32 output.
-  std::shared_ptr<DecodeJob> MakeJob(uint64_t id) {
+  // A demo-model job of one latent frame of h x w cells, float32 output.
+  std::shared_ptr<DecodeJob> MakeJob(uint64_t id, int64_t h = 4, int64_t w = 4) {
     models::VaeModel* model = registry_->Find("demo");
-    const std::vector<int64_t> shape = {1, model->info().latent_channels, 4, 4};
+    const std::vector<int64_t> shape = {1, model->info().latent_channels, h, w};
     auto plan = model->Plan(DType::kFloat32, shape);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
     auto job = std::make_shared<DecodeJob>();
@@ -128,7 +171,7 @@ class ExecutorTestBase : public ::testing::Test {
     VideoPart v;
     v.plan = *plan;
     v.format = OutputFormat::kFloat32Nchw;
-    const uint64_t in_bytes = 4 * 16 * static_cast<uint64_t>(shape[1]);
+    const uint64_t in_bytes = 4 * static_cast<uint64_t>(h * w * shape[1]);
     v.latent = {0, 0, in_bytes, DType::kFloat32, shape};
     v.output.shape = {plan->frames, plan->channels, plan->height_px, plan->width_px};
     v.output.dtype = DType::kFloat32;
@@ -152,6 +195,57 @@ class ExecutorTestBase : public ::testing::Test {
 
 using ExecutorEdgeTest = ExecutorTestBase<ThrowingSink>;
 using ExecutorAnswerTest = ExecutorTestBase<RunningRecordingSink>;
+
+// The demo model's 4x4 canvas warmed up at start.
+class ExecutorWarmUpTest : public ExecutorTestBase<WarmRecordingSink> {
+ protected:
+  std::vector<WarmUp> WarmUps(const models::ModelRegistry& registry) override {
+    return {DemoWarmUp(4, 4, registry.Find("demo")->info().latent_channels)};
+  }
+};
+
+TEST_F(ExecutorWarmUpTest, TheFirstJobOfAWarmedShapeIsWarm) {
+  ASSERT_TRUE(executor_->Submit(MakeJob(1)).ok());
+  EXPECT_TRUE(sink_.WarmOf(1));
+}
+
+TEST_F(ExecutorWarmUpTest, TheFirstJobOfAnotherShapeIsColdItsSecondWarm) {
+  ASSERT_TRUE(executor_->Submit(MakeJob(1, 4, 8)).ok());
+  EXPECT_FALSE(sink_.WarmOf(1));
+  ASSERT_TRUE(executor_->Submit(MakeJob(2, 4, 8)).ok());
+  EXPECT_TRUE(sink_.WarmOf(2));
+}
+
+TEST(ExecutorWarmUpFailureTest, AWarmUpThatFailsFailsCreateNamingTheEntry) {
+  auto registry = models::ModelRegistry::Create({DemoConfig()}, "demo");
+  ASSERT_TRUE(registry.ok()) << registry.status().ToString();
+  WarmRecordingSink sink;
+  // 7 latent channels: the demo model refuses the latent, as it would a
+  // request's; the warm-up fails and with it the executor's start.
+  ExecutorOptions options;
+  options.intra_op_threads = 1;
+  auto e = Executor::Create(options, GroupOptions{}, {registry->get()}, &sink,
+                            {DemoWarmUp(4, 4, 7)});
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.status().field(), "models.entry[0].warm_shapes[0]");
+  EXPECT_THAT(e.status().message(),
+              ::testing::HasSubstr("warm-up of model 'demo' models.entry[0].warm_shapes[0] = "
+                                   "\"4x4\" on rank 0"));
+}
+
+// A decode is warm when every rank that ran it had decoded its bucket.
+TEST(DecodeHistoryTest, WarmIsPerRankAndBucket) {
+  DecodeHistory history;
+  EXPECT_FALSE(history.RecordDecodes({{0, "m/a"}}));
+  EXPECT_TRUE(history.RecordDecodes({{0, "m/a"}}));
+  EXPECT_FALSE(history.RecordDecodes({{1, "m/a"}}));  // another rank
+  EXPECT_FALSE(history.RecordDecodes({{0, "m/b"}}));  // another bucket
+  EXPECT_TRUE(history.RecordDecodes({{0, "m/a"}, {1, "m/a"}}));
+  EXPECT_FALSE(history.RecordDecodes({{0, "m/a"}, {2, "m/a"}}));  // rank 2 new
+  EXPECT_TRUE(history.RecordDecodes({{0, "m/a"}, {2, "m/a"}}));
+  EXPECT_TRUE(history.RecordDecodes({}));
+}
 
 // Regression (issue 18): the rank handed the result to the sink (the reply
 // went out) and only afterwards took the job off its slot, so a client that

@@ -79,7 +79,8 @@ typedef struct {
   int32_t output_dtype;
   uint64_t output_bytes;
   uint32_t frames, height_px, width_px;
-  int32_t warm;         /* 0 = first decode of this shape bucket */
+  int32_t warm;         /* 0 = first decode of this shape bucket on a rank that ran it
+                           (the start-up warm-up of warm_shapes counts) */
   int32_t demo_weights; /* 1 = the daemon's seeded demo model, not real output */
   int32_t num_timings;
   vaed_timing timings[VAED_MAX_TIMINGS];

@@ -35,8 +35,9 @@ class DecodeResult:
         ``video_vae.tile_merge`` (wall clock, measured by the daemon).
     info
         The daemon's whole reply (``vaed.v1.DecodeReply`` as a dict keyed by
-        proto field names): shapes, model, ``warm`` (False for the first
-        decode of a shape bucket), ``profile``, ``tiling`` (windows, tiles,
+        proto field names): shapes, model, ``warm`` (False when a rank
+        that decoded it had not decoded that shape bucket before, neither
+        in a request nor in the daemon's start-up warm-up), ``profile``, ``tiling`` (windows, tiles,
         stack and plan decisions), ``compile_decision``, ``audio`` (sample
         rate, seconds), ``group``, ``peak_rss_bytes``, ...
     inputs_in_place
@@ -53,7 +54,8 @@ class DecodeResult:
 
     @property
     def warm(self) -> bool:
-        """False for the first decode of this shape bucket on the daemon."""
+        """False when a rank that decoded this had not decoded its shape
+        bucket before (the daemon's ``warm_shapes`` are decoded at start-up)."""
         return bool(self.info.get("warm", False))
 
     @property

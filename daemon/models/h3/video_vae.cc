@@ -95,13 +95,6 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
   if (demo) {
     spdlog::warn("{}: DEMO weights (seed {}), outputs are not video", what, options.seed);
   }
-  for (const auto& [h, w] : options.warm_shapes) {
-    if (h < 1 || h > kMaxLatentExtent || w < 1 || w > kMaxLatentExtent) {
-      return InvalidArgument(what + ": warm shape " + std::to_string(h) + "x" +
-                             std::to_string(w) + " is outside [1, " +
-                             std::to_string(kMaxLatentExtent) + "] latent cells per axis");
-    }
-  }
   if (options.plan_cache_capacity < 1) {
     return InvalidArgument(what + ": plan_cache_capacity must be >= 1");
   }
@@ -109,17 +102,8 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
     return InvalidArgument(what + ": plan_after_sightings must be >= 1");
   }
   info.caps.compiled_plans = true;
-  std::unique_ptr<VideoVae> model(
+  return std::unique_ptr<VideoVae>(
       new VideoVae(std::move(info), std::move(config), std::move(decoder), options));
-  if (options.warm_shapes.size() > options.plan_cache_capacity) {
-    spdlog::warn("{}: {} warm shapes but plan_cache_capacity {}: the first ones are evicted "
-                 "before READY",
-                 what, options.warm_shapes.size(), options.plan_cache_capacity);
-  }
-  for (const auto& [h, w] : options.warm_shapes) {
-    spdlog::info("{}: warm shape {}x{}: {}", what, h, w, model->WarmShape(h, w));
-  }
-  return model;
 }
 
 VideoVae::VideoVae(ModelInfo info, VideoDecoderConfig config,
@@ -411,36 +395,6 @@ torch::Tensor VideoVae::DecodeTiles(const torch::Tensor& tiles, CallContext* ctx
   // failure ladder.
   const uint64_t used = peak.Peak() - std::min(peak.Peak(), peak.start_live());
   if (TensorMemoryTracked()) RecordCallPeak(t, h, w, k, used + plan_bytes);
-  return out;
-}
-
-std::string VideoVae::WarmShape(int64_t height_latent, int64_t width_latent) {
-  Result<TileGrid> grid = PlanTileGrid(height_latent, width_latent);
-  if (!grid.ok()) return "skipped: " + std::string(grid.status().message());
-  const TileRect tile = grid->tile(0);
-  std::string reason;
-  const int64_t per_call =
-      std::min(ChooseTilesPerCall(default_stack_tiling_, *grid, 1, &reason),
-               LargestSameShapeGroup(*grid));
-  CallContext ctx;
-  ctx.compile = CompileMode::kOn;
-  const auto t0 = SteadyClock::now();
-  try {
-    torch::NoGradGuard no_grad;
-    const torch::Tensor zeros = torch::zeros(
-        {per_call, kLatentChannels, kWindowLatentFrames, tile.height_latent, tile.width_latent});
-    DecodeTiles(zeros, &ctx);
-  } catch (...) {
-    const std::string key =
-        BucketKey(per_call, kWindowLatentFrames, tile.height_latent, tile.width_latent);
-    const std::string msg(CurrentTorchErrorStatus("warm-up").message());
-    plans_.MarkEagerOnly(key, "warm-up failed: " + msg);
-    return "bucket " + key + " marked eager-only: warm-up failed: " + msg;
-  }
-  const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-  std::string out = ctx.plan_decision + " in " + std::to_string(seconds) + " s";
-  if (plans_.size() == 0) out += " (evicted again: the cache holds fewer buckets than warm_shapes)";
-  for (const std::string& e : ctx.plan_events) out += "; " + e;
   return out;
 }
 

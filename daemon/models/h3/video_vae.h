@@ -89,13 +89,11 @@ struct VideoVaeOptions {
   // Tile scheduling when a request does not choose (kDefault means kOff).
   StackTiling default_stack_tiling = StackTiling::kOff;
   // Compiled plans (plan_cache.h): at most plan_cache_capacity buckets;
-  // an unconfigured bucket is built from its plan_after_sightings-th
-  // decoder call on; warm_shapes are latent canvases (height_latent,
-  // width_latent) whose buckets (under default_stack_tiling) are built and
-  // run once in Create(), before the daemon reports READY.
+  // a bucket is built from its plan_after_sightings-th decoder call on, or
+  // at once by a decode with CompileMode::kOn (the daemon's warm-up of its
+  // `warm_shapes`, engine/warm_up.h, builds them that way before READY).
   size_t plan_cache_capacity = 8;
   int plan_after_sightings = 2;
-  std::vector<std::pair<int64_t, int64_t>> warm_shapes;
 };
 
 class VideoVae final : public VaeModel {
@@ -107,6 +105,19 @@ class VideoVae final : public VaeModel {
   // (tensor_memory.h) and the stacking failure ladder.
   static constexpr int64_t kMaxLatentExtent = 160;
   static constexpr int64_t kMaxLatentFrames = 512;
+  // Latent frames of the daemon's warm-up latent: two temporal windows
+  // (12 = 5k+2 with k = 2, 39 pixel frames), so a warm-up decode runs
+  // every step a request runs: the 7-frame window's tile calls, the tile
+  // blend and the 5-frame cross-fade between windows. One window would
+  // skip the cross-fade; more add nothing new.
+  static constexpr int64_t kWarmUpLatentFrames = 12;
+
+  // The float32 latent the daemon's warm-up decodes for the canvas
+  // height_latent x width_latent (a `warm_shapes` entry):
+  // [1, 24, kWarmUpLatentFrames, height_latent, width_latent].
+  static std::vector<int64_t> WarmUpLatentShape(int64_t height_latent, int64_t width_latent) {
+    return {1, kLatentChannels, kWarmUpLatentFrames, height_latent, width_latent};
+  }
 
   // Loads the configuration and weights (or builds random ones). Errors:
   // the config loader's and weight loader's (kInvalidArgument naming the
@@ -190,9 +201,6 @@ class VideoVae final : public VaeModel {
   // One decoder call on `tiles` [k, 24, t, h, w]: compiled plan or eager
   // per the policy, fault injection, peak measurement.
   torch::Tensor DecodeTiles(const torch::Tensor& tiles, CallContext* ctx);
-  // Builds and first-runs the plan of the warm shape (h, w); failures mark
-  // its bucket eager-only. Returns what happened (for the log).
-  std::string WarmShape(int64_t height_latent, int64_t width_latent);
   std::string BucketKey(int64_t tiles, int64_t t, int64_t h, int64_t w) const;
   void RecordCallPeak(int64_t t, int64_t h, int64_t w, int64_t tiles, uint64_t bytes);
 

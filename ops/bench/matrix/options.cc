@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ops/bench/bench_cli.h"
+#include "ops/bench/daemon_config_text.h"
 #include "ops/bench/matrix/modes.h"
 #include "ops/common/text_format.h"
 
@@ -127,22 +128,6 @@ void DefineOptions(CLI::App& app, MatrixOptions* o) {
                  "and, with eager, of the output bytes")
       ->delimiter(',')
       ->check(CLI::Range(1, 64));
-}
-
-// A TOML basic string.
-std::string TomlString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string AbsolutePath(const std::string& path) {
-  std::error_code ec;
-  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
-  return ec ? path : abs.string();
 }
 
 }  // namespace
