@@ -169,6 +169,13 @@ int main(int argc, char** argv) {
   spdlog::info("tensor memory: {} MiB resident after loading; budget {}", resident >> 20,
                budget > 0 ? std::to_string(options.executor.memory_budget_mib) + " MiB"
                           : std::string("none"));
+  options.executor.request_memory =
+      vaed::engine::RequestMemoryOf(budget, resident, vaed::engine::HostMemoryTotalBytes());
+  if (options.executor.request_memory.known) {
+    spdlog::info("a request may use up to {} MiB ({})",
+                 options.executor.request_memory.bytes >> 20,
+                 options.executor.request_memory.source);
+  }
   auto loop = vaed::server::ControlLoop::Create(options, registries, stop_fd);
   if (!loop.ok()) {
     spdlog::critical("starting: {}", loop.status().ToString());

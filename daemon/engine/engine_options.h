@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daemon/engine/rank_devices.h"
+#include "daemon/engine/request_memory.h"
 #include "daemon/parallel/group_layout.h"
 #include "vaed/status.h"
 
@@ -57,6 +58,11 @@ struct ExecutorOptions {
   // devices with the smallest UUIDs. Ranks are numbered in UUID order.
   // Must be empty for "cpu".
   std::vector<std::string> devices;
+  // Not a config key: what one request may hold at its peak, fixed at
+  // start-up once the weights are resident (main.cc; request_memory.h).
+  // Admission refuses a request whose plan estimates more. Default: unknown
+  // (nothing refused on memory), as in tests that do not set it.
+  RequestMemory request_memory;
   // Not a config key: the device of each local rank, resolved at start-up
   // from the two above (rank_devices.h ResolveRankDevices). Empty = every
   // rank on the CPU.

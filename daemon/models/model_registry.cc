@@ -61,7 +61,7 @@ Result<std::vector<std::pair<int64_t, int64_t>>> ParseWarmShapes(
     // games: the same shape is always spelled the same way).
     const size_t x = text.find('x');
     auto digits = [](const std::string& d) {
-      return !d.empty() && d.size() <= 3 &&
+      return !d.empty() && d.size() <= 5 &&
              d.find_first_not_of("0123456789") == std::string::npos;
     };
     long long h = 0, w = 0;

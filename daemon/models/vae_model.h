@@ -74,6 +74,16 @@ struct DecodePlan {
   // Shape bucket key: requests with the same key reuse warm state
   // (e.g. "taef2:34x80"). Used for cold/warm reporting.
   std::string shape_bucket;
+  // Estimated peak bytes of tensor memory the decode holds, weights
+  // excluded, computed from the shape before anything is allocated (H3:
+  // h3/video_memory.h); 0 when the model does not estimate. The daemon's
+  // admission refuses a request whose estimate exceeds what a request may
+  // use (executor.memory_budget_mib, or the host's memory, minus the
+  // resident weights).
+  uint64_t peak_bytes_estimate = 0;
+  // The estimate's terms, for that refusal ("output 5.1 GiB, one temporal
+  // window 2.6 GiB, ...").
+  std::string peak_bytes_terms;
 };
 
 // What a model declares it supports (DESIGN.md §2.5): request options and

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/models/av_sync.h"
+#include "daemon/models/byte_units.h"
 #include "daemon/server/decode_options.h"
 #include "daemon/server/decode_reply.h"
 #include "daemon/server/printable_name.h"
@@ -88,7 +89,22 @@ size_t ModelIndex(const models::ModelRegistry& registry, const models::VaeModel*
 }
 
 // The video part's plan and expected output (not yet placed in regions).
-Result<std::optional<engine::VideoPart>> PlanVideo(models::VaeModel& model, const v1::Decode& d) {
+// The plan's estimated peak against what one request may use
+// (engine/request_memory.h): kResourceExhausted naming both when it does not
+// fit (not a client fault: the same request fits a larger daemon).
+Status CheckMemory(const models::DecodePlan& plan, const std::vector<int64_t>& latent_shape,
+                   const engine::RequestMemory& memory) {
+  if (!memory.known || plan.peak_bytes_estimate <= memory.bytes) return Status::Ok();
+  return ResourceExhausted("latent " + ShapeToString(latent_shape) + " needs about " +
+                           models::GiB(plan.peak_bytes_estimate) + " to decode (" +
+                           plan.peak_bytes_terms + "; an estimate), more than the " +
+                           models::GiB(memory.bytes) + " a request may use here (" +
+                           memory.source + "); decode a shorter or smaller latent, or raise " +
+                           "the budget");
+}
+
+Result<std::optional<engine::VideoPart>> PlanVideo(models::VaeModel& model, const v1::Decode& d,
+                                                   const engine::RequestMemory& memory) {
   if (!d.has_latent()) {
     if (d.has_output()) {
       return InvalidArgument(
@@ -106,6 +122,7 @@ Result<std::optional<engine::VideoPart>> PlanVideo(models::VaeModel& model, cons
   v.latent.dtype = FromProto(d.latent().dtype());
   v.latent.shape.assign(d.latent().shape().begin(), d.latent().shape().end());
   VAED_ASSIGN_OR_RETURN(v.plan, model.Plan(v.latent.dtype, v.latent.shape));
+  VAED_RETURN_IF_ERROR(CheckMemory(v.plan, v.latent.shape, memory));
   VAED_ASSIGN_OR_RETURN(OutputLayout expected, ExpectedOutput(v.plan, d.output_format()));
   v.output.dtype = expected.dtype;
   v.output.shape = expected.shape;
@@ -259,7 +276,7 @@ Result<DecodeAdmission::Planned> DecodeAdmission::Plan(const v1::Decode& d) cons
   }
   VAED_ASSIGN_OR_RETURN(p.av.fps, FpsFor(info, d.av_sync().fps()));
   p.av.independent_lengths = d.av_sync().independent_lengths();
-  VAED_ASSIGN_OR_RETURN(p.video, PlanVideo(*p.model, d));
+  VAED_ASSIGN_OR_RETURN(p.video, PlanVideo(*p.model, d, options_.executor.request_memory));
   VAED_ASSIGN_OR_RETURN(p.audio, PlanAudio(*p.model, d));
 
   // The A/V length rule (AvSync).

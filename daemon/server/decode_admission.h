@@ -7,8 +7,10 @@
 //      the profiles and the model's capabilities (decode_options.h), a
 //      requested group size against the group layout;
 //   2. the plans: the latents' dtypes and shapes against the model, the
-//      output layout the output format implies, the A/V length rule
-//      (models/av_sync.h); a plan-only request ends here;
+//      output layout the output format implies, the video plan's
+//      estimated peak memory against what one request may use
+//      (engine/request_memory.h), the A/V length rule (models/av_sync.h);
+//      a plan-only request ends here;
 //   3. placement: every tensor reference resolved against the client's own
 //      regions (client_registry.h; none awaiting unregister: a region
 //      being unregistered is refused), its bytes inside the region now (the
@@ -62,8 +64,9 @@ class DecodeAdmission {
   // Admits `req` (a Decode request) of `client`, which arrived on
   // connection `routing_id` at `now` (the deadline counts from it).
   // Errors: kInvalidArgument, kNotFound, kOutOfRange, kFailedPrecondition
-  // (the request breaks a rule), kBusy (the client's in-flight limit,
-  // retry-after 100 ms). `kind` is set to the fault kind an error counts
+  // (the request breaks a rule), kResourceExhausted (the video's
+  // estimated peak exceeds what a request may use; not a client fault),
+  // kBusy (the client's in-flight limit, retry-after 100 ms). `kind` is set to the fault kind an error counts
   // as when it is not the one its code implies (fault_accounting.h):
   // kRegion for errors of placement (step 3), kQuota for the in-flight
   // limit; nullopt otherwise.

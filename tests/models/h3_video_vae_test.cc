@@ -249,10 +249,24 @@ TEST_F(H3VideoVaeGoldenTest, PlanStatesTheLatentContract) {
               HasSubstr("latent.dtype"));
   EXPECT_THAT(model_->Plan(DType::kFloat32, {1, 24, 7, 16}).status().message(),
               HasSubstr("rank 4"));
-  EXPECT_THAT(model_->Plan(DType::kFloat32, {1, 24, 7, 16, 161}).status().message(),
+  EXPECT_THAT(model_->Plan(DType::kFloat32, {1, 24, 7, 16, 16385}).status().message(),
               HasSubstr("latent.shape[4]"));
-  EXPECT_THAT(model_->Plan(DType::kFloat32, {1, 24, 513, 16, 16}).status().message(),
+  EXPECT_THAT(model_->Plan(DType::kFloat32, {1, 24, 16385, 16, 16}).status().message(),
               HasSubstr("latent.shape[2]"));
+}
+
+// Issue 19 §9: no fixed 160-cell / 512-frame cap any more; the plan carries
+// the memory estimate that admission checks instead.
+TEST_F(H3VideoVaeGoldenTest, PlansBeyondTheOldCapsWithAMemoryEstimate) {
+  auto rfc = model_->Plan(DType::kFloat32, {1, 24, 33, 96, 168});
+  ASSERT_TRUE(rfc.ok()) << rfc.status().ToString();
+  EXPECT_EQ(rfc->frames, 111);
+  EXPECT_EQ(rfc->width_px, 2688);
+  EXPECT_GT(rfc->peak_bytes_estimate, 111ull * 3 * 1536 * 2688 * 4);  // the raw video, at least
+  EXPECT_THAT(rfc->peak_bytes_terms, HasSubstr("output 5.1 GiB"));
+  auto wide = model_->Plan(DType::kFloat32, {1, 24, 513, 16, 161});
+  ASSERT_TRUE(wide.ok()) << wide.status().ToString();
+  EXPECT_GT(wide->peak_bytes_estimate, rfc->peak_bytes_estimate / 100);
 }
 
 TEST(H3VideoVaeTest, RejectsBadOptions) {

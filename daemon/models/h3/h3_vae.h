@@ -62,9 +62,10 @@ struct H3VaeOptions {
 class H3Vae final : public VaeModel {
  public:
   static constexpr int64_t kAudioLatentChannels = 32;
-  // Audio latent frames per request: 4096 = 102.4 s at 40 Hz, above the
-  // longest video a request may carry (VideoVae::kMaxLatentFrames -> 1740
-  // frames -> 2900 audio latent frames). Activations grow linearly with
+  // Audio latent frames per request: 4096 = 102.4 s at 40 Hz (a video of
+  // up to 2457 pixel frames at 24 fps, 615 latent frames, has its whole
+  // audio in one request; longer videos decode their audio in parts, or
+  // without). Activations grow linearly with
   // channels * T (about 0.05 GB per second of mono audio for the released
   // widths, audio_decoder.h).
   static constexpr int64_t kMaxAudioLatentFrames = 4096;

@@ -66,7 +66,7 @@ static_assert(kFramePrePadding == 3 && kWindowStepLatentFrames == 5 &&
               kWindowPixelFrames == 28 && kMainPixelFrames == 17 && kTailPixelFrames == 5 &&
               kFrameOverlap == 5);
 
-// Input bounds of the planner itself. They are far above anything a served
+// Input bounds of the planner itself. They are above anything a served
 // model accepts (VideoVae::kMaxLatentExtent, VideoVae::kMaxLatentFrames) and
 // exist so that the pure functions below stay total: with inputs inside them
 // no arithmetic overflows int64 and no plan allocates more than a few MiB,

@@ -4,11 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <stdexcept>
 #include <thread>
 #include <utility>
 
+#include "daemon/models/byte_units.h"
+#include "daemon/models/h3/video_memory.h"
 #include "daemon/models/h3/vit3d_decoder.h"
 #include "daemon/models/tensor_memory.h"
 #include "daemon/models/torch_dtype.h"
@@ -166,6 +167,12 @@ Result<DecodePlan> VideoVae::Plan(DType latent_dtype,
   plan.width_px = latent_shape[4] * kPixelsPerLatent;
   plan.shape_bucket = info_.name + ":" + std::to_string(latent_shape[3]) + "x" +
                       std::to_string(latent_shape[4]);
+  VAED_ASSIGN_OR_RETURN(
+      const VideoMemoryEstimate memory,
+      EstimateVideoMemory(config_, static_cast<int64_t>(c10::elementSize(decoder_->compute_dtype())),
+                          latent_shape[2], latent_shape[3], latent_shape[4]));
+  plan.peak_bytes_estimate = memory.peak_bytes();
+  plan.peak_bytes_terms = memory.Describe();
   return plan;
 }
 
@@ -184,12 +191,6 @@ namespace {
 
 std::string TileBucket(int64_t t, int64_t h, int64_t w) {
   return "t" + std::to_string(t) + " h" + std::to_string(h) + " w" + std::to_string(w);
-}
-
-std::string Mib(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
 }
 
 // Tiles of the largest same-shape group of a window.
@@ -270,17 +271,17 @@ int64_t VideoVae::ChooseTilesPerCall(StackTiling requested, const TileGrid& grid
         if (need <= headroom) {
           if (estimate != nullptr) *estimate = need;
           *reason = "auto: " + std::to_string(k) + " of " + std::to_string(group) +
-                    " same-shape tiles per call; estimated peak " + Mib(need) +
+                    " same-shape tiles per call; estimated peak " + MiB(need) +
                     " (measured on tile bucket " + bucket + ") fits the headroom " +
-                    Mib(headroom);
+                    MiB(headroom);
           return k >= group ? kAllTiles : k;
         }
       }
       const uint64_t need = EstimateCallBytes(tile, 2) + assembly;
       if (estimate != nullptr) *estimate = need;
-      *reason = "auto: sequential; a stack of 2 tiles needs an estimated " + Mib(need) +
+      *reason = "auto: sequential; a stack of 2 tiles needs an estimated " + MiB(need) +
                 " (measured on tile bucket " + bucket + "), more than the headroom " +
-                Mib(headroom);
+                MiB(headroom);
       return kSequential;
     }
     case StackTiling::kDefault:
@@ -417,7 +418,7 @@ Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const Decode
   // could not use. Release them all and retry once, eager (the last rung).
   const uint64_t freed = plans_.Clear();
   if (freed == 0) return out;
-  const std::string step = "released the compiled-plan cache (" + Mib(freed) +
+  const std::string step = "released the compiled-plan cache (" + MiB(freed) +
                            ") after out of memory; retrying eager: " +
                            std::string(out.status().message());
   spdlog::warn("model '{}': {}", info_.name, step);
@@ -529,8 +530,8 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
                     std::string(s.message()) + " (tiles per call at the failure: " +
                         std::to_string(std::max<int64_t>(1, stats.final_tiles_per_call)) +
                         ladder + "; tensor memory " +
-                        Mib(LiveTensorBytes()) + " live, budget " +
-                        (TensorMemoryBudget() > 0 ? Mib(TensorMemoryBudget()) : "none") + ")");
+                        MiB(LiveTensorBytes()) + " live, budget " +
+                        (TensorMemoryBudget() > 0 ? MiB(TensorMemoryBudget()) : "none") + ")");
     }
     return s;
   }

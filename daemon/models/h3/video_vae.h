@@ -99,12 +99,16 @@ struct VideoVaeOptions {
 class VideoVae final : public VaeModel {
  public:
   static constexpr int64_t kLatentChannels = 24;
-  // Bounds Plan() enforces before anything is allocated: latent cells per
-  // spatial axis (160 = 2560 px) and latent frames (512 = 1740 pixel frames).
-  // Memory within them is bounded by the daemon's tensor memory budget
-  // (tensor_memory.h) and the stacking failure ladder.
-  static constexpr int64_t kMaxLatentExtent = 160;
-  static constexpr int64_t kMaxLatentFrames = 512;
+  // Sanity bounds Plan() enforces before any arithmetic on the extents:
+  // latent cells per spatial axis (16384 = 262,144 px) and latent frames
+  // (16384 = 65,533 pixel frames). They are not the serving limit: that is
+  // memory. Plan() estimates the decode's peak (h3/video_memory.h) and the
+  // daemon refuses what cannot fit in what a request may use (issue 19 §9;
+  // the official decoder itself accepts any extent); within it, the tensor
+  // memory budget (tensor_memory.h) and the stacking failure ladder bound
+  // what a decode allocates.
+  static constexpr int64_t kMaxLatentExtent = 16384;
+  static constexpr int64_t kMaxLatentFrames = 16384;
   // Latent frames of the daemon's warm-up latent: two temporal windows
   // (12 = 5k+2 with k = 2, 39 pixel frames), so a warm-up decode runs
   // every step a request runs: the 7-frame window's tile calls, the tile
@@ -133,9 +137,10 @@ class VideoVae final : public VaeModel {
   const ModelInfo& info() const override { return info_; }
   const VideoDecoderConfig& config() const { return config_; }
 
-  // Accepts float32 [1, 24, T, h, w] with 3 <= T <= 512 and
-  // 1 <= h, w <= 160. Plan: frames = official frame count, channels 3,
-  // 16h x 16w px, shape bucket "<name>:<h>x<w>". Errors (kInvalidArgument)
+  // Accepts float32 [1, 24, T, h, w] with 3 <= T <= kMaxLatentFrames and
+  // 1 <= h, w <= kMaxLatentExtent. Plan: frames = official frame count,
+  // channels 3, 16h x 16w px, shape bucket "<name>:<h>x<w>", and the
+  // estimated peak memory (h3/video_memory.h). Errors (kInvalidArgument)
   // name the field (latent.dtype, latent.shape, latent.shape[i] (what)) and
   // the rule.
   Result<DecodePlan> Plan(DType latent_dtype,

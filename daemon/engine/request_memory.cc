@@ -1,0 +1,39 @@
+#include "daemon/engine/request_memory.h"
+
+#include <fstream>
+
+#include "daemon/models/byte_units.h"
+
+namespace vaed::engine {
+using models::GiB;
+
+RequestMemory RequestMemoryOf(uint64_t budget_bytes, uint64_t resident_bytes,
+                              uint64_t host_total_bytes) {
+  const std::string minus = " minus " + GiB(resident_bytes) + " of resident weights";
+  RequestMemory m;
+  if (budget_bytes > 0) {
+    m.source =
+        "executor.memory_budget_mib = " + std::to_string(budget_bytes >> 20) + " MiB" + minus;
+    m.known = true;
+    m.bytes = budget_bytes > resident_bytes ? budget_bytes - resident_bytes : 0;
+    return m;
+  }
+  if (host_total_bytes == 0) return m;  // unknown: no refusal on memory
+  m.source = "the host's " + GiB(host_total_bytes) + " (MemTotal; no executor.memory_budget_mib)" +
+             minus;
+  m.known = true;
+  m.bytes = host_total_bytes > resident_bytes ? host_total_bytes - resident_bytes : 0;
+  return m;
+}
+
+uint64_t HostMemoryTotalBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kib = 0;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemTotal:") return kib << 10;
+  }
+  return 0;
+}
+
+}  // namespace vaed::engine

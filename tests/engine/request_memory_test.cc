@@ -1,0 +1,44 @@
+// What one request may use (daemon/engine/request_memory.h): the budget or
+// the host's memory, minus the resident weights, and the sentence that a
+// refusal quotes.
+#include "daemon/engine/request_memory.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace vaed::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(RequestMemoryTest, BudgetMinusResidentWeights) {
+  const RequestMemory m = RequestMemoryOf(1024ull << 20, 256ull << 20, 64ull << 30);
+  EXPECT_TRUE(m.known);
+  EXPECT_EQ(m.bytes, 768ull << 20);
+  EXPECT_THAT(m.source, HasSubstr("executor.memory_budget_mib = 1024 MiB"));
+  EXPECT_THAT(m.source, HasSubstr("minus 0.2 GiB of resident weights"));
+}
+
+TEST(RequestMemoryTest, HostTotalWithoutABudget) {
+  const RequestMemory m = RequestMemoryOf(0, 1ull << 30, 24ull << 30);
+  EXPECT_TRUE(m.known);
+  EXPECT_EQ(m.bytes, 23ull << 30);
+  EXPECT_THAT(m.source, HasSubstr("the host's 24.0 GiB (MemTotal"));
+}
+
+TEST(RequestMemoryTest, UnknownWithoutBudgetOrHostFigure) {
+  EXPECT_FALSE(RequestMemoryOf(0, 1ull << 30, 0).known);
+}
+
+TEST(RequestMemoryTest, NothingLeftWhenWeightsFillTheBudget) {
+  const RequestMemory m = RequestMemoryOf(1ull << 30, 2ull << 30, 0);
+  EXPECT_TRUE(m.known);
+  EXPECT_EQ(m.bytes, 0u);
+}
+
+TEST(RequestMemoryTest, HostTotalIsReadFromProc) {
+  EXPECT_GT(HostMemoryTotalBytes(), 64ull << 20);  // any machine this runs on
+}
+
+}  // namespace
+}  // namespace vaed::engine
