@@ -48,8 +48,14 @@ Result<ClientState*> ClientRegistry::Authenticate(uint64_t client_id,
 uint64_t ClientRegistry::AddRegion(ClientState* client, std::shared_ptr<HostRegion> region) {
   const uint64_t id = next_region_id_++;
   client->region_bytes += region->size();
-  client->regions.emplace(
-      id, RegisteredRegion{.mapping = std::move(region), .decodes = 0, .unregister_request_id = {}});
+  client->regions.emplace(id, RegisteredRegion{.mapping = std::move(region), .cuda = nullptr, .decodes = 0, .unregister_request_id = {}});
+  return id;
+}
+
+uint64_t ClientRegistry::AddRegion(ClientState* client, std::shared_ptr<CudaRegion> region) {
+  const uint64_t id = next_region_id_++;
+  client->region_bytes += region->size();
+  client->regions.emplace(id, RegisteredRegion{.mapping = nullptr, .cuda = std::move(region), .decodes = 0, .unregister_request_id = {}});
   return id;
 }
 
@@ -102,7 +108,7 @@ std::vector<uint64_t> ClientRegistry::ReleaseRegions(ClientState* client,
 
 void ClientRegistry::Drop(ClientState* client,
                           std::map<uint64_t, RegisteredRegion>::iterator region) {
-  client->region_bytes -= std::min(client->region_bytes, region->second.mapping->size());
+  client->region_bytes -= std::min(client->region_bytes, region->second.size());
   client->regions.erase(region);
 }
 
@@ -111,7 +117,18 @@ const ClientState* ClientRegistry::RegionNameHolder(const std::string& name,
   for (const auto& [id, c] : clients_) {
     if (c.identity == identity) continue;
     for (const auto& [rid, region] : c.regions) {
-      if (region.mapping->name() == name) return &c;
+      if (region.mapping && region.mapping->name() == name) return &c;
+    }
+  }
+  return nullptr;
+}
+
+const ClientState* ClientRegistry::CudaHandleHolder(const std::string& handle,
+                                                    const PeerIdentity& identity) const {
+  for (const auto& [id, c] : clients_) {
+    if (c.identity == identity) continue;
+    for (const auto& [rid, region] : c.regions) {
+      if (region.cuda && region.cuda->handle() == handle) return &c;
     }
   }
   return nullptr;
@@ -142,6 +159,12 @@ Result<std::shared_ptr<HostRegion>> ClientRegistry::FindRegion(const ClientState
                               ": region " + std::to_string(region_id) +
                               " is being unregistered (its UnregisterRegion waits for the "
                               "decodes already using it); a new decode may not name it");
+  }
+  if (it->second.cuda) {
+    return FailedPrecondition(std::string(what) + " " + std::to_string(region_id) +
+                              " is a CUDA region; this version of vaed decodes from and into "
+                              "host shm regions only (decoding in device memory is not built "
+                              "yet): name a host region");
   }
   return it->second.mapping;
 }

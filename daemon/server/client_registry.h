@@ -8,8 +8,9 @@
 //
 // Region lifetime (issue 19 §5). One rule for every kind of region: it
 // lives in RegisteredRegion beside the mapping, not in the mapping type, so
-// CUDA IPC regions (cuda_ipc.h; not served yet) take the same path with
-// their own mapping.
+// CUDA IPC regions (cuda_region.h) take the same path with their own
+// mapping: a CUDA region is closed (cudaIpcCloseMemHandle) when its last
+// reference goes, as a host region is unmapped.
 //   - In use: a region that any tensor of a queued or running decode names
 //     (latent, output, audio_latent, audio_output) is in use until that
 //     decode's reply is sent (AcquireRegions() when the job is queued,
@@ -61,6 +62,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/server/cuda_region.h"
 #include "daemon/server/peer.h"
 #include "daemon/server/quarantine.h"
 #include "vaed/host_region.h"
@@ -73,7 +75,11 @@ using Clock = std::chrono::steady_clock;
 // One registration (RegisterRegion) of a client, with its lifetime state
 // (the rule above).
 struct RegisteredRegion {
-  std::shared_ptr<HostRegion> mapping;  // never null
+  // Exactly one of the two is set: a host shm segment or a CUDA allocation.
+  std::shared_ptr<HostRegion> mapping;
+  std::shared_ptr<CudaRegion> cuda;
+  // Bytes registered (the mapped size of either kind).
+  uint64_t size() const { return mapping ? mapping->size() : cuda->size(); }
   // Queued or running decodes that name this region (each decode once).
   uint32_t decodes = 0;
   // The request id of the UnregisterRegion waiting for `decodes` to reach
@@ -122,6 +128,7 @@ class ClientRegistry {
 
   // Adds a region to `client` and returns its new region id.
   uint64_t AddRegion(ClientState* client, std::shared_ptr<HostRegion> region);
+  uint64_t AddRegion(ClientState* client, std::shared_ptr<CudaRegion> region);
 
   // What an UnregisterRegion became (the lifetime rule above).
   enum class Unregistered {
@@ -146,12 +153,19 @@ class ClientRegistry {
   // registered, or null: a segment is never shared between processes.
   const ClientState* RegionNameHolder(const std::string& name,
                                       const PeerIdentity& identity) const;
+  // A client of another process than `identity` that has the CUDA IPC
+  // handle `handle` (its 64 bytes) registered, or null: one allocation is
+  // never lent to vaed by two processes (cuda_region.h, trust model).
+  const ClientState* CudaHandleHolder(const std::string& handle,
+                                      const PeerIdentity& identity) const;
   // Every client, in id order (status listing, quarantine actions).
   std::vector<ClientState*> All();
   std::vector<const ClientState*> All() const;
   // The mapping of the client's region `region_id`, for a decode naming it
   // in field `what` ("latent.region_id"). Errors: kNotFound when the client
-  // has no such region; kFailedPrecondition when it is awaiting unregister.
+  // has no such region; kFailedPrecondition when it is awaiting unregister,
+  // or when it is a CUDA region: decodes read and write host regions only
+  // so far (the engine's device I/O is not built yet; issue 19).
   Result<std::shared_ptr<HostRegion>> FindRegion(const ClientState& client, uint64_t region_id,
                                                  std::string_view what) const;
 

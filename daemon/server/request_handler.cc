@@ -9,7 +9,6 @@
 
 #include "daemon/server/decode_reply.h"
 #include "daemon/server/printable_name.h"
-#include "vaed/cuda_ipc.h"
 #include "vaed/wire.h"
 
 namespace vaed::server {
@@ -291,93 +290,109 @@ void RequestHandler::HandleHello(const Incoming& in, const v1::Request& req, Clo
   }
 }
 
-Status RequestHandler::RegisterCudaRegion(const v1::CudaIpcRegion& cuda) const {
-  // Malformed arguments are named first, whatever the daemon decodes on.
-  VAED_RETURN_IF_ERROR(
-      CheckCudaIpcArguments(cuda.ipc_handle(), cuda.size_bytes(), cuda.device_uuid())
-          .status()
-          .WithContext("register_region.cuda"));
-  const bool cuda_ranks =
-      std::any_of(options_.executor.rank_devices.begin(), options_.executor.rank_devices.end(),
-                  [](const engine::RankDevice& d) { return d.is_cuda; });
-  if (!cuda_ranks) {
-    return FailedPrecondition(
-               "register_region.cuda: this daemon has no CUDA ranks (" +
-               std::string(CudaIpcAvailable() ? "executor.device = \"cpu\""
-                                              : "a CPU build of vaed") +
-               "); it decodes on the CPU from host shm regions: register a host region")
-        .WithField("register_region.cuda");
+Status RequestHandler::CheckRegionLimits(const ClientState& client, uint64_t bytes,
+                                         const std::string& field,
+                                         std::optional<FaultKind>* kind) const {
+  if (clients_.region_count() >= options_.server.max_regions) {
+    // Every region holds a file descriptor or a device mapping: a cap for
+    // the whole daemon (not this client's fault alone, so not counted).
+    *kind = std::nullopt;
+    return ResourceExhausted("vaed holds " + std::to_string(clients_.region_count()) +
+                             " regions (server.max_regions = " +
+                             std::to_string(options_.server.max_regions) +
+                             "); retry when clients release some");
   }
-  return FailedPrecondition(
-             "register_region.cuda: CUDA IPC regions are not served by this version of vaed "
-             "yet; register a host region")
-      .WithField("register_region.cuda");
+  if (client.regions.size() >= options_.server.max_regions_per_client) {
+    *kind = FaultKind::kQuota;
+    return ResourceExhausted("client " + std::to_string(client.id) + " already has " +
+                             std::to_string(client.regions.size()) +
+                             " regions registered (server.max_regions_per_client = " +
+                             std::to_string(options_.server.max_regions_per_client) +
+                             "); unregister one first");
+  }
+  const uint64_t limit = options_.server.max_region_bytes_per_client;
+  if (bytes > limit - std::min(limit, client.region_bytes)) {
+    *kind = FaultKind::kQuota;
+    return ResourceExhausted(field + " " + std::to_string(bytes) + " would take client " +
+                             std::to_string(client.id) + " past " + std::to_string(limit) +
+                             " mapped bytes (server.max_region_bytes_per_client; " +
+                             std::to_string(client.region_bytes) + " registered)");
+  }
+  return Status::Ok();
+}
+
+Status RequestHandler::RegisterHostRegion(ClientState* client, const v1::HostShmRegion& host,
+                                          v1::Reply* reply, std::optional<FaultKind>* kind) {
+  *kind = FaultKind::kRegion;
+  const std::string& name = host.name();
+  VAED_RETURN_IF_ERROR(ValidateRegionName(name).WithContext("register_region.host.name"));
+  const std::string& prefix = options_.server.region_prefix;
+  if (!prefix.empty() && name.compare(0, prefix.size(), prefix) != 0) {
+    return InvalidArgument("register_region.host.name '" + name +
+                           "' does not start with the required prefix '" + prefix +
+                           "' (server.region_prefix)");
+  }
+  if (const ClientState* holder = clients_.RegionNameHolder(name, client->identity)) {
+    return PermissionDenied(
+        "register_region.host.name '" + name + "' is registered by another process (client " +
+        std::to_string(holder->id) + "); a segment is never shared between client processes");
+  }
+  VAED_RETURN_IF_ERROR(
+      CheckRegionLimits(*client, host.size_bytes(), "register_region.host.size_bytes", kind));
+  *kind = FaultKind::kRegion;
+  VAED_ASSIGN_OR_RETURN(std::unique_ptr<HostRegion> region,
+                        HostRegion::Open(name, host.size_bytes()));
+  // Only segments the client's own uid owns: a client cannot make the
+  // daemon read or write another user's memory.
+  if (client->identity.uid != std::numeric_limits<uint32_t>::max() &&
+      region->owner_uid() != client->identity.uid) {
+    return PermissionDenied(
+        "region '" + name + "' is owned by uid " + std::to_string(region->owner_uid()) +
+        " but client " + std::to_string(client->id) + " runs as uid " +
+        std::to_string(client->identity.uid) + "; a client may register only segments it owns");
+  }
+  const uint64_t mapped = region->size();
+  const uint64_t id = clients_.AddRegion(client, std::move(region));
+  spdlog::debug("client {} registered region {} '{}' ({} bytes)", client->id, id, name, mapped);
+  reply->mutable_register_region()->set_region_id(id);
+  reply->mutable_register_region()->set_mapped_bytes(mapped);
+  *kind = std::nullopt;
+  return Status::Ok();
+}
+
+Status RequestHandler::RegisterCudaRegion(ClientState* client, const v1::CudaIpcRegion& cuda,
+                                          v1::Reply* reply, std::optional<FaultKind>* kind) {
+  VAED_ASSIGN_OR_RETURN(const engine::CudaDevice device,
+                        CudaRegionDevice(cuda, options_.executor.rank_devices));
+  *kind = FaultKind::kRegion;
+  if (const ClientState* holder = clients_.CudaHandleHolder(cuda.ipc_handle(), client->identity)) {
+    return PermissionDenied("register_region.cuda.ipc_handle is registered by another process "
+                            "(client " +
+                            std::to_string(holder->id) +
+                            "); one allocation is never lent to vaed by two processes")
+        .WithField("register_region.cuda.ipc_handle");
+  }
+  VAED_RETURN_IF_ERROR(
+      CheckRegionLimits(*client, cuda.size_bytes(), "register_region.cuda.size_bytes", kind));
+  *kind = FaultKind::kRegion;
+  VAED_ASSIGN_OR_RETURN(std::shared_ptr<CudaRegion> region, open_cuda_region_(cuda, device));
+  const uint64_t mapped = region->size();
+  const uint64_t id = clients_.AddRegion(client, std::move(region));
+  spdlog::debug("client {} registered CUDA region {} on {} ({} bytes, cuda:{})", client->id, id,
+                cuda.device_uuid(), mapped, device.ordinal);
+  reply->mutable_register_region()->set_region_id(id);
+  reply->mutable_register_region()->set_mapped_bytes(mapped);
+  *kind = std::nullopt;
+  return Status::Ok();
 }
 
 Status RequestHandler::HandleRegister(ClientState* client, const v1::RegisterRegion& req,
                                       v1::Reply* reply, std::optional<FaultKind>* kind) {
   switch (req.kind_case()) {
-    case v1::RegisterRegion::kHost: {
-      *kind = FaultKind::kRegion;
-      const std::string& name = req.host().name();
-      VAED_RETURN_IF_ERROR(ValidateRegionName(name).WithContext("register_region.host.name"));
-      const std::string& prefix = options_.server.region_prefix;
-      if (!prefix.empty() && name.compare(0, prefix.size(), prefix) != 0) {
-        return InvalidArgument("register_region.host.name '" + name +
-                               "' does not start with the required prefix '" + prefix +
-                               "' (server.region_prefix)");
-      }
-      if (const ClientState* holder = clients_.RegionNameHolder(name, client->identity)) {
-        return PermissionDenied(
-            "register_region.host.name '" + name + "' is registered by another process (client " +
-            std::to_string(holder->id) + "); a segment is never shared between client processes");
-      }
-      if (clients_.region_count() >= options_.server.max_regions) {
-        // Every region holds a file descriptor: a cap for the whole daemon
-        // (not this client's fault alone, so not counted against it).
-        return ResourceExhausted("vaed holds " + std::to_string(clients_.region_count()) +
-                                 " regions (server.max_regions = " +
-                                 std::to_string(options_.server.max_regions) +
-                                 "); retry when clients release some");
-      }
-      if (client->regions.size() >= options_.server.max_regions_per_client) {
-        *kind = FaultKind::kQuota;
-        return ResourceExhausted("client " + std::to_string(client->id) + " already has " +
-                                 std::to_string(client->regions.size()) +
-                                 " regions registered (server.max_regions_per_client = " +
-                                 std::to_string(options_.server.max_regions_per_client) +
-                                 "); unregister one first");
-      }
-      const uint64_t limit = options_.server.max_region_bytes_per_client;
-      if (req.host().size_bytes() > limit - std::min(limit, client->region_bytes)) {
-        *kind = FaultKind::kQuota;
-        return ResourceExhausted("register_region.host.size_bytes " +
-                                 std::to_string(req.host().size_bytes()) + " would take client " +
-                                 std::to_string(client->id) + " past " + std::to_string(limit) +
-                                 " mapped bytes (server.max_region_bytes_per_client; " +
-                                 std::to_string(client->region_bytes) + " registered)");
-      }
-      VAED_ASSIGN_OR_RETURN(std::unique_ptr<HostRegion> region,
-                            HostRegion::Open(name, req.host().size_bytes()));
-      // Only segments the client's own uid owns: a client cannot make the
-      // daemon read or write another user's memory.
-      if (client->identity.uid != std::numeric_limits<uint32_t>::max() &&
-          region->owner_uid() != client->identity.uid) {
-        return PermissionDenied(
-            "region '" + name + "' is owned by uid " + std::to_string(region->owner_uid()) +
-            " but client " + std::to_string(client->id) + " runs as uid " +
-            std::to_string(client->identity.uid) + "; a client may register only segments it owns");
-      }
-      const uint64_t mapped = region->size();
-      const uint64_t id = clients_.AddRegion(client, std::move(region));
-      spdlog::debug("client {} registered region {} '{}' ({} bytes)", client->id, id, name, mapped);
-      reply->mutable_register_region()->set_region_id(id);
-      reply->mutable_register_region()->set_mapped_bytes(mapped);
-      *kind = std::nullopt;
-      return Status::Ok();
-    }
+    case v1::RegisterRegion::kHost:
+      return RegisterHostRegion(client, req.host(), reply, kind);
     case v1::RegisterRegion::kCuda:
-      return RegisterCudaRegion(req.cuda());
+      return RegisterCudaRegion(client, req.cuda(), reply, kind);
     default:
       return InvalidArgument("register_region needs either host or cuda");
   }

@@ -62,6 +62,7 @@
 #include "daemon/models/model_registry.h"
 #include "daemon/server/access_control.h"
 #include "daemon/server/client_registry.h"
+#include "daemon/server/cuda_region.h"
 #include "daemon/server/config.h"
 #include "daemon/server/decode_admission.h"
 #include "daemon/server/fault_accounting.h"
@@ -155,6 +156,9 @@ class RequestHandler {
   const std::string& health() const { return health_; }
 
   const ClientRegistry& clients() const { return clients_; }
+  // Replaces how CUDA IPC regions are opened (default
+  // IpcCudaRegionOpener(); tests register fake allocations).
+  void set_cuda_region_opener(CudaRegionOpener open) { open_cuda_region_ = std::move(open); }
   const QuarantineBook& quarantine() const { return faults_.book(); }
   uint64_t requests_served() const { return counters_.requests_served; }
   uint64_t requests_failed() const { return counters_.requests_failed; }
@@ -187,10 +191,20 @@ class RequestHandler {
                    v1::Reply* reply);
   Status HandleRegister(ClientState* client, const v1::RegisterRegion& req, v1::Reply* reply,
                         std::optional<FaultKind>* kind);
-  // RegisterRegion{cuda}: arguments checked (naming the field), then
-  // refused while CUDA regions are not served: kFailedPrecondition saying
-  // whether the daemon has CUDA ranks at all.
-  Status RegisterCudaRegion(const v1::CudaIpcRegion& cuda) const;
+  // RegisterRegion{host}: a POSIX shm segment the client's uid owns.
+  Status RegisterHostRegion(ClientState* client, const v1::HostShmRegion& host,
+                            v1::Reply* reply, std::optional<FaultKind>* kind);
+  // RegisterRegion{cuda}: checked and opened by OpenCudaRegion()
+  // (cuda_region.h) on the rank device it names, refused when another
+  // process has the same handle registered.
+  Status RegisterCudaRegion(ClientState* client, const v1::CudaIpcRegion& cuda,
+                            v1::Reply* reply, std::optional<FaultKind>* kind);
+  // The daemon-wide and per-client region limits for one more region of
+  // `bytes` named by `field` (server.max_regions, max_regions_per_client,
+  // max_region_bytes_per_client): kResourceExhausted, `kind` set to kQuota
+  // for the client's own limits.
+  Status CheckRegionLimits(const ClientState& client, uint64_t bytes, const std::string& field,
+                           std::optional<FaultKind>* kind) const;
   // Returns true when the request became a job (the sink replies).
   Result<bool> HandleDecode(ClientState* client, const std::string& routing_id,
                             const v1::Request& req, Clock::time_point now, v1::Reply* reply,
@@ -204,6 +218,7 @@ class RequestHandler {
   const Clock::time_point started_;
 
   ClientRegistry clients_;
+  CudaRegionOpener open_cuda_region_ = IpcCudaRegionOpener();
   FaultAccounting faults_;
   DecodeAdmission admission_;
   OutcomeRecorder outcomes_;

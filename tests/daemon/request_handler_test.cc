@@ -20,6 +20,7 @@
 #include "daemon/server/peer.h"
 #include "daemon/server/quarantine.h"
 #include "vaed/client.h"
+#include "vaed/device_uuid.h"
 #include "vaed/wire.h"
 
 namespace vaed::server {
@@ -684,6 +685,189 @@ TEST_F(RequestHandlerTest, RegionCountAndByteQuotas) {
   EXPECT_EQ(third.status().code(), StatusCode::kResourceExhausted);
   EXPECT_THAT(third.status().message(), HasSubstr("server.max_regions_per_client = 2"));
   EXPECT_EQ(StatusNow().client_faults(), 2u);
+}
+
+// CUDA IPC regions (issue 19 §3) through the handler, without a device: the
+// daemon is given two CUDA rank devices and a fake opener that records
+// which device it opened on and counts the regions it closed.
+class CudaRegionTest : public RequestHandlerTest {
+ protected:
+  static constexpr const char* kUuid0 = "GPU-00000000-0000-0000-0000-0000000000a0";
+  static constexpr const char* kUuid1 = "GPU-00000000-0000-0000-0000-0000000000a1";
+
+  // Stands for an opened allocation; counts its close.
+  class FakeRegion final : public CudaRegion {
+   public:
+    FakeRegion(uint64_t size, int device, std::string handle, int* closes)
+        : size_(size), device_(device), handle_(std::move(handle)), closes_(closes) {}
+    ~FakeRegion() override { ++*closes_; }
+    void* data() const override { return nullptr; }
+    uint64_t size() const override { return size_; }
+    int device() const override { return device_; }
+    const std::string& handle() const override { return handle_; }
+
+   private:
+    uint64_t size_;
+    int device_;
+    std::string handle_;
+    int* closes_;
+  };
+
+  void SetUp() override {
+    RequestHandlerTest::SetUp();
+    for (int i = 0; i < 2; ++i) {
+      engine::RankDevice d;
+      d.is_cuda = true;
+      d.cuda.ordinal = i;
+      d.cuda.uuid = *ParseDeviceUuid(i == 0 ? kUuid0 : kUuid1, "test");
+      d.cuda.name = "fake";
+      options_.executor.rank_devices.push_back(d);
+    }
+    Rebuild();
+  }
+  void Rebuild() {
+    RequestHandlerTest::Rebuild();
+    handler_->set_cuda_region_opener(
+        [this](const v1::CudaIpcRegion& r,
+               const engine::CudaDevice& device) -> Result<std::shared_ptr<CudaRegion>> {
+          ++opens_;
+          opened_on_.push_back(device.ordinal);
+          if (r.size_bytes() > kAllocationBytes) {
+            return OutOfRange("client claims " + std::to_string(r.size_bytes()) +
+                              " bytes but the allocation holds " +
+                              std::to_string(kAllocationBytes));
+          }
+          return std::shared_ptr<CudaRegion>(std::make_shared<FakeRegion>(
+              r.size_bytes(), device.ordinal, r.ipc_handle(), &closes_));
+        });
+  }
+
+  Result<uint64_t> RegisterCuda(const std::string& routing, const PeerCredentials& peer,
+                                uint64_t client, char handle_byte, uint64_t bytes,
+                                const std::string& uuid = kUuid1, size_t handle_size = 64) {
+    v1::Request req;
+    req.set_client_id(client);
+    v1::CudaIpcRegion* cuda = req.mutable_register_region()->mutable_cuda();
+    cuda->set_ipc_handle(std::string(handle_size, handle_byte));
+    cuda->set_size_bytes(bytes);
+    cuda->set_device_uuid(uuid);
+    auto reply = Send(routing, peer, req);
+    if (reply->has_error()) return FromProtoError(reply->error());
+    return reply->register_region().region_id();
+  }
+
+  static constexpr uint64_t kAllocationBytes = 1 << 20;
+  int opens_ = 0;
+  int closes_ = 0;
+  std::vector<int> opened_on_;
+};
+
+TEST_F(CudaRegionTest, HelloListsTheRankDevicesInRankOrder) {
+  v1::Request req;
+  req.mutable_hello()->set_protocol_version(kProtocolVersion);
+  auto reply = Send("a", Peer(100), req);
+  ASSERT_TRUE(reply && reply->has_hello());
+  EXPECT_THAT(reply->hello().cuda_devices(), ::testing::ElementsAre(kUuid0, kUuid1));
+}
+
+TEST_F(CudaRegionTest, OpenedOnceOnTheNamedRankDeviceAndClosedOnUnregister) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  auto id = RegisterCuda("a", p, c, 'h', 4096);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ(opens_, 1);
+  EXPECT_THAT(opened_on_, ::testing::ElementsAre(1));  // kUuid1 is rank 1's device
+  EXPECT_EQ(StatusNow().regions(), 1u);
+  EXPECT_EQ(closes_, 0);
+  auto reply = Send("a", p, UnregisterRequest(c, *id));
+  ASSERT_TRUE(reply && reply->has_unregister_region()) << ErrorOf(reply).ToString();
+  EXPECT_EQ(closes_, 1);  // unmapped before the acknowledgement went out
+  EXPECT_EQ(StatusNow().regions(), 0u);
+}
+
+TEST_F(CudaRegionTest, ClosedWhenTheClientGoes) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  ASSERT_TRUE(RegisterCuda("a", p, c, 'h', 4096).ok());
+  ASSERT_TRUE(RegisterCuda("a", p, c, 'i', 4096, kUuid0).ok());
+  v1::Request bye;
+  bye.set_client_id(c);
+  bye.mutable_goodbye();
+  auto goodbye = Send("a", p, bye);
+  ASSERT_TRUE(goodbye && goodbye->has_goodbye());
+  EXPECT_EQ(closes_, 2);
+}
+
+TEST_F(CudaRegionTest, OneHandleIsNeverLentByTwoProcessesAndIdsStayPerClient) {
+  const PeerCredentials a = Peer(100), b = Peer(200);
+  const uint64_t ca = Hello("a", a), cb = Hello("b", b);
+  auto ra = RegisterCuda("a", a, ca, 'h', 4096);
+  ASSERT_TRUE(ra.ok());
+  auto rb = RegisterCuda("b", b, cb, 'h', 4096);
+  EXPECT_EQ(rb.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(rb.status().message(), HasSubstr("register_region.cuda.ipc_handle"));
+  EXPECT_THAT(rb.status().message(), HasSubstr("another process"));
+  EXPECT_EQ(opens_, 1);  // refused before opening
+  // B cannot name A's region id either.
+  Regions r = MakeRegions();
+  auto out = Register("b", b, cb, r.out->name(), kOutputBytes);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(ErrorOf(Send("b", b, Decode(cb, *ra, *out))).code(), StatusCode::kNotFound);
+  // The same process may register it again (a reconnect re-registers).
+  const uint64_t ca2 = Hello("a2", a);
+  EXPECT_TRUE(RegisterCuda("a2", a, ca2, 'h', 4096).ok());
+}
+
+TEST_F(CudaRegionTest, ADeviceNoRankDecodesOnIsRefusedListingTheRanksDevices) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  auto r = RegisterCuda("a", p, c, 'h', 4096, "GPU-00000000-0000-0000-0000-0000000000ff");
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_THAT(r.status().message(), HasSubstr("register_region.cuda.device_uuid"));
+  EXPECT_THAT(r.status().message(), HasSubstr(std::string(kUuid0) + ", " + kUuid1));
+  EXPECT_EQ(opens_, 0);
+}
+
+TEST_F(CudaRegionTest, MalformedArgumentsAreNamedBeforeAnythingOpens) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  auto short_handle = RegisterCuda("a", p, c, 'h', 4096, kUuid1, 10);
+  EXPECT_EQ(short_handle.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_handle.status().message(), HasSubstr("register_region.cuda"));
+  auto empty = RegisterCuda("a", p, c, 'h', 0);
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+  auto bad_uuid = RegisterCuda("a", p, c, 'h', 4096, "cuda:0");
+  EXPECT_EQ(bad_uuid.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(opens_, 0);
+}
+
+TEST_F(CudaRegionTest, TheOpenersSizeCheckAndTheQuotasApply) {
+  options_.server.max_region_bytes_per_client = 8192;
+  Rebuild();
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  EXPECT_EQ(RegisterCuda("a", p, c, 'h', kAllocationBytes + 1).status().code(),
+            StatusCode::kResourceExhausted);  // the byte quota first
+  options_.server.max_region_bytes_per_client = uint64_t{1} << 40;
+  Rebuild();
+  const uint64_t c2 = Hello("b", p);
+  auto over = RegisterCuda("b", p, c2, 'h', kAllocationBytes + 1);
+  EXPECT_EQ(over.status().code(), StatusCode::kOutOfRange);
+  EXPECT_THAT(over.status().message(), HasSubstr("client claims"));
+  EXPECT_EQ(closes_, 0);
+}
+
+TEST_F(CudaRegionTest, ADecodeNamingACudaRegionIsRefusedClearly) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  auto in = RegisterCuda("a", p, c, 'h', kLatentBytes);
+  Regions r = MakeRegions();
+  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
+  ASSERT_TRUE(in.ok() && out.ok());
+  const Status s = ErrorOf(Send("a", p, Decode(c, *in, *out)));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("latent.region_id " + std::to_string(*in)));
+  EXPECT_THAT(s.message(), HasSubstr("is a CUDA region"));
 }
 
 TEST_F(RequestHandlerTest, OversizedAndBodylessMessagesAreProtocolFaults) {
