@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/engine/cuda_events.h"
 #include "daemon/models/av_sync.h"
 #include "daemon/models/byte_units.h"
 #include "daemon/server/decode_options.h"
@@ -89,6 +90,19 @@ size_t ModelIndex(const models::ModelRegistry& registry, const models::VaeModel*
 }
 
 // The video part's plan and expected output (not yet placed in regions).
+// Decode.inputs_ready_event orders a worker's device writes before the
+// rank's reads; every latent admitted so far is in a host region (the
+// engine's device I/O is not built yet), where it would order nothing, so a
+// set event is refused rather than ignored.
+Status CheckInputsReadyEvent(const v1::Decode& d) {
+  if (d.inputs_ready_event().empty()) return Status::Ok();
+  VAED_RETURN_IF_ERROR(engine::CheckIpcEventHandle(d.inputs_ready_event(), "inputs_ready_event"));
+  return InvalidArgument("inputs_ready_event is set but the latents are in host regions: an "
+                         "event orders device writes only; finish writing host memory before "
+                         "sending the request and leave the event empty")
+      .WithField("inputs_ready_event");
+}
+
 // The plan's estimated peak against what one request may use
 // (engine/request_memory.h): kResourceExhausted naming both when it does not
 // fit (not a client fault: the same request fits a larger daemon).
@@ -347,6 +361,7 @@ Status DecodeAdmission::Place(const ClientState& client, const v1::Decode& d, Pl
     placed.push_back({"audio_latent", &audio->latent, audio->latent_region.get(), false});
     placed.push_back({"audio_output", &audio->output, audio->output_region.get(), true});
   }
+  VAED_RETURN_IF_ERROR(CheckInputsReadyEvent(d));
   return CheckNoOverlap(placed);
 }
 

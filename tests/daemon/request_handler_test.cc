@@ -870,6 +870,29 @@ TEST_F(CudaRegionTest, ADecodeNamingACudaRegionIsRefusedClearly) {
   EXPECT_THAT(s.message(), HasSubstr("is a CUDA region"));
 }
 
+// Decode.inputs_ready_event is never ignored: malformed, it is named with
+// its size rule; well formed, it is refused for host latents (it would
+// order nothing there).
+TEST_F(RequestHandlerTest, AnInputsReadyEventIsCheckedAndRefusedForHostLatents) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  Regions r = MakeRegions();
+  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
+  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
+  ASSERT_TRUE(in.ok() && out.ok());
+  v1::Request req = Decode(c, *in, *out);
+  req.mutable_decode()->set_inputs_ready_event(std::string(10, 'e'));
+  const Status short_event = ErrorOf(Send("a", p, req));
+  EXPECT_EQ(short_event.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_event.message(), HasSubstr("inputs_ready_event has 10 bytes"));
+  req = Decode(c, *in, *out);
+  req.mutable_decode()->set_inputs_ready_event(std::string(64, 'e'));
+  const Status host = ErrorOf(Send("a", p, req));
+  EXPECT_EQ(host.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(host.message(), HasSubstr("host regions"));
+  EXPECT_TRUE(sink_.jobs.empty());
+}
+
 TEST_F(RequestHandlerTest, OversizedAndBodylessMessagesAreProtocolFaults) {
   const PeerCredentials p = Peer(100);
   const Status big = ErrorOf(Send("a", p, std::string(options_.server.max_message_bytes + 1, 'x')));

@@ -1,0 +1,105 @@
+// Stream-ordered synchronisation between a DiT worker and a GPU rank
+// (issue 19 §4), with CUDA interprocess events: no host synchronisation on
+// the hot path.
+//
+//   inputs:  a Decode may carry Decode.inputs_ready_event, the 64-byte
+//            cudaIpcEventHandle_t of an event the worker recorded on its
+//            stream after writing the latents. ClientEventCache opens each
+//            handle once (cudaIpcOpenEventHandle) and the rank's stream
+//            waits on it (cudaStreamWaitEvent) before its first read.
+//   outputs: after its last write to the outputs the rank records one of
+//            its own interprocess events (OutputEventRing) on its stream
+//            and the reply carries the handle (DecodeReply.
+//            outputs_ready_event); the client library makes the worker's
+//            stream wait on it. The reply may then go out before the
+//            device work has finished, because the event orders it: a
+//            wait enqueued on the worker's stream does not start later
+//            work there until the rank's stream has reached the record.
+//
+// Event reuse: a rank records its events round robin from a ring of
+// kOutputEvents. Re-recording an event only makes a wait enqueued later
+// wait for the newer record (a superset of the work), never for less, so
+// reuse cannot break ordering; the ring keeps that extra waiting rare.
+//
+// Lifetimes: opened client events are closed (cudaEventDestroy) when the
+// cache is cleared for a client that goes or is destroyed; the ring's
+// events live as long as the rank.
+//
+// Built from cuda_events.cc in GPU builds and cuda_events_unavailable.cc
+// in CPU builds (every call answers kFailedPrecondition there). Unrun: no
+// device has executed this code yet.
+//
+// Thread-safety: one instance per rank, used by that rank's thread only.
+// Streams travel as `void*` (a cudaStream_t), so this header has no CUDA
+// types and compiles the same way in both builds.
+#ifndef VAED_DAEMON_ENGINE_CUDA_EVENTS_H_
+#define VAED_DAEMON_ENGINE_CUDA_EVENTS_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vaed/status.h"
+
+namespace vaed::engine {
+
+// Bytes of a cudaIpcEventHandle_t on the wire (CUDA_IPC_HANDLE_SIZE).
+inline constexpr size_t kCudaIpcEventHandleBytes = 64;
+
+// The check every build makes before touching CUDA: `handle` has
+// kCudaIpcEventHandleBytes bytes. kInvalidArgument naming `field`
+// ("inputs_ready_event") otherwise.
+Status CheckIpcEventHandle(const std::string& handle, const std::string& field);
+
+// Events clients recorded, opened once per (client, handle).
+class ClientEventCache {
+ public:
+  ClientEventCache();
+  ~ClientEventCache();  // destroys every opened event
+  ClientEventCache(const ClientEventCache&) = delete;
+  ClientEventCache& operator=(const ClientEventCache&) = delete;
+
+  // Makes `stream` wait for the event `handle` of client `client_id`,
+  // opening it on first use. Errors: CheckIpcEventHandle's; the CUDA
+  // runtime's (cuda_status.h), kInvalidArgument when the handle is not an
+  // interprocess event.
+  Status StreamWait(uint64_t client_id, const std::string& handle, void* stream);
+  // Destroys the events opened for `client_id` (the client is gone).
+  void ForgetClient(uint64_t client_id);
+  size_t size() const;
+
+ private:
+  struct Opened;  // the CUDA event, in the .cc
+  std::map<std::pair<uint64_t, std::string>, std::unique_ptr<Opened>> events_;
+};
+
+// A rank's own interprocess events for DecodeReply.outputs_ready_event.
+class OutputEventRing {
+ public:
+  static constexpr int kOutputEvents = 8;
+
+  // Creates kOutputEvents events (cudaEventInterprocess |
+  // cudaEventDisableTiming) on `device` (CUDA ordinal) and exports their
+  // handles. Errors: the CUDA runtime's; kFailedPrecondition in CPU builds.
+  static Result<std::unique_ptr<OutputEventRing>> Create(int device);
+  ~OutputEventRing();
+  OutputEventRing(const OutputEventRing&) = delete;
+  OutputEventRing& operator=(const OutputEventRing&) = delete;
+
+  // Records the next event of the ring on `stream` and returns its handle
+  // (kCudaIpcEventHandleBytes bytes) for the reply.
+  Result<std::string> Record(void* stream);
+
+ private:
+  struct Event;  // the CUDA event and its handle, in the .cc
+  explicit OutputEventRing(std::vector<std::unique_ptr<Event>> events);
+  std::vector<std::unique_ptr<Event>> events_;
+  size_t next_ = 0;
+};
+
+}  // namespace vaed::engine
+
+#endif  // VAED_DAEMON_ENGINE_CUDA_EVENTS_H_
