@@ -22,5 +22,10 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
 fi
 cmake --preset cuda >/dev/null
 targets=(vaed shm_cuda_ipc_device_test nccl_communicator_test "$@")
+# LibTorch's CUDA side is linked only against a CUDA LibTorch; with
+# Debian's CPU LibTorch it is compiled as a check (daemon/CMakeLists.txt).
+if grep -q 'vaed_torch_cuda_check' build-cuda/build.ninja; then
+  targets+=(vaed_torch_cuda_check)
+fi
 cmake --build --preset cuda -j "$(nproc)" --target "${targets[@]}"
 echo "cuda-build.sh: GPU build compiled and linked: ${targets[*]} (build-cuda/; not run here)"

@@ -1,0 +1,56 @@
+// LibTorch's CUDA side for GPU ranks (issue 19 §2, §8): the rank's own
+// stream, the caching allocator's per-device memory figures, and the exact
+// float32 setting. CUDA-free header (streams travel as void*, a
+// cudaStream_t).
+//
+// Built from torch_cuda.cc when LibTorch itself has CUDA (the PyTorch
+// wheel's LibTorch on a GPU machine; cmake/torch_cuda.cmake), from
+// torch_cuda_unavailable.cc otherwise: Debian's CPU LibTorch, here and in
+// CI, where torch_cuda.cc is compiled (against the c10/cuda headers) but
+// not linked. Unrun: no device has executed it yet.
+//
+// Thread-safety: UseRankStream() acts on the calling thread (LibTorch's
+// current stream is per thread and device); the others are process-wide
+// and safe from any thread.
+#ifndef VAED_DAEMON_ENGINE_TORCH_CUDA_H_
+#define VAED_DAEMON_ENGINE_TORCH_CUDA_H_
+
+#include <cstdint>
+
+#include "vaed/status.h"
+
+namespace vaed::engine {
+
+// True when LibTorch was built with CUDA (and this file's real half is
+// linked).
+bool TorchCudaAvailable();
+
+// Takes a stream from LibTorch's pool on device `ordinal` and makes it the
+// calling thread's current stream there, so every LibTorch op the rank
+// thread runs on its device goes to it (never the legacy default stream,
+// which synchronises with every other stream of the process). Returns the
+// cudaStream_t. Call once per rank thread, before the warm-up. Errors:
+// kFailedPrecondition without CUDA LibTorch; LibTorch's CUDA errors
+// (torch_status.h conventions).
+Result<void*> UseRankStream(int ordinal);
+
+// The caching allocator's figures for device `ordinal`, bytes: in use by
+// tensors now, the peak since ResetPeakDeviceBytes(), and reserved from
+// the driver (what nvidia-smi counts for the process).
+struct DeviceMemoryFigures {
+  uint64_t allocated_bytes = 0;
+  uint64_t peak_allocated_bytes = 0;
+  uint64_t reserved_bytes = 0;
+};
+Result<DeviceMemoryFigures> DeviceMemory(int ordinal);
+// Starts a new peak (per request: DecodeReply peak_device_bytes).
+Status ResetPeakDeviceBytes(int ordinal);
+
+// float32 math is exact float32 on the device: TF32 off for cuBLAS and
+// cuDNN (spec: the fp32 path is the reference; TF32 rounds inputs to 10
+// mantissa bits). Process-wide; call once at start-up for CUDA ranks.
+Status UseExactFloat32();
+
+}  // namespace vaed::engine
+
+#endif  // VAED_DAEMON_ENGINE_TORCH_CUDA_H_
