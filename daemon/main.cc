@@ -13,6 +13,8 @@
 
 #include "daemon/engine/memory_policy.h"
 #include "daemon/engine/rank_devices.h"
+#include "daemon/engine/request_memory.h"
+#include "daemon/engine/torch_cuda.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/models/tensor_memory.h"
 #include "daemon/server/command_line.h"
@@ -63,6 +65,13 @@ vaed::Result<RankModels> LoadRanks(vaed::server::DaemonOptions* options) {
                         vaed::engine::ResolveRankDevices(options->executor.device,
                                                          options->executor.devices,
                                                          options->group.ranks));
+  const bool cuda = std::any_of(options->executor.rank_devices.begin(),
+                               options->executor.rank_devices.end(),
+                               [](const vaed::engine::RankDevice& d) { return d.is_cuda; });
+  if (cuda) {
+    // float32 stays exact float32 on the devices (before any model math).
+    VAED_RETURN_IF_ERROR(vaed::engine::UseExactFloat32().WithContext("CUDA ranks"));
+  }
   RankModels ranks;
   for (size_t r = 0; r < options->executor.rank_devices.size(); ++r) {
     spdlog::info("rank {}: {}", r, options->executor.rank_devices[r].Describe());

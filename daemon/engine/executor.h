@@ -154,6 +154,9 @@ class Executor {
     std::vector<models::VaeModel*> models;  // by model index (config order)
     std::unique_ptr<RankCommunicators> comms;
     std::thread thread;
+    // CUDA ranks: the rank's own stream (torch_cuda.h UseRankStream), a
+    // cudaStream_t, current on the rank's thread from before its warm-up.
+    void* cuda_stream = nullptr;
   };
 
   Executor(const ExecutorOptions& options, const GroupOptions& group,
@@ -164,6 +167,10 @@ class Executor {
   // The rank thread's body; never throws.
   void RankLoop(int local_rank);
   void BuildLocalCommunicators(int local_rank);
+  // CUDA ranks: the rank thread's device and stream (torch_cuda.h), before
+  // anything runs on it; a failure goes to warm_up_failures_ (start-up
+  // stops, naming the rank and its device).
+  void SetUpRankDevice(int local_rank);
   // The rank's warm-up (warm_up.h); a failure goes to warm_up_failures_.
   void RunWarmUp(int local_rank);
   // Waits for this rank's next task; null when stopping (after answering

@@ -9,6 +9,7 @@
 #include "daemon/engine/executor.h"
 #include "daemon/engine/group_job.h"
 #include "daemon/engine/memory_policy.h"
+#include "daemon/engine/torch_cuda.h"
 #include "daemon/parallel/communicator.h"
 
 namespace vaed::engine {
@@ -28,6 +29,7 @@ void Executor::RankLoop(int local_rank) {
     // OpenMP thread counts are per calling thread: set them here, on the
     // thread that runs this rank's models.
     at::set_num_threads(options_.intra_op_threads);
+    SetUpRankDevice(local_rank);
     BuildLocalCommunicators(local_rank);
   } catch (...) {
     spdlog::error("executor: rank {}: setting up: {}", GlobalRank(local_rank),
@@ -78,6 +80,22 @@ void Executor::BuildLocalCommunicators(int local_rank) {
     MutexLock lock(&mu_);
     scheduler_.RecordBuildFailure(*g, built.status().message(), comms.last_failure_was_build());
   }
+}
+
+void Executor::SetUpRankDevice(int local_rank) {
+  const auto i = static_cast<size_t>(local_rank);
+  if (i >= options_.rank_devices.size() || !options_.rank_devices[i].is_cuda) return;
+  const RankDevice& device = options_.rank_devices[i];
+  Result<void*> stream = UseRankStream(device.cuda.ordinal);
+  if (stream.ok()) {
+    ranks_[i].cuda_stream = *stream;
+    return;
+  }
+  MutexLock lock(&mu_);
+  warm_up_failures_.emplace(local_rank,
+                            stream.status().WithContext("rank " + std::to_string(GlobalRank(
+                                                                      local_rank)) +
+                                                        " on " + device.Describe()));
 }
 
 void Executor::RunWarmUp(int local_rank) {

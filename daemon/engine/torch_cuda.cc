@@ -30,6 +30,7 @@ Result<void*> UseRankStream(int ordinal) {
   void* stream = nullptr;
   VAED_RETURN_IF_ERROR(Guarded("making the rank's CUDA stream current", [&] {
     const auto device = static_cast<c10::DeviceIndex>(ordinal);
+    c10::cuda::set_device(device);
     c10::cuda::CUDAStream s = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
     c10::cuda::setCurrentCUDAStream(s);
     stream = s.stream();
@@ -37,7 +38,7 @@ Result<void*> UseRankStream(int ordinal) {
   return stream;
 }
 
-Result<DeviceMemoryFigures> DeviceMemory(int ordinal) {
+Result<DeviceMemoryFigures> TorchDeviceMemory(int ordinal) {
   DeviceMemoryFigures f;
   VAED_RETURN_IF_ERROR(Guarded("reading the caching allocator's figures", [&] {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(ordinal);

@@ -25,8 +25,9 @@ namespace vaed::engine {
 // linked).
 bool TorchCudaAvailable();
 
-// Takes a stream from LibTorch's pool on device `ordinal` and makes it the
-// calling thread's current stream there, so every LibTorch op the rank
+// Makes device `ordinal` the calling thread's current device, takes a
+// stream from LibTorch's pool there and makes it the thread's current
+// stream, so every LibTorch op the rank
 // thread runs on its device goes to it (never the legacy default stream,
 // which synchronises with every other stream of the process). Returns the
 // cudaStream_t. Call once per rank thread, before the warm-up. Errors:
@@ -42,7 +43,7 @@ struct DeviceMemoryFigures {
   uint64_t peak_allocated_bytes = 0;
   uint64_t reserved_bytes = 0;
 };
-Result<DeviceMemoryFigures> DeviceMemory(int ordinal);
+Result<DeviceMemoryFigures> TorchDeviceMemory(int ordinal);
 // Starts a new peak (per request: DecodeReply peak_device_bytes).
 Status ResetPeakDeviceBytes(int ordinal);
 

@@ -15,7 +15,7 @@ Status NoTorchCuda() {
 
 bool TorchCudaAvailable() { return false; }
 Result<void*> UseRankStream(int) { return NoTorchCuda(); }
-Result<DeviceMemoryFigures> DeviceMemory(int) { return NoTorchCuda(); }
+Result<DeviceMemoryFigures> TorchDeviceMemory(int) { return NoTorchCuda(); }
 Status ResetPeakDeviceBytes(int) { return NoTorchCuda(); }
 Status UseExactFloat32() { return NoTorchCuda(); }
 
