@@ -78,6 +78,25 @@ void FillResult(const vaed::v1::DecodeReply& r, vaed_decode_result* out) {
   }
 }
 
+// The body of vaed_decode and vaed_decode_on_stream.
+vaed_status Decode(vaed_client* client, const char* model, const vaed_tensor* latent,
+                   const vaed_tensor* output, int32_t output_format, void* cuda_stream,
+                   vaed_decode_result* result, char* err, size_t err_len) {
+  if (!client) return Fail(vaed::InvalidArgument("client is NULL"), err, err_len);
+  if (auto s = CheckTensor(latent, "latent"); !s.ok()) return Fail(s, err, err_len);
+  if (auto s = CheckTensor(output, "output"); !s.ok()) return Fail(s, err, err_len);
+  vaed::client::DecodeRequest req;
+  req.model = model ? model : "";
+  req.latent = ToView(*latent);
+  req.output = ToView(*output);
+  req.format = static_cast<vaed::client::OutputFormat>(output_format);
+  req.cuda_stream = cuda_stream;
+  auto r = client->impl->Decode(req);
+  if (!r.ok()) return Fail(r.status(), err, err_len);
+  FillResult(*r, result);
+  return 0;
+}
+
 }  // namespace
 
 extern "C" {
@@ -150,17 +169,42 @@ vaed_status vaed_decode(vaed_client* client, const char* model, const vaed_tenso
                         const vaed_tensor* output, int32_t output_format,
                         vaed_decode_result* result, char* err, size_t err_len) VAED_C_NOEXCEPT {
   return CApiCall("vaed_decode", err, err_len, [&]() -> vaed_status {
+    return Decode(client, model, latent, output, output_format, nullptr, result, err, err_len);
+  });
+}
+
+vaed_status vaed_decode_on_stream(vaed_client* client, const char* model, const vaed_tensor* latent,
+                                  const vaed_tensor* output, int32_t output_format,
+                                  void* cuda_stream, vaed_decode_result* result, char* err,
+                                  size_t err_len) VAED_C_NOEXCEPT {
+  return CApiCall("vaed_decode_on_stream", err, err_len, [&]() -> vaed_status {
+    return Decode(client, model, latent, output, output_format, cuda_stream, result, err, err_len);
+  });
+}
+
+vaed_status vaed_unregister_region(vaed_client* client, uint64_t region_id, char* err,
+                                   size_t err_len) VAED_C_NOEXCEPT {
+  return CApiCall("vaed_unregister_region", err, err_len, [&]() -> vaed_status {
     if (!client) return Fail(vaed::InvalidArgument("client is NULL"), err, err_len);
-    if (auto s = CheckTensor(latent, "latent"); !s.ok()) return Fail(s, err, err_len);
-    if (auto s = CheckTensor(output, "output"); !s.ok()) return Fail(s, err, err_len);
-    vaed::client::DecodeRequest req;
-    req.model = model ? model : "";
-    req.latent = ToView(*latent);
-    req.output = ToView(*output);
-    req.format = static_cast<vaed::client::OutputFormat>(output_format);
-    auto r = client->impl->Decode(req);
+    if (auto s = client->impl->UnregisterRegion(region_id); !s.ok()) return Fail(s, err, err_len);
+    return 0;
+  });
+}
+
+vaed_status vaed_register_cuda_region(vaed_client* client, const void* device_ptr, uint64_t bytes,
+                                      vaed_cuda_region* out, char* err,
+                                      size_t err_len) VAED_C_NOEXCEPT {
+  return CApiCall("vaed_register_cuda_region", err, err_len, [&]() -> vaed_status {
+    if (!client || !out) {
+      return Fail(vaed::InvalidArgument("client and out must not be NULL"), err, err_len);
+    }
+    auto r = client->impl->RegisterCudaRegion(device_ptr, bytes);
     if (!r.ok()) return Fail(r.status(), err, err_len);
-    FillResult(*r, result);
+    std::memset(out, 0, sizeof(*out));
+    out->region_id = r->region_id;
+    out->offset_bytes = r->offset_bytes;
+    out->size_bytes = r->size_bytes;
+    std::strncpy(out->device_uuid, r->device_uuid.c_str(), sizeof(out->device_uuid) - 1);
     return 0;
   });
 }

@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "client_impl.h"
+#include "cuda_driver.h"
+#include "cuda_export.h"
 #include "daemon_access.h"
 #include "decode_request.h"
 #include "exception_status.h"
@@ -91,32 +93,71 @@ uint64_t Client::client_id() const { return impl_->client_id.load(); }
 const v1::HelloReply& Client::hello() const { return *impl_->hello.load(); }
 uint64_t Client::reconnects() const { return impl_->reconnects.load(); }
 
+std::string Client::Impl::Region::Describe() const {
+  if (registration.has_cuda()) {
+    return "CUDA allocation of " + std::to_string(registration.cuda().size_bytes()) + " bytes on " +
+           registration.cuda().device_uuid();
+  }
+  return "'" + registration.host().name() + "'";
+}
+
+Result<uint64_t> Client::Impl::RegisterLocked(const v1::RegisterRegion& registration) {
+  auto build = [&](v1::Request* req) {
+    if (registration.has_host()) GrantDaemonAccess(registration.host().name(), options.socket);
+    *req->mutable_register_region() = registration;
+    return Status::Ok();
+  };
+  VAED_ASSIGN_OR_RETURN(v1::Reply reply, CallLocked(build, options.request_timeout_ms));
+  VAED_RETURN_IF_ERROR(CheckReply(reply, v1::Reply::kRegisterRegion, "register_region"));
+  const uint64_t daemon_id = reply.register_region().region_id();
+  // The daemon's id is the user's, unless a region registered before a
+  // daemon restart already holds that value.
+  uint64_t user_id = daemon_id;
+  if (regions.count(user_id) != 0) user_id = next_synthetic_region_id++;
+  regions[user_id] = Region{registration, daemon_id, Status::Ok()};
+  return user_id;
+}
+
 Result<uint64_t> Client::RegisterRegion(const SharedRegion& region) {
   return Guarded("vaed Client::RegisterRegion", [&]() -> Result<uint64_t> {
     VAED_RETURN_IF_ERROR(impl_->CheckProcess());
     if (region.data() == nullptr) {
       return FailedPrecondition("register_region: the SharedRegion is empty (moved from)");
     }
+    v1::RegisterRegion registration;
+    registration.mutable_host()->set_name(region.name());
+    registration.mutable_host()->set_size_bytes(region.size());
     // Under one lock with the call, so a reconnect by another thread cannot
     // slip between the registration and its bookkeeping.
     MutexLock lock(&impl_->mu);
-    auto build = [&](v1::Request* req) {
-      GrantDaemonAccess(region.name(), impl_->options.socket);
-      v1::HostShmRegion* host = req->mutable_register_region()->mutable_host();
-      host->set_name(region.name());
-      host->set_size_bytes(region.size());
-      return Status::Ok();
-    };
-    VAED_ASSIGN_OR_RETURN(v1::Reply reply,
-                          impl_->CallLocked(build, impl_->options.request_timeout_ms));
-    VAED_RETURN_IF_ERROR(CheckReply(reply, v1::Reply::kRegisterRegion, "register_region"));
-    const uint64_t daemon_id = reply.register_region().region_id();
-    // The daemon's id is the user's, unless a region registered before a
-    // daemon restart already holds that value.
-    uint64_t user_id = daemon_id;
-    if (impl_->regions.count(user_id) != 0) user_id = impl_->next_synthetic_region_id++;
-    impl_->regions[user_id] = Impl::Region{region.name(), region.size(), daemon_id, Status::Ok()};
-    return user_id;
+    return impl_->RegisterLocked(registration);
+  });
+}
+
+Result<CudaRegion> Client::RegisterCudaRegion(const void* device_ptr, uint64_t bytes) {
+  return Guarded("vaed Client::RegisterCudaRegion", [&]() -> Result<CudaRegion> {
+    VAED_RETURN_IF_ERROR(impl_->CheckProcess());
+    // Before the driver is loaded: a CPU-only daemon needs nothing of CUDA
+    // from this process, and its users may have no driver at all.
+    if (hello().cuda_devices().empty()) {
+      return FailedPrecondition(
+                 "register_cuda_region: this daemon has no CUDA ranks (its Hello lists no "
+                 "cuda_devices: a CPU build, or executor.device = \"cpu\"); pass host memory "
+                 "(a SharedRegion) instead")
+          .WithField("register_region.cuda");
+    }
+    VAED_ASSIGN_OR_RETURN(const internal::CudaDriver* driver, internal::CudaDriver::Get());
+    VAED_ASSIGN_OR_RETURN(internal::CudaExport exported,
+                          internal::ExportCudaAllocation(*driver, device_ptr, bytes,
+                                                         "register_cuda_region.device_ptr"));
+    v1::RegisterRegion registration;
+    v1::CudaIpcRegion* cuda = registration.mutable_cuda();
+    cuda->set_ipc_handle(exported.ipc_handle);
+    cuda->set_size_bytes(exported.allocation_bytes);
+    cuda->set_device_uuid(exported.device_uuid);
+    MutexLock lock(&impl_->mu);
+    VAED_ASSIGN_OR_RETURN(uint64_t id, impl_->RegisterLocked(registration));
+    return CudaRegion{id, exported.offset_bytes, exported.allocation_bytes, exported.device_uuid};
   });
 }
 
@@ -158,6 +199,24 @@ Status Client::UnregisterRegion(uint64_t region_id) {
   });
 }
 
+Result<internal::CudaStreamSync*> Client::Impl::CudaSync() {
+  if (!cuda_sync) {
+    VAED_ASSIGN_OR_RETURN(const internal::CudaDriver* driver, internal::CudaDriver::Get());
+    cuda_sync = std::make_unique<internal::CudaStreamSync>(*driver);
+  }
+  return cuda_sync.get();
+}
+
+bool Client::Impl::IsCudaRegion(uint64_t user_id) const {
+  auto it = regions.find(user_id);
+  return it != regions.end() && it->second.is_cuda();
+}
+
+bool Client::Impl::NamesCudaLatent(const DecodeRequest& request) const {
+  return (IsSet(request.latent) && IsCudaRegion(request.latent.region_id)) ||
+         (IsSet(request.audio_latent) && IsCudaRegion(request.audio_latent.region_id));
+}
+
 Result<v1::DecodeReply> Client::PlanDecode(const std::string& model, DType latent_dtype,
                                            const std::vector<int64_t>& latent_shape,
                                            OutputFormat format) {
@@ -189,6 +248,13 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
         VAED_RETURN_IF_ERROR(impl_->CheckProcess());
         Impl* impl = impl_.get();
         MutexLock lock(&impl->mu);
+        // A CUDA latent: the daemon's stream waits for the work enqueued on
+        // the caller's stream (recorded once; a retry sends the same event).
+        std::string inputs_ready;
+        if (impl->NamesCudaLatent(request)) {
+          VAED_ASSIGN_OR_RETURN(internal::CudaStreamSync * sync, impl->CudaSync());
+          VAED_ASSIGN_OR_RETURN(inputs_ready, sync->RecordInputsReady(request.cuda_stream));
+        }
         impl->on_progress = request.progress ? &request.progress : nullptr;
         Result<v1::Reply> called = impl->CallLocked(
             [&](v1::Request* req) {
@@ -199,6 +265,8 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
                       VAED_REQUIRES(impl->mu) { return impl->DaemonRegionId(id, field); },
                   req->mutable_decode()));
               if (request.progress) req->mutable_decode()->mutable_options()->set_progress(true);
+              if (!inputs_ready.empty())
+                req->mutable_decode()->set_inputs_ready_event(inputs_ready);
               return Status::Ok();
             },
             impl->options.request_timeout_ms);
@@ -206,6 +274,12 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
         progress_error = std::exchange(impl->progress_error, nullptr);
         VAED_ASSIGN_OR_RETURN(v1::Reply reply, std::move(called));
         VAED_RETURN_IF_ERROR(CheckReply(reply, v1::Reply::kDecode, "decode"));
+        if (!reply.decode().outputs_ready_event().empty()) {
+          // CUDA outputs: ordered on the caller's stream, not on the host.
+          VAED_ASSIGN_OR_RETURN(internal::CudaStreamSync * sync, impl->CudaSync());
+          VAED_RETURN_IF_ERROR(
+              sync->WaitOutputsReady(request.cuda_stream, reply.decode().outputs_ready_event()));
+        }
         return reply.decode();
       });
   if (progress_error) std::rethrow_exception(progress_error);

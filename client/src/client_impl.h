@@ -38,6 +38,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "cuda_stream_sync.h"
 #include "vaed/client.h"
 #include "vaed/framing.h"
 #include "vaed/mutex.h"
@@ -56,13 +57,33 @@ inline constexpr uint64_t kMaxReplyBytes = uint64_t{64} << 20;
 // Hidden: a class nested in an exported class (Client is VAED_CLIENT_API)
 // would otherwise be exported with it.
 struct __attribute__((visibility("hidden"))) Client::Impl {
-  // A region this client registered, as needed to register it again.
+  // A region this client registered, as needed to register it again: the
+  // request itself (host: segment name and size; cuda: IPC handle, size,
+  // device UUID).
   struct Region {
-    std::string name;
-    uint64_t size_bytes = 0;
+    v1::RegisterRegion registration;
     uint64_t daemon_id = 0;  // the id at the current daemon; 0 while `lost`
     Status lost;             // why the latest re-registration failed; OK otherwise
+
+    bool is_cuda() const { return registration.has_cuda(); }
+    // For messages: "'<segment name>'" or "CUDA allocation of N bytes on GPU-...".
+    std::string Describe() const;
   };
+
+  // mu held. Sends `registration` (a RegisterRegion the caller filled) and
+  // records the region under a user-visible id, which it returns (see
+  // Client::RegisterRegion for the ids). Defined in client.cc.
+  Result<uint64_t> RegisterLocked(const v1::RegisterRegion& registration) VAED_REQUIRES(mu);
+
+  // mu held. The CUDA stream synchronisation of this client, created on
+  // first use (loads the driver). Errors: CudaDriver::Get()'s.
+  Result<internal::CudaStreamSync*> CudaSync() VAED_REQUIRES(mu);
+
+  // mu held. Whether user-visible region `user_id` is a CUDA region.
+  bool IsCudaRegion(uint64_t user_id) const VAED_REQUIRES(mu);
+  // mu held. Whether `request` reads a latent from a CUDA region (then
+  // Decode() sends an inputs-ready event).
+  bool NamesCudaLatent(const DecodeRequest& request) const VAED_REQUIRES(mu);
 
   // Fills a request's body (client_id and request_id are set afterwards).
   // Called under `mu` once per attempt, so region ids are translated for
@@ -172,6 +193,10 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // by mu.
   bool broken VAED_GUARDED_BY(mu) = false;
   std::map<uint64_t, Region> regions VAED_GUARDED_BY(mu);  // by user-visible id
+  // Events of stream-ordered CUDA decodes; null until the first one.
+  // Declared after `regions`, so destroyed before them (and before the
+  // socket: nothing it owns is the daemon's).
+  std::unique_ptr<internal::CudaStreamSync> cuda_sync VAED_GUARDED_BY(mu);
   uint64_t next_synthetic_region_id VAED_GUARDED_BY(mu) = kFirstSyntheticRegionId;
   // Every Hello reply, latest last, so hello() references stay valid.
   std::vector<std::unique_ptr<v1::HelloReply>> hellos VAED_GUARDED_BY(mu);

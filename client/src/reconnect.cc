@@ -27,18 +27,21 @@ Status Client::Impl::ReregisterRegions() {
     v1::Request req;
     req.set_request_id(next_request_id++);
     req.set_client_id(client_id.load());
-    GrantDaemonAccess(region.name, options.socket);
-    v1::HostShmRegion* host = req.mutable_register_region()->mutable_host();
-    host->set_name(region.name);
-    host->set_size_bytes(region.size_bytes);
+    // A CUDA region is sent again with its IPC handle: the allocation is
+    // still this process's (the caller keeps it until UnregisterRegion).
+    if (region.registration.has_host()) {
+      GrantDaemonAccess(region.registration.host().name(), options.socket);
+    }
+    *req.mutable_register_region() = region.registration;
     Result<v1::Reply> reply = Exchange(req.SerializeAsString(), req.request_id(),
                                        options.connect_timeout_ms, /*ping=*/true);
     if (!reply.ok()) return reply.status();
     if (IsUnknownClient(reply)) return Unavailable("the daemon forgot this client again");
     if (Status s = CheckReply(*reply, v1::Reply::kRegisterRegion, "register_region"); !s.ok()) {
       region.daemon_id = 0;
-      region.lost = s.WithContext("region_id " + std::to_string(user_id) + " ('" + region.name +
-                                  "') could not be registered again after reconnecting to vaed");
+      region.lost =
+          s.WithContext("region_id " + std::to_string(user_id) + " (" + region.Describe() +
+                        ") could not be registered again after reconnecting to vaed");
       continue;
     }
     region.daemon_id = reply->register_region().region_id();

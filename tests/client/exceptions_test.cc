@@ -207,6 +207,25 @@ TEST_F(ClientExceptionsTest, CApiEntryPointsReportAThrownExceptionAsAStatus) {
          vaed_decode_result r{};
          return s.Decode(&r, e, n);
        }},
+      {"vaed_decode_on_stream",
+       [&](char* e, size_t n) {
+         // Host regions only: the stream is not used (no CUDA is touched).
+         vaed_decode_result r{};
+         return vaed_decode_on_stream(s.client, "demo", &s.latent, &s.output,
+                                      VAED_OUTPUT_UINT8_NHWC, nullptr, &r, e, n);
+       }},
+      {"vaed_unregister_region",
+       [&](char* e, size_t n) {
+         vaed_region* r = nullptr;
+         uint64_t id = 0;
+         vaed_status st = vaed_region_create(64, &r, e, n);
+         if (st == 0) st = vaed_register_region(s.client, r, &id, e, n);
+         // The fault point fires first: a region registered while this
+         // call was armed stays registered until the client goes.
+         if (st == 0) st = vaed_unregister_region(s.client, id, e, n);
+         vaed_region_free(r);
+         return st;
+       }},
   };
   for (const auto& [name, call] : calls) {
     SCOPED_TRACE(name);

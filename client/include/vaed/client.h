@@ -119,6 +119,17 @@ struct TensorView {
   std::vector<int64_t> shape;
 };
 
+// A CUDA allocation registered with the daemon (Client::RegisterCudaRegion).
+// The region is the whole allocation (cudaMalloc / cuMemAlloc block) that
+// holds the registered pointer, since a CUDA IPC handle names an allocation,
+// never a pointer inside it. Units: bytes.
+struct CudaRegion {
+  uint64_t region_id = 0;     // TensorView.region_id of tensors in it
+  uint64_t offset_bytes = 0;  // where the registered pointer lies: its TensorView.offset
+  uint64_t size_bytes = 0;    // the whole allocation
+  std::string device_uuid;    // its device, "GPU-..." (vaed/device_uuid.h)
+};
+
 // Layout of decoded frames in the output region.
 enum class OutputFormat {
   // uint8 [frames, height_px, width_px, 3] RGB (round half to even of
@@ -218,6 +229,22 @@ struct DecodeRequest {
   // the decode succeeded or not. No exception unwinds through the library.
   // The C ABI takes no callback.
   std::function<void(const v1::Progress&)> progress = nullptr;
+  // GPU (requests naming a CUDA region; ignored otherwise): the caller's
+  // stream, a CUstream / cudaStream_t value (nullptr or (void*)1 = the
+  // legacy default stream of the calling thread's current context,
+  // (void*)2 = the per-thread default stream). When a latent lies in a
+  // CUDA region, Decode() records an interprocess event on this stream and
+  // sends it (Decode.inputs_ready_event): the daemon's stream waits on the
+  // device for the work enqueued on this stream so far, so the caller need
+  // not synchronise. When the reply carries an outputs-ready event,
+  // Decode() makes this stream wait on it before returning (without
+  // blocking the host): work enqueued on this stream afterwards sees the
+  // outputs; other streams and the host must wait on this stream first.
+  // The protocol allows inputs_ready_event only with CUDA latents, so with
+  // host latents and a CUDA output nothing orders the daemon's writes after
+  // work already enqueued that still uses the output memory: synchronise
+  // the stream first in that case. Unrun on a GPU.
+  void* cuda_stream = nullptr;
 };
 
 class VAED_CLIENT_API Client {
@@ -285,6 +312,39 @@ class VAED_CLIENT_API Client {
   // waiting); any other refusal of the daemon (the region stays
   // registered).
   Status UnregisterRegion(uint64_t region_id);
+
+  // Registers the CUDA allocation that holds the `bytes` bytes at
+  // `device_ptr` (device memory of this process, e.g. a tensor's data
+  // pointer): the library finds the allocation (cuMemGetAddressRange),
+  // exports its IPC handle and its device's UUID, and sends
+  // RegisterRegion{cuda}. Name tensors in it with the returned region_id
+  // and their byte offset in the allocation (offset_bytes for the tensor
+  // at device_ptr). Like RegisterRegion(), the id survives reconnects (the
+  // handle is sent again to a restarted daemon).
+  //
+  // When the daemon has no CUDA ranks (hello().cuda_devices() empty) this
+  // fails at once with kFailedPrecondition "this daemon has no CUDA ranks",
+  // before the CUDA driver is loaded or anything exported. Otherwise the
+  // driver is loaded at run time (dlopen("libcuda.so.1"), once per
+  // process): the library links nothing of CUDA.
+  //
+  // Lifetime: the memory is the caller's. It must stay allocated (not
+  // freed, and not handed back to a caching allocator that could give it
+  // to another tensor the daemon must not write) until UnregisterRegion()
+  // of this id returned OK, or this Client is destroyed. Register an
+  // allocation once and locate every tensor in it by its offset: a second
+  // registration of the same allocation is a second region, which the
+  // daemon may refuse. The daemon reads and writes only the byte ranges
+  // requests name.
+  //
+  // Errors: kFailedPrecondition (no CUDA ranks; "libcuda.so.1 could not be
+  // loaded (...): this machine has no NVIDIA driver"; a driver too old),
+  // kInvalidArgument (null pointer, bytes == 0, not device memory, a range
+  // past the allocation's end, an allocation legacy CUDA IPC cannot share:
+  // cudaMallocAsync pools, cuMemCreate / PyTorch's expandable segments),
+  // the driver's errors with their CUDA error name and code, the daemon's
+  // refusal of the region, kUnavailable. Thread-safe. Unrun on a GPU.
+  Result<CudaRegion> RegisterCudaRegion(const void* device_ptr, uint64_t bytes);
 
   // Asks the daemon what decoding `latent` would produce (no decode, no
   // memory read). Fills output_shape, output_dtype, output_bytes, frames,

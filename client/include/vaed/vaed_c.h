@@ -127,6 +127,51 @@ VAED_C_API vaed_status vaed_decode(vaed_client* client, const char* model,
                                    int32_t output_format, vaed_decode_result* result, char* err,
                                    size_t err_len) VAED_C_NOEXCEPT;
 
+/* Unregisters a region registered with vaed_register_region or
+ * vaed_register_cuda_region (vaed::client::Client::UnregisterRegion): 0
+ * means the daemon will never read or write the region again (it waits for
+ * decodes still using it), so its memory may be freed or reused. 0 also for
+ * a region the daemon no longer has. */
+VAED_C_API vaed_status vaed_unregister_region(vaed_client* client, uint64_t region_id, char* err,
+                                              size_t err_len) VAED_C_NOEXCEPT;
+
+/* A registered CUDA allocation (vaed::client::CudaRegion). Units: bytes. */
+typedef struct {
+  uint64_t region_id;    /* vaed_tensor.region_id of tensors in the allocation */
+  uint64_t offset_bytes; /* where the registered pointer lies: its vaed_tensor.offset */
+  uint64_t size_bytes;   /* the whole allocation */
+  char device_uuid[48];  /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", NUL-terminated */
+} vaed_cuda_region;
+
+/* Registers the CUDA allocation holding the `bytes` bytes of device memory
+ * at `device_ptr` (vaed::client::Client::RegisterCudaRegion): the library
+ * exports its IPC handle itself, loading the CUDA driver at run time
+ * (dlopen("libcuda.so.1"); nothing of CUDA is linked). Returns 5 (failed
+ * precondition) "register_cuda_region: this daemon has no CUDA ranks ..."
+ * at once, without loading the driver, when the daemon decodes on CPU
+ * only; 5 "libcuda.so.1 could not be loaded (...): this machine has no
+ * NVIDIA driver"; 1 for NULL arguments, 0 bytes, memory that is not
+ * device memory or that legacy CUDA IPC cannot share; the driver's errors
+ * with their CUDA name and code. Lifetime: the memory is the caller's and
+ * must stay allocated until vaed_unregister_region of *out's region_id
+ * returned 0 (or the client was freed). Unrun on a GPU. */
+VAED_C_API vaed_status vaed_register_cuda_region(vaed_client* client, const void* device_ptr,
+                                                 uint64_t bytes, vaed_cuda_region* out, char* err,
+                                                 size_t err_len) VAED_C_NOEXCEPT;
+
+/* vaed_decode with the caller's CUDA stream (a CUstream / cudaStream_t;
+ * NULL = the legacy default stream), for latents and outputs in CUDA
+ * regions: the daemon waits on the device for the work enqueued on
+ * `cuda_stream` before reading CUDA latents, and on return `cuda_stream`
+ * waits (on the device, not the host) for the daemon's writes of CUDA
+ * outputs (vaed::client::DecodeRequest::cuda_stream). Host-only requests
+ * behave as vaed_decode. Unrun on a GPU. */
+VAED_C_API vaed_status vaed_decode_on_stream(vaed_client* client, const char* model,
+                                             const vaed_tensor* latent, const vaed_tensor* output,
+                                             int32_t output_format, void* cuda_stream,
+                                             vaed_decode_result* result, char* err,
+                                             size_t err_len) VAED_C_NOEXCEPT;
+
 #ifdef __cplusplus
 }
 #endif

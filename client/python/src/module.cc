@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -170,6 +171,9 @@ struct DecodeArgs {
   uint32_t group_size = 0;
   std::vector<std::string> inject_faults;
   std::optional<std::pair<uint32_t, uint32_t>> tiling;
+  // GPU: the caller's CUstream value (DecodeRequest::cuda_stream); 0 = the
+  // legacy default stream. Used only for requests naming CUDA regions.
+  uintptr_t cuda_stream = 0;
   // Called with a dict per Progress message (DecodeOptions.progress); None
   // = no progress. Runs on the thread that called decode(), which takes
   // the GIL again for it. A Python exception it raises is reported through
@@ -204,6 +208,7 @@ struct DecodeArgs {
     request.group_size = group_size;
     request.inject_faults = inject_faults;
     if (tiling) request.tiling = client::DecodeRequest::Tiling{tiling->first, tiling->second};
+    request.cuda_stream = reinterpret_cast<void*>(cuda_stream);
     if (!progress.is_none()) {
       // Copied (and later released) with the GIL held: ToRequest() and the
       // request's destruction happen outside the released sections.
@@ -225,14 +230,69 @@ DecodeArgs MakeArgs(std::string model, TensorArg latent, TensorArg output, Tenso
                     TensorArg audio_output, int format, int stack_tiling, int compile, double fps,
                     bool independent_lengths, std::string profile, uint32_t deadline_ms,
                     uint32_t group_size, std::vector<std::string> inject_faults,
-                    std::optional<std::pair<uint32_t, uint32_t>> tiling, py::object progress) {
+                    std::optional<std::pair<uint32_t, uint32_t>> tiling, py::object progress,
+                    uintptr_t cuda_stream) {
   if (!progress.is_none() && !PyCallable_Check(progress.ptr())) {
     throw StatusException(InvalidArgument("progress must be callable or None"));
   }
   return {std::move(model), std::move(latent), std::move(output), std::move(audio_latent),
           std::move(audio_output), format, stack_tiling, compile, fps, independent_lengths,
           std::move(profile), deadline_ms, group_size, std::move(inject_faults), tiling,
-          std::move(progress)};
+          cuda_stream, std::move(progress)};
+}
+
+// --- DLPack (dlpack.h, v0.8 "dltensor" capsules; the ABI is stable since v0.2) ---
+struct DLDevice {
+  int32_t device_type;  // kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3, kDLCUDAManaged 13
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;  // elements; NULL = C-contiguous
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor* self);
+};
+
+// What a "dltensor" capsule describes, without consuming it (the capsule
+// keeps owning the tensor; its destructor releases it): data (the address
+// of the first element, byte_offset applied), device (type, id), dtype
+// (code, bits, lanes), shape, strides (elements, or None).
+py::dict DlpackTensorInfo(const py::capsule& capsule) {
+  if (std::string_view(capsule.name() ? capsule.name() : "") != "dltensor") {
+    throw StatusException(InvalidArgument(
+        std::string("a DLPack capsule must be named 'dltensor' (unconsumed), got '") +
+        (capsule.name() ? capsule.name() : "") + "'"));
+  }
+  const auto* managed = capsule.get_pointer<DLManagedTensor>();
+  if (managed == nullptr) throw StatusException(InvalidArgument("an empty DLPack capsule"));
+  const DLTensor& t = managed->dl_tensor;
+  if (t.ndim < 0 || (t.ndim > 0 && t.shape == nullptr)) {
+    throw StatusException(InvalidArgument("a DLPack tensor without a shape"));
+  }
+  py::dict info;
+  info["data"] = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+  info["device"] = py::make_tuple(t.device.device_type, t.device.device_id);
+  info["dtype"] = py::make_tuple(t.dtype.code, t.dtype.bits, t.dtype.lanes);
+  info["shape"] = std::vector<int64_t>(t.shape, t.shape + t.ndim);
+  if (t.strides == nullptr) {
+    info["strides"] = py::none();
+  } else {
+    info["strides"] = std::vector<int64_t>(t.strides, t.strides + t.ndim);
+  }
+  return info;
 }
 
 // A POSIX shm segment this process owns (SharedRegion), with the buffer
@@ -304,6 +364,22 @@ class PyClient {
     client::Client& c = get();
     py::gil_scoped_release release;
     return ValueOrThrow(c.RegisterRegion(region.get()));
+  }
+  // Client::RegisterCudaRegion: {region_id, offset_bytes, size_bytes,
+  // device_uuid}. `device_ptr` is a device address in this process.
+  py::dict RegisterCudaRegion(uintptr_t device_ptr, uint64_t nbytes) {
+    client::Client& c = get();
+    Result<client::CudaRegion> region = [&] {
+      py::gil_scoped_release release;
+      return c.RegisterCudaRegion(reinterpret_cast<const void*>(device_ptr), nbytes);
+    }();
+    const client::CudaRegion r = ValueOrThrow(std::move(region));
+    py::dict out;
+    out["region_id"] = r.region_id;
+    out["offset_bytes"] = r.offset_bytes;
+    out["size_bytes"] = r.size_bytes;
+    out["device_uuid"] = r.device_uuid;
+    return out;
   }
   void UnregisterRegion(uint64_t id) {
     client::Client& c = get();
@@ -393,7 +469,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("fps") = 0.0, py::arg("independent_lengths") = false,
            py::arg("profile") = "", py::arg("deadline_ms") = 0, py::arg("group_size") = 0,
            py::arg("inject_faults") = std::vector<std::string>{}, py::arg("tiling") = py::none(),
-           py::arg("progress") = py::none());
+           py::arg("progress") = py::none(), py::arg("cuda_stream") = 0);
 
   py::class_<PyClient>(m, "Client")
       .def(py::init<const std::string&, const std::string&, int, int, int, int, bool>(),
@@ -405,6 +481,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("reconnects", [](PyClient& c) { return c.get().reconnects(); })
       .def("hello", [](PyClient& c) { return MessageToDict(c.get().hello()); })
       .def("register_region", &PyClient::RegisterRegion, py::arg("region"))
+      .def("register_cuda_region", &PyClient::RegisterCudaRegion, py::arg("device_ptr"),
+           py::arg("nbytes"))
       .def("unregister_region", &PyClient::UnregisterRegion, py::arg("region_id"))
       .def("plan", &PyClient::Plan, py::arg("args"))
       .def("decode", &PyClient::Decode, py::arg("args"))
@@ -412,5 +490,6 @@ PYBIND11_MODULE(_core, m) {
       .def("status", &PyClient::GetStatus)
       .def("release_quarantine", &PyClient::ReleaseQuarantine, py::arg("client"));
 
+  m.def("dlpack_tensor_info", &DlpackTensorInfo, py::arg("capsule"));
   m.attr("DEFAULT_SOCKET") = vaed::client::kDefaultSocket;
 }

@@ -90,12 +90,15 @@ def test_torch_tensors_the_client_cannot_take(client):
 
 def test_cuda_inputs_are_refused_with_a_clear_error(client):
     class FakeCudaTensor:  # what CuPy / numba / torch.cuda tensors expose
+        # A non-null pointer: the interface is checked before the daemon's
+        # CUDA ranks, and a null one is refused as such.
         __cuda_array_interface__ = {"shape": (1, 32, 8, 8), "typestr": "<f4",
-                                    "data": (0, False), "version": 3}
+                                    "data": (0x7F0000000000, False), "version": 3}
 
-    with pytest.raises(vaed_client.ValidationError, match="CUDA") as e:
+    with pytest.raises(vaed_client.ValidationError, match="this daemon has no CUDA ranks") as e:
         client.decode(FakeCudaTensor(), model="demo")
     assert "video_latent" in str(e.value)
+    assert e.value.code_name == "failed_precondition"
 
     class FakeCudaDLPack:
         def __dlpack__(self, stream=None):
@@ -104,5 +107,6 @@ def test_cuda_inputs_are_refused_with_a_clear_error(client):
         def __dlpack_device__(self):
             return (2, 0)  # kDLCUDA, device 0
 
-    with pytest.raises(vaed_client.ValidationError, match="CUDA tensor"):
+    with pytest.raises(vaed_client.ValidationError,
+                       match="CUDA tensor .DLPack kDLCUDA.; this daemon has no CUDA ranks"):
         client.decode(FakeCudaDLPack(), model="demo")

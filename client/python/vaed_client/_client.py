@@ -15,6 +15,14 @@ and reads and writes in place (vaed_client._regions keeps the book).
   (the memory stays mapped while any view exists), but their *contents* are
   overwritten by the next :meth:`Client.decode` on the same client. Pass
   ``copy=True`` (or call ``result.copy()``) to keep them.
+* CUDA (daemons with CUDA ranks, :attr:`Client.cuda_devices`): a latent
+  or an ``output=`` that is a CUDA array (``__cuda_array_interface__`` v2/3,
+  or DLPack on kDLCUDA) stays in place. Its allocation is registered once
+  by CUDA IPC handle and the client keeps a reference to the array while
+  it is registered (:meth:`Client.release_cuda` ends that). The work is
+  ordered on a CUDA stream (``stream=``), not on the host. A daemon without
+  CUDA ranks refuses CUDA arrays at once (``failed_precondition``, "this
+  daemon has no CUDA ranks"). Unrun on a GPU.
 
 This module never imports torch; DLPack objects are read through
 ``numpy.from_dlpack``.
@@ -134,7 +142,8 @@ class Client:
 
     def close(self) -> None:
         """Says Goodbye; the daemon unmaps this client's regions. Arrays that
-        view them stay valid in this process. Idempotent."""
+        view them stay valid in this process; the client's references to
+        CUDA arrays it registered are dropped. Idempotent."""
         self._check_not_in_callback()
         with self._lock:
             self._core.close()
@@ -161,6 +170,13 @@ class Client:
     def hello(self) -> Dict[str, Any]:
         """The daemon's latest HelloReply as a dict (version, limits, heartbeat settings)."""
         return self._core.hello()
+
+    @property
+    def cuda_devices(self) -> List[str]:
+        """UUIDs ("GPU-...") of the devices the daemon's ranks decode on, in
+        rank order; empty when it has no CUDA ranks (then CUDA arrays are
+        refused). From the latest Hello (it may change on a reconnect)."""
+        return [str(u) for u in self._core.hello().get("cuda_devices", [])]
 
     # -- regions ------------------------------------------------------------
 
@@ -234,6 +250,24 @@ class Client:
                 raise invalid("free_latent: the array is not in a region of this client")
             self._regions.unregister(self._core, found[0])
 
+    def release_cuda(self, array: Optional[TensorLike] = None) -> int:
+        """Unregisters the CUDA allocation holding ``array`` (every CUDA
+        allocation this client registered when None) and drops the client's
+        references to the arrays in it. On return the daemon no longer
+        reads or writes that memory (it waits for decodes still using it,
+        as :meth:`unregister_region` does), so the arrays may be freed or
+        reused. Returns how many allocations were released (0 for an array
+        in none). Raises ValidationError for an array that is not a CUDA
+        array, DaemonUnavailable as unregister_region."""
+        self._check_not_in_callback()
+        ptr = None
+        if array is not None:
+            if not convert.is_cuda(array):
+                raise invalid("release_cuda: the array is not a CUDA array")
+            ptr = convert.cuda_array(array, "release_cuda").ptr
+        with self._lock:
+            return self._regions.release_cuda(self._core, ptr)
+
     @property
     def output_region(self) -> Optional[SharedRegion]:
         """The region the latest decode wrote its output into (None before
@@ -260,6 +294,9 @@ class Client:
                 continue
             if isinstance(obj, (tuple, list)):
                 shapes[name] = ("float32", convert.shape(obj, f"{name} shape"))
+            elif hasattr(obj, "__cuda_array_interface__"):  # shape only: nothing registered
+                cuda = convert.cuda_array(obj, name)
+                shapes[name] = (cuda.dtype, cuda.shape)
             else:
                 array = convert.as_host_array(obj, name)
                 shapes[name] = (convert.dtype_name(array, name), [int(d) for d in array.shape])
@@ -283,14 +320,19 @@ class Client:
             self._plans[key] = plan
         return plan
 
-    def _prepare(self, arrays: Dict[str, np.ndarray], plan: Dict[str, Any],
-                 options: Dict[str, Any]) -> Tuple["_core.DecodeArgs", Dict[str, Any]]:
-        """Places the latents (in place or into staging) and the outputs (video
-        at offset 0, audio after it, aligned); returns the request and where
-        its outputs lie."""
+    def _prepare(self, arrays: Dict[str, Any], plan: Dict[str, Any],
+                 options: Dict[str, Any], cuda_output: Optional[convert.CudaArray] = None
+                 ) -> Tuple["_core.DecodeArgs", Dict[str, Any]]:
+        """Places the latents (CUDA ones where they are; host ones in place or
+        into staging) and the outputs (the CUDA ``cuda_output``, or the
+        output region: video at offset 0, audio after it, aligned); returns
+        the request and where its outputs lie."""
         in_place: Dict[str, bool] = {}
         placed: Dict[str, Tuple] = {}
         for name, array in arrays.items():
+            if isinstance(array, convert.CudaArray):
+                placed[name], in_place[name] = self._regions.place_cuda(self._core, array), True
+                continue
             placed[name], in_place[name] = self._regions.place_input(
                 self._core, array, name, convert.dtype_name(array, name))
         has_video, has_audio = "video_latent" in arrays, "audio_latent" in arrays
@@ -300,11 +342,18 @@ class Client:
         audio_shape = ([int(d) for d in plan["audio"]["output_shape"]]
                        if has_audio and "audio" in plan else None)
         audio_bytes = int(plan["audio"]["output_bytes"]) if audio_shape else 0
+        if cuda_output is not None:
+            # The frames go into the caller's CUDA array; the audio (if any)
+            # still goes to the output region.
+            video_output = self._regions.place_cuda(self._core, cuda_output)
+            video_bytes = 0
         audio_offset = align(video_bytes)
         out = self._regions.place_output(self._core, audio_offset + audio_bytes)
+        if cuda_output is None:
+            video_output = (out.region_id, 0, video_dtype, video_shape)
         args = _core.DecodeArgs(
             latent=placed.get("video_latent"), audio_latent=placed.get("audio_latent"),
-            output=(out.region_id, 0, video_dtype, video_shape) if has_video else None,
+            output=video_output if has_video else None,
             audio_output=(out.region_id, audio_offset, "float32", audio_shape)
             if has_audio else None, **options)
         where = dict(region=out, video_shape=video_shape, video_dtype=video_dtype,
@@ -333,14 +382,15 @@ class Client:
                 self._tls.in_progress = False
         return on_event
 
-    def _send_decode(self, arrays: Dict[str, np.ndarray], plan: Dict[str, Any],
-                     options: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    def _send_decode(self, arrays: Dict[str, Any], plan: Dict[str, Any],
+                     options: Dict[str, Any], cuda_output: Optional[convert.CudaArray] = None
+                     ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         """Places the request and decodes it (lock held): the reply and where
         the outputs lie. A request the daemon cannot map because a managed
         region was removed is placed again in new ones, once; a call cut off
         while the daemon may still be decoding retires the managed regions."""
         for attempt in (1, 2):
-            args, where = self._prepare(arrays, plan, options)
+            args, where = self._prepare(arrays, plan, options, cuda_output)
             try:
                 return self._core.decode(args), where
             except NotFound as e:
@@ -368,7 +418,8 @@ class Client:
                group_size: int = 0, independent_lengths: bool = False, copy: bool = False,
                progress: Optional[Callable[[Dict[str, Any]], None]] = None,
                inject_faults: Iterable[str] = (),
-               tiling: Optional[Tuple[int, int]] = None) -> DecodeResult:
+               tiling: Optional[Tuple[int, int]] = None, output: Optional[TensorLike] = None,
+               stream: Any = None) -> DecodeResult:
         """Decodes a video/image latent and/or an audio latent through the daemon.
 
         Latents: numpy arrays, buffer-protocol objects or CPU DLPack objects
@@ -405,6 +456,26 @@ class Client:
         and ``tiling`` ((tile_latent, overlap_latent) cells; profile
         "diagnostic") are passed through.
 
+        CUDA (unrun on a GPU): a latent may be a CUDA array
+        (``__cuda_array_interface__`` v2/3 or a DLPack producer on kDLCUDA;
+        float32, float16 or uint8, C-contiguous), read in place by the
+        daemon's GPU ranks. ``output``: a CUDA array (C-contiguous, of the
+        plan's shape and dtype) the frames are written into, in place;
+        ``result.frames`` is then that object. The client registers each
+        CUDA allocation once and keeps a reference to the array until
+        :meth:`release_cuda` or :meth:`close`. ``stream``: the CUDA stream
+        the decode is ordered on (an int CUstream value, 1 = legacy default,
+        2 = per-thread default, or a torch / cupy stream object); default:
+        the stream the output's, else a latent's,
+        ``__cuda_array_interface__`` names, else the legacy default stream.
+        The daemon waits on the device for the work already enqueued on it
+        before reading CUDA latents, and the stream waits for the frames
+        before this returns: read them on that stream (or synchronise it)
+        without a host copy. A daemon without CUDA ranks
+        (:attr:`cuda_devices` empty) refuses CUDA arrays with
+        ValidationError ``failed_precondition`` "this daemon has no CUDA
+        ranks", naming the argument.
+
         Returns a :class:`DecodeResult` whose arrays view the output region
         unless ``copy``. Raises ValidationError (a field broke a rule; the
         message names it), NotFound (model), Busy / Quarantined (with
@@ -419,26 +490,38 @@ class Client:
         interrupted: List[BaseException] = []
         if progress is not None:
             options["progress"] = self._progress_on_this_client(progress, interrupted)
-        arrays: Dict[str, np.ndarray] = {}
+        if video_latent is None and audio_latent is None:
+            raise invalid("decode needs video_latent, audio_latent or both")
+        cuda, stream_value = self._cuda_arguments(
+            {"video_latent": video_latent, "audio_latent": audio_latent, "output": output},
+            stream)
+        options["cuda_stream"] = stream_value
+        arrays: Dict[str, Any] = {}
         for name, obj in (("video_latent", video_latent), ("audio_latent", audio_latent)):
             if obj is not None:
-                arrays[name] = convert.as_host_array(obj, name)
-        if not arrays:
-            raise invalid("decode needs video_latent, audio_latent or both")
-        shapes = {name: (convert.dtype_name(a, name), [int(d) for d in a.shape])
+                arrays[name] = cuda[name] if name in cuda else convert.as_host_array(obj, name)
+        shapes = {name: ((a.dtype, a.shape) if isinstance(a, convert.CudaArray) else
+                         (convert.dtype_name(a, name), [int(d) for d in a.shape]))
                   for name, a in arrays.items()}
+        cuda_output = cuda.get("output")
+        if cuda_output is not None and video_latent is None:
+            raise invalid("output: an audio-only request has no frames to write into it")
         with self._lock:
             self._regions.free_pending(self._core)
             # The daemon checks the shapes first (a cached plan): a latent it
             # would refuse is never copied into shared memory.
             plan = self._cached_plan(options, shapes)
-            reply, where = self._send_decode(arrays, plan, options)
+            reply, where = self._send_decode(arrays, plan, options, cuda_output)
             if interrupted:
                 raise interrupted[0]
             out = where["region"]
-            frames = (out.ndarray(where["video_shape"],
-                                  convert.NUMPY_DTYPES[where["video_dtype"]], 0)
-                      if where["video_shape"] is not None else None)
+            if cuda_output is not None:
+                frames = output  # written in place, ordered on the stream
+            elif where["video_shape"] is not None:
+                frames = out.ndarray(where["video_shape"],
+                                     convert.NUMPY_DTYPES[where["video_dtype"]], 0)
+            else:
+                frames = None
             waveform = (out.ndarray(where["audio_shape"], np.float32, where["audio_offset"])
                         if where["audio_shape"] is not None else None)
             result = DecodeResult(
@@ -446,6 +529,41 @@ class Client:
                 timings={t["component"]: float(t["seconds"]) for t in reply.get("timings", [])},
                 info=reply, inputs_in_place=where["in_place"])
             return result.copy() if copy else result
+
+    def _cuda_arguments(self, objects: Dict[str, Any], stream: Any
+                        ) -> Tuple[Dict[str, convert.CudaArray], int]:
+        """The CUDA arrays among ``objects`` (by argument name), checked, and
+        the stream value the decode is ordered on (0 when none is CUDA).
+        ``__cuda_array_interface__`` arrays are checked before the daemon's
+        CUDA ranks are (no CUDA call is needed for either); DLPack producers
+        are exported only once the daemon could take them. Raises
+        ValidationError: a bad interface or stream (``invalid_argument``),
+        a host ``output``, a read-only ``output``, a daemon without CUDA
+        ranks (``failed_precondition``)."""
+        output = objects.get("output")
+        if output is not None and not convert.is_cuda(output):
+            raise invalid("output: takes a CUDA array (the daemon writes the frames into it); "
+                          "host frames come back in DecodeResult.frames")
+        on_cuda = {n: o for n, o in objects.items() if o is not None and convert.is_cuda(o)}
+        stream_value = convert.stream_handle(stream)
+        if not on_cuda:
+            return {}, 0
+        cuda = {n: convert.cuda_array(o, n) for n, o in on_cuda.items()
+                if hasattr(o, "__cuda_array_interface__")}
+        if not self.cuda_devices:
+            name = next(iter(on_cuda))
+            raise convert.no_cuda_ranks(on_cuda[name], name)
+        if stream_value is None:  # the stream the tensor protocol names
+            named = [cuda[n].stream for n in ("output", "video_latent", "audio_latent")
+                     if n in cuda and cuda[n].stream is not None]
+            stream_value = named[0] if named else 1
+        for name, obj in on_cuda.items():
+            if name not in cuda:
+                cuda[name] = convert.cuda_array(obj, name, dlpack_stream=stream_value)
+        if "output" in cuda and cuda["output"].readonly:
+            raise invalid("output: the CUDA array is read-only (__cuda_array_interface__ data[1] "
+                          "is True); the daemon writes the frames into it")
+        return cuda, stream_value
 
     def _time_cpp_decodes(self, video_latent: TensorLike, iterations: int,
                           model: str = "") -> List[Tuple[float, float]]:

@@ -31,7 +31,8 @@ class DecodeArgs:
     NCHW raw, 3 float32 NCHW in [0, 1]. ``stack_tiling`` / ``compile``: 0
     default, 1 off, 2 on, 3 auto. ``fps`` 0 = the model's. ``deadline_ms``
     0 = none. ``group_size`` 0 = the daemon's. ``tiling``: (tile_latent,
-    overlap_latent) in latent cells."""
+    overlap_latent) in latent cells. ``cuda_stream``: the caller's CUstream
+    value for requests naming CUDA regions (0 = the legacy default stream)."""
 
     def __init__(self, *, model: str = "", latent: TensorArg = None, output: TensorArg = None,
                  audio_latent: TensorArg = None, audio_output: TensorArg = None,
@@ -39,7 +40,8 @@ class DecodeArgs:
                  independent_lengths: bool = False, profile: str = "", deadline_ms: int = 0,
                  group_size: int = 0, inject_faults: List[str] = ...,
                  tiling: Optional[Tuple[int, int]] = None,
-                 progress: Optional[Callable[[Dict[str, Any]], None]] = None) -> None: ...
+                 progress: Optional[Callable[[Dict[str, Any]], None]] = None,
+                 cuda_stream: int = 0) -> None: ...
 
 class Client:
     """The C++ vaed::client::Client (Hello on construction; reconnects by
@@ -55,9 +57,17 @@ class Client:
     def reconnects(self) -> int: ...
     def hello(self) -> Dict[str, Any]: ...
     def register_region(self, region: Region) -> int: ...
+    def register_cuda_region(self, device_ptr: int, nbytes: int) -> Dict[str, Any]:
+        """Registers the CUDA allocation holding ``nbytes`` at ``device_ptr``:
+        {region_id, offset_bytes, size_bytes, device_uuid}."""
     def unregister_region(self, region_id: int) -> None: ...
     def plan(self, args: DecodeArgs) -> Dict[str, Any]: ...
     def decode(self, args: DecodeArgs) -> Dict[str, Any]: ...
     def time_decodes(self, args: DecodeArgs, iterations: int) -> List[Tuple[float, float]]: ...
     def status(self) -> Dict[str, Any]: ...
     def release_quarantine(self, client: str) -> Dict[str, Any]: ...
+
+def dlpack_tensor_info(capsule: Any) -> Dict[str, Any]:
+    """What an unconsumed "dltensor" capsule describes: data (address),
+    device (type, id), dtype (code, bits, lanes), shape, strides (elements
+    or None). The capsule keeps owning the tensor."""

@@ -6,7 +6,9 @@ the ones it manages itself (staging copies of latents, the output region).
 Memory model (DESIGN.md §2): latents and decoded outputs never travel on
 the control socket. They live in POSIX shared-memory segments that this
 process creates and registers with the daemon once; the daemon maps them
-and reads and writes in place.
+and reads and writes in place. CUDA arrays stay where they are: their
+allocation is registered once by CUDA IPC handle (:class:`CudaRegistration`)
+and the daemon reads and writes it on its GPU.
 """
 
 from __future__ import annotations
@@ -130,6 +132,34 @@ class SharedRegion:
         return f"SharedRegion(id={self.region_id}, name='{self.name}', nbytes={self.nbytes})"
 
 
+class CudaRegistration:
+    """A CUDA allocation registered with the daemon (the whole cudaMalloc
+    block, as CUDA IPC shares it): ``region_id``, ``base`` (device address
+    of its first byte), ``nbytes``, ``device_uuid``. ``owners`` holds the
+    caller's objects whose memory lies in it (the first one registered it),
+    so the allocation cannot be freed or handed to another tensor by a
+    caching allocator while the daemon may write it; they are dropped when
+    the registration ends (:meth:`Client.release_cuda`, :meth:`Client.close`)."""
+
+    def __init__(self, info: Dict[str, Any], ptr: int, owner: Tuple[Any, ...]) -> None:
+        self.region_id = int(info["region_id"])
+        self.base = ptr - int(info["offset_bytes"])
+        self.nbytes = int(info["size_bytes"])
+        self.device_uuid = str(info["device_uuid"])
+        self.owners: List[Tuple[Any, ...]] = [owner]
+
+    def offset_of(self, ptr: int, nbytes: int) -> Optional[int]:
+        """Byte offset of [ptr, ptr + nbytes) in this allocation; None when
+        it does not lie wholly inside."""
+        if ptr < self.base or ptr + nbytes > self.base + self.nbytes:
+            return None
+        return ptr - self.base
+
+    def __repr__(self) -> str:
+        return (f"CudaRegistration(id={self.region_id}, base=0x{self.base:x}, "
+                f"nbytes={self.nbytes}, device='{self.device_uuid}')")
+
+
 class ClientRegions:
     """The regions one Client registered, by id, and those it manages for
     its decodes: one staging region per latent field (copies of latents
@@ -152,6 +182,8 @@ class ClientRegions:
         self.pending_free: Deque[int] = collections.deque()
         # Ids of the managed regions (staging, output, retired).
         self.managed: set = set()
+        # Registered CUDA allocations, by allocation base address.
+        self.cuda: Dict[int, CudaRegistration] = {}
 
     def register(self, core: "_core.Client", nbytes: int) -> SharedRegion:
         """Creates a region of ``nbytes`` (> 0) bytes and registers it."""
@@ -221,6 +253,38 @@ class ClientRegions:
         np.copyto(region.ndarray(array.shape, array.dtype), array, casting="no")
         return (region.region_id, 0, dtype, shape), False
 
+    def place_cuda(self, core: "_core.Client", array: Any) -> Tuple:
+        """(region_id, offset, dtype, shape) of a CUDA array
+        (``_convert.CudaArray``), registering its allocation once: an array
+        in an allocation registered before reuses that registration (and
+        adds its owner, so the memory stays allocated while registered)."""
+        for registration in self.cuda.values():
+            offset = registration.offset_of(array.ptr, array.nbytes)
+            if offset is not None:
+                if not any(o[0] is array.owner[0] for o in registration.owners):
+                    registration.owners.append(array.owner)
+                return (registration.region_id, offset, array.dtype, list(array.shape))
+        info = core.register_cuda_region(array.ptr, array.nbytes)
+        registration = CudaRegistration(info, array.ptr, array.owner)
+        self.cuda[registration.base] = registration
+        return (registration.region_id, int(info["offset_bytes"]), array.dtype,
+                list(array.shape))
+
+    def release_cuda(self, core: "_core.Client", ptr: Optional[int] = None) -> int:
+        """Unregisters the CUDA allocation holding device address ``ptr``
+        (every one when None) and drops the references to its owners once
+        the daemon acknowledged (it then no longer writes the memory; see
+        :meth:`unregister`). Returns how many were released. A failed
+        acknowledgement raises and keeps the owners referenced."""
+        released = 0
+        for base, registration in list(self.cuda.items()):
+            if ptr is not None and registration.offset_of(ptr, 1) is None:
+                continue
+            core.unregister_region(registration.region_id)
+            del self.cuda[base]
+            released += 1
+        return released
+
     def place_output(self, core: "_core.Client", nbytes: int) -> SharedRegion:
         """The output region, holding at least ``nbytes`` bytes."""
         self.output = self._managed_region(core, self.output, nbytes)
@@ -273,3 +337,4 @@ class ClientRegions:
         self.by_id.clear()
         self.staging.clear()
         self.output = None
+        self.cuda.clear()  # the daemon dropped them with the client

@@ -25,7 +25,8 @@ class DecodeResult:
         normalised RGB, not clamped). ``"float32_unit"``: float32 ``[frames,
         3, height_px, width_px]`` RGB in [0, 1] after the model's official
         post-processing (H3: inverse ImageNet normalisation and clamp;
-        TAEF2: its raw output, unclamped).
+        TAEF2: its raw output, unclamped). With a CUDA ``output=``, that
+        array itself (written in place, ordered on the decode's stream).
     audio
         float32 ``[channels, samples]`` planar waveform (H3: 32000 Hz,
         channels 1 mono or 2 = left, right), or None without an audio latent.
@@ -72,7 +73,8 @@ class DecodeResult:
     def copy(self) -> "DecodeResult":
         """A result whose arrays own their memory (safe past the next decode)."""
         return DecodeResult(
-            frames=None if self.frames is None else self.frames.copy(),
+            # A caller's CUDA output array is the caller's: kept as it is.
+            frames=self.frames.copy() if isinstance(self.frames, np.ndarray) else self.frames,
             audio=None if self.audio is None else self.audio.copy(),
             timings=dict(self.timings), info=self.info,
             inputs_in_place=dict(self.inputs_in_place))

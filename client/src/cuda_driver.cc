@@ -1,0 +1,158 @@
+// Loading the CUDA driver at run time (cuda_driver.h), and the one place
+// where a CUresult becomes a vaed::Status for the client library.
+#include "cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+namespace vaed::client::internal {
+
+namespace {
+
+std::atomic<bool> g_load_attempted{false};
+
+// Driver error codes the translation distinguishes (cuda.h, CUDA 13.0).
+constexpr CUresult kErrorInvalidValue = 1;
+constexpr CUresult kErrorOutOfMemory = 2;
+constexpr CUresult kErrorNotInitialized = 3;
+constexpr CUresult kErrorDeinitialized = 4;
+constexpr CUresult kErrorStubLibrary = 34;
+constexpr CUresult kErrorNoDevice = 100;
+constexpr CUresult kErrorInvalidDevice = 101;
+constexpr CUresult kErrorInvalidContext = 201;
+constexpr CUresult kErrorInvalidHandle = 400;
+constexpr CUresult kErrorNotPermitted = 800;
+constexpr CUresult kErrorNotSupported = 801;
+constexpr CUresult kErrorSystemDriverMismatch = 803;
+constexpr CUresult kErrorCompatNotSupportedOnDevice = 804;
+
+StatusCode CodeFor(CUresult result) {
+  switch (result) {
+    case kErrorOutOfMemory:
+      return StatusCode::kResourceExhausted;
+    case kErrorNotInitialized:
+    case kErrorDeinitialized:
+    case kErrorStubLibrary:
+    case kErrorNoDevice:
+    case kErrorNotPermitted:
+    case kErrorNotSupported:
+    case kErrorSystemDriverMismatch:
+    case kErrorCompatNotSupportedOnDevice:
+      return StatusCode::kFailedPrecondition;
+    case kErrorInvalidValue:
+    case kErrorInvalidDevice:
+    case kErrorInvalidContext:
+    case kErrorInvalidHandle:
+      return StatusCode::kInvalidArgument;
+    default:
+      return StatusCode::kInternal;
+  }
+}
+
+// Resolves `name` into `*fn`; false (and `*missing` = name) when absent.
+template <typename Fn>
+bool Resolve(void* lib, const char* name, Fn* fn, std::string* missing) {
+  void* symbol = ::dlsym(lib, name);
+  if (symbol == nullptr) {
+    *missing = name;
+    return false;
+  }
+  *fn = reinterpret_cast<Fn>(symbol);
+  return true;
+}
+
+// Resolves the whole table; the name of the first missing symbol otherwise.
+bool ResolveAll(void* lib, CudaDriverApi* api, std::string* missing) {
+  // cuDeviceGetUuid_v2 (CUDA 11.4) also reports MIG instances' own UUIDs;
+  // older drivers have only the unversioned call.
+  const bool uuid = Resolve(lib, "cuDeviceGetUuid_v2", &api->cuDeviceGetUuid, missing) ||
+                    Resolve(lib, "cuDeviceGetUuid", &api->cuDeviceGetUuid, missing);
+  return uuid && Resolve(lib, "cuInit", &api->cuInit, missing) &&
+         Resolve(lib, "cuGetErrorName", &api->cuGetErrorName, missing) &&
+         Resolve(lib, "cuGetErrorString", &api->cuGetErrorString, missing) &&
+         Resolve(lib, "cuPointerGetAttribute", &api->cuPointerGetAttribute, missing) &&
+         Resolve(lib, "cuMemGetAddressRange_v2", &api->cuMemGetAddressRange, missing) &&
+         Resolve(lib, "cuIpcGetMemHandle", &api->cuIpcGetMemHandle, missing) &&
+         Resolve(lib, "cuDeviceGet", &api->cuDeviceGet, missing) &&
+         Resolve(lib, "cuCtxPushCurrent_v2", &api->cuCtxPushCurrent, missing) &&
+         Resolve(lib, "cuCtxPopCurrent_v2", &api->cuCtxPopCurrent, missing) &&
+         Resolve(lib, "cuStreamGetCtx", &api->cuStreamGetCtx, missing) &&
+         Resolve(lib, "cuEventCreate", &api->cuEventCreate, missing) &&
+         Resolve(lib, "cuEventRecord", &api->cuEventRecord, missing) &&
+         Resolve(lib, "cuEventDestroy_v2", &api->cuEventDestroy, missing) &&
+         Resolve(lib, "cuIpcGetEventHandle", &api->cuIpcGetEventHandle, missing) &&
+         Resolve(lib, "cuIpcOpenEventHandle", &api->cuIpcOpenEventHandle, missing) &&
+         Resolve(lib, "cuStreamWaitEvent", &api->cuStreamWaitEvent, missing);
+}
+
+Result<const CudaDriver*> LoadAndInit() {
+  VAED_ASSIGN_OR_RETURN(const CudaDriver* driver, CudaDriver::Load("libcuda.so.1"));
+  VAED_RETURN_IF_ERROR(driver->Check(driver->api().cuInit(0), "initialising the CUDA driver"));
+  return driver;
+}
+
+}  // namespace
+
+Result<const CudaDriver*> CudaDriver::Load(const char* soname) {
+  // RTLD_LOCAL: the driver's symbols stay out of the global namespace, so
+  // they cannot interpose on a CUDA runtime the application loads itself.
+  void* lib = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* why = ::dlerror();
+    return FailedPrecondition(std::string(soname) + " could not be loaded (" +
+                              (why != nullptr ? why : "no reason given") +
+                              "): this machine has no NVIDIA driver");
+  }
+  CudaDriverApi api{};
+  std::string missing;
+  if (!ResolveAll(lib, &api, &missing)) {
+    ::dlclose(lib);
+    return FailedPrecondition(std::string(soname) + " has no symbol " + missing +
+                              ": the NVIDIA driver is older than vaed's client library needs");
+  }
+  // Never deleted: see "Lifetime" in cuda_driver.h.
+  return new CudaDriver(api);
+}
+
+Result<const CudaDriver*> CudaDriver::Get() {
+  g_load_attempted.store(true);
+  // A function-local static: initialised once, thread-safe (C++11), the
+  // result (failure included) kept for the process's life.
+  static const Result<const CudaDriver*> driver = LoadAndInit();
+  return driver;
+}
+
+bool CudaDriver::LoadAttempted() { return g_load_attempted.load(); }
+
+Status CudaDriver::Check(CUresult result, std::string_view what) const {
+  if (result == kCudaSuccess) return Status::Ok();
+  // Either call may fail for a code the driver does not know (or in the
+  // toolkit's stub library, which fails every call): say so, with the code.
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (api_.cuGetErrorName(result, &name) != kCudaSuccess || name == nullptr) {
+    name = "unknown CUDA error";
+  }
+  if (api_.cuGetErrorString(result, &text) != kCudaSuccess || text == nullptr) {
+    text = "no description from the driver";
+  }
+  return Status(CodeFor(result),
+                std::string(what) + ": " + name + " (" + std::to_string(result) + "): " + text);
+}
+
+ScopedCudaContext::~ScopedCudaContext() {
+  if (!pushed_) return;
+  CUcontext popped = nullptr;
+  // Cannot fail for a context this object pushed on this thread.
+  (void)driver_.api().cuCtxPopCurrent(&popped);
+}
+
+Status ScopedCudaContext::Push(CUcontext ctx) {
+  VAED_RETURN_IF_ERROR(driver_.Check(driver_.api().cuCtxPushCurrent(ctx),
+                                     "making the memory's CUDA context current"));
+  pushed_ = true;
+  return Status::Ok();
+}
+
+}  // namespace vaed::client::internal
