@@ -3,14 +3,12 @@
 // client named, unmapped when the registration ends (UnregisterRegion
 // acknowledged, client gone; client_registry.h has the lifetime rule).
 //
-// CudaRegion is what the rest of the daemon sees of an opened allocation:
-// its device pointer in this process, the bytes registered, the device. The
-// registry holds it by shared_ptr beside host regions; the last reference
-// closes the mapping (cudaIpcCloseMemHandle in CudaIpcMapping's destructor).
-// The interface exists so that registration, ownership and unmapping are
-// tested here without a device (tests open fake regions through a
-// CudaRegionOpener); the daemon's opener is CudaIpcMapping::Open (GPU
-// builds; CPU builds answer CudaIpcUnavailable()).
+// The registry holds each opened region (engine/cuda_region.h) by
+// shared_ptr beside host regions; the last reference closes the mapping
+// (cudaIpcCloseMemHandle in CudaIpcMapping's destructor). Tests open fake
+// regions through a CudaRegionOpener; the daemon's opener is
+// CudaIpcMapping::Open (GPU builds; CPU builds answer
+// CudaIpcUnavailable()).
 //
 // Trust model. A legacy CUDA IPC handle is a capability: whoever holds its
 // 64 bytes can open the allocation, and the driver does not say which
@@ -49,25 +47,14 @@
 #include <string>
 #include <vector>
 
+#include "daemon/engine/cuda_region.h"
 #include "daemon/engine/rank_devices.h"
 #include "vaed/status.h"
 #include "vaed/v1/vaed.pb.h"
 
 namespace vaed::server {
 
-class CudaRegion {
- public:
-  virtual ~CudaRegion() = default;
-  // Device pointer, valid in this process until the last reference goes.
-  virtual void* data() const = 0;
-  // Bytes the client registered (<= the allocation's bytes from data()).
-  virtual uint64_t size() const = 0;
-  // CUDA runtime ordinal (this process's numbering) of its device.
-  virtual int device() const = 0;
-  // The 64 handle bytes it was opened from: the allocation's identity
-  // across clients.
-  virtual const std::string& handle() const = 0;
-};
+using engine::CudaRegion;  // the engine's view of a region (engine/cuda_region.h)
 
 // Opens the allocation of a validated RegisterRegion.cuda on the device
 // `rank_device` (the rank device whose UUID it named).
