@@ -11,7 +11,8 @@
 //
 // Ownership and lifetime: the executor shares the job (std::shared_ptr)
 // between the ranks that decode it and the ResultSink that answers it; its
-// regions (HostRegion) stay mapped for as long as the job lives. The model
+// regions (HostRegion, CudaRegion) stay mapped for as long as the job
+// lives. The model
 // pointer is borrowed from rank 0's registry, which outlives the executor.
 //
 // Thread-safety: immutable once queued, except `cancel` (thread-safe).
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/engine/cuda_region.h"
 #include "daemon/models/cancel.h"
 #include "daemon/models/vae_model.h"
 #include "vaed/host_region.h"
@@ -48,8 +50,12 @@ struct VideoPart {
   OutputFormat format = OutputFormat::kUint8Nhwc;
   TensorRef latent;  // checked against latent_region's bounds
   TensorRef output;  // checked against output_region's bounds (plan-only: the expected layout)
-  std::shared_ptr<HostRegion> latent_region;  // null in plan-only requests
+  // Where they live: a host region, or a CUDA region (then the host one
+  // is null). Both null in plan-only requests.
+  std::shared_ptr<HostRegion> latent_region;
   std::shared_ptr<HostRegion> output_region;
+  std::shared_ptr<CudaRegion> latent_cuda;
+  std::shared_ptr<CudaRegion> output_cuda;
 };
 
 // The audio part of a request: latent [channels, 32, T] in, float32
@@ -58,8 +64,10 @@ struct AudioPart {
   models::AudioPlan plan;
   TensorRef latent;
   TensorRef output;
-  std::shared_ptr<HostRegion> latent_region;  // null in plan-only requests
+  std::shared_ptr<HostRegion> latent_region;  // as VideoPart's
   std::shared_ptr<HostRegion> output_region;
+  std::shared_ptr<CudaRegion> latent_cuda;
+  std::shared_ptr<CudaRegion> output_cuda;
 };
 
 // Request-wide facts the reply states: durations, the A/V length rule as

@@ -146,9 +146,9 @@ std::vector<const ClientState*> ClientRegistry::All() const {
   return out;
 }
 
-Result<std::shared_ptr<HostRegion>> ClientRegistry::FindRegion(const ClientState& client,
-                                                               uint64_t region_id,
-                                                               std::string_view what) const {
+Result<const RegisteredRegion*> ClientRegistry::FindRegion(const ClientState& client,
+                                                           uint64_t region_id,
+                                                           std::string_view what) const {
   auto it = client.regions.find(region_id);
   if (it == client.regions.end()) {
     return NotFound(std::string(what) + " " + std::to_string(region_id) +
@@ -160,13 +160,7 @@ Result<std::shared_ptr<HostRegion>> ClientRegistry::FindRegion(const ClientState
                               " is being unregistered (its UnregisterRegion waits for the "
                               "decodes already using it); a new decode may not name it");
   }
-  if (it->second.cuda) {
-    return FailedPrecondition(std::string(what) + " " + std::to_string(region_id) +
-                              " is a CUDA region; this version of vaed decodes from and into "
-                              "host shm regions only (decoding in device memory is not built "
-                              "yet): name a host region");
-  }
-  return it->second.mapping;
+  return &it->second;
 }
 
 void ClientRegistry::Remove(uint64_t client_id) { clients_.erase(client_id); }

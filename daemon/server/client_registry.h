@@ -161,14 +161,11 @@ class ClientRegistry {
   // Every client, in id order (status listing, quarantine actions).
   std::vector<ClientState*> All();
   std::vector<const ClientState*> All() const;
-  // The mapping of the client's region `region_id`, for a decode naming it
+  // The client's region `region_id` (either kind), for a decode naming it
   // in field `what` ("latent.region_id"). Errors: kNotFound when the client
-  // has no such region; kFailedPrecondition when it is awaiting unregister,
-  // or when it is a CUDA region: decodes read and write host regions only
-  // so far (the engine's device I/O is not built yet; issue 19).
-  Result<std::shared_ptr<HostRegion>> FindRegion(const ClientState& client, uint64_t region_id,
-                                                 std::string_view what) const;
-
+  // has no such region; kFailedPrecondition when it is awaiting unregister.
+  Result<const RegisteredRegion*> FindRegion(const ClientState& client, uint64_t region_id,
+                                             std::string_view what) const;
   // Removes a client and drops its region references, awaiting unregister
   // or not (no deferred reply is owed any more).
   void Remove(uint64_t client_id);

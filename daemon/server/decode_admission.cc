@@ -90,19 +90,6 @@ size_t ModelIndex(const models::ModelRegistry& registry, const models::VaeModel*
 }
 
 // The video part's plan and expected output (not yet placed in regions).
-// Decode.inputs_ready_event orders a worker's device writes before the
-// rank's reads; every latent admitted so far is in a host region (the
-// engine's device I/O is not built yet), where it would order nothing, so a
-// set event is refused rather than ignored.
-Status CheckInputsReadyEvent(const v1::Decode& d) {
-  if (d.inputs_ready_event().empty()) return Status::Ok();
-  VAED_RETURN_IF_ERROR(engine::CheckIpcEventHandle(d.inputs_ready_event(), "inputs_ready_event"));
-  return InvalidArgument("inputs_ready_event is set but the latents are in host regions: an "
-                         "event orders device writes only; finish writing host memory before "
-                         "sending the request and leave the event empty")
-      .WithField("inputs_ready_event");
-}
-
 // The plan's estimated peak against what one request may use
 // (engine/request_memory.h): kResourceExhausted naming both when it does not
 // fit (not a client fault: the same request fits a larger daemon).
@@ -166,9 +153,67 @@ Result<std::optional<engine::AudioPart>> PlanAudio(models::VaeModel& model, cons
 struct Placed {
   std::string field;
   const TensorRef* ref;
-  const HostRegion* region;
+  const HostRegion* region;  // one of the two
+  const engine::CudaRegion* cuda;
   bool written;  // the daemon writes it (an output)
+
+  // The same memory: one segment, or one allocation (the same IPC handle),
+  // also through two registrations.
+  bool SameMemory(const Placed& o) const {
+    if (region != nullptr && o.region != nullptr) return region->SameSegment(*o.region);
+    return cuda != nullptr && o.cuda != nullptr && cuda->handle() == o.cuda->handle();
+  }
+  std::string MemoryName() const {
+    return region != nullptr ? "segment '" + region->name() + "'" : std::string("CUDA allocation");
+  }
 };
+
+// Where a tensor of the request lives: one of the two is set.
+struct Located {
+  std::shared_ptr<HostRegion> host;
+  std::shared_ptr<engine::CudaRegion> cuda;
+};
+
+// `ref`'s bytes inside a CUDA region (overflow-safe); kOutOfRange naming
+// `what` otherwise.
+Status CheckCudaRange(const engine::CudaRegion& region, const TensorRef& ref,
+                      const std::string& what) {
+  if (ref.offset > region.size() || ref.size > region.size() - ref.offset) {
+    return OutOfRange(what + ": bytes [" + std::to_string(ref.offset) + ", offset + " +
+                      std::to_string(ref.size) + ") lie outside the CUDA region's " +
+                      std::to_string(region.size()) + " registered bytes");
+  }
+  return Status::Ok();
+}
+
+// Decode.inputs_ready_event orders a worker's device writes before the
+// rank's reads: it is checked, and refused when no latent is in a CUDA
+// region (it would order nothing there), never ignored.
+Status CheckInputsReadyEvent(const v1::Decode& d, const std::vector<Placed>& placed) {
+  if (d.inputs_ready_event().empty()) return Status::Ok();
+  VAED_RETURN_IF_ERROR(engine::CheckIpcEventHandle(d.inputs_ready_event(), "inputs_ready_event"));
+  for (const Placed& p : placed) {
+    if (!p.written && p.cuda != nullptr) return Status::Ok();
+  }
+  return InvalidArgument("inputs_ready_event is set but the latents are in host regions: an "
+                         "event orders device writes only; finish writing host memory before "
+                         "sending the request and leave the event empty")
+      .WithField("inputs_ready_event");
+}
+
+// Until the engine reads and writes device memory (issue 19), a decode that
+// names a CUDA region is refused here, naming the first such field.
+Status CheckCudaRegionsServed(const std::vector<Placed>& placed) {
+  for (const Placed& p : placed) {
+    if (p.cuda == nullptr) continue;
+    return FailedPrecondition(p.field + ".region_id " + std::to_string(p.ref->region_id) +
+                              " is a CUDA region; this version of vaed decodes from and into "
+                              "host shm regions only (decoding in device memory is not built "
+                              "yet): name a host region")
+        .WithField(p.field + ".region_id");
+  }
+  return Status::Ok();
+}
 
 // What the daemon writes must not overlap anything else of the request,
 // also through two registrations (region ids) of one segment.
@@ -178,7 +223,7 @@ Status CheckNoOverlap(const std::vector<Placed>& placed) {
       const TensorRef& a = *placed[i].ref;
       const TensorRef& b = *placed[j].ref;
       if (!(placed[i].written || placed[j].written) ||
-          !placed[i].region->SameSegment(*placed[j].region) ||
+          !placed[i].SameMemory(placed[j]) ||
           !Overlaps(a.offset, a.size, b.offset, b.size)) {
         continue;
       }
@@ -192,7 +237,7 @@ Status CheckNoOverlap(const std::vector<Placed>& placed) {
                              std::to_string(o.offset + o.size) + ") in " +
                              (a.region_id == b.region_id
                                   ? "region " + std::to_string(a.region_id)
-                                  : "segment '" + placed[i].region->name() + "' (regions " +
+                                  : placed[i].MemoryName() + " (regions " +
                                         std::to_string(a.region_id) + " and " +
                                         std::to_string(b.region_id) + " map the same segment)"));
     }
@@ -318,12 +363,15 @@ Status DecodeAdmission::Place(const ClientState& client, const v1::Decode& d, Pl
   const std::string& model_name = p->model->info().name;
   std::vector<Placed> placed;
   // The client's region `ref` names, with `ref`'s bytes inside it now.
-  auto locate = [&](const TensorRef& ref,
-                    const std::string& field) -> Result<std::shared_ptr<HostRegion>> {
-    VAED_ASSIGN_OR_RETURN(std::shared_ptr<HostRegion> region,
+  auto locate = [&](const TensorRef& ref, const std::string& field) -> Result<Located> {
+    VAED_ASSIGN_OR_RETURN(const RegisteredRegion* region,
                           clients_->FindRegion(client, ref.region_id, field + ".region_id"));
-    VAED_RETURN_IF_ERROR(CheckRegionRange(*region, ref, field));
-    return region;
+    if (region->cuda) {
+      VAED_RETURN_IF_ERROR(CheckCudaRange(*region->cuda, ref, field));
+      return Located{nullptr, region->cuda};
+    }
+    VAED_RETURN_IF_ERROR(CheckRegionRange(*region->mapping, ref, field));
+    return Located{region->mapping, nullptr};
   };
   if (engine::VideoPart* video = p->video ? &*p->video : nullptr) {
     VAED_ASSIGN_OR_RETURN(video->latent, FromProto(d.latent(), "latent"));
@@ -337,10 +385,16 @@ Status DecodeAdmission::Place(const ClientState& client, const v1::Decode& d, Pl
           " for latent " + ShapeToString(video->latent.shape));
     }
     video->output = std::move(output);
-    VAED_ASSIGN_OR_RETURN(video->latent_region, locate(video->latent, "latent"));
-    VAED_ASSIGN_OR_RETURN(video->output_region, locate(video->output, "output"));
-    placed.push_back({"latent", &video->latent, video->latent_region.get(), false});
-    placed.push_back({"output", &video->output, video->output_region.get(), true});
+    VAED_ASSIGN_OR_RETURN(Located in, locate(video->latent, "latent"));
+    VAED_ASSIGN_OR_RETURN(Located out, locate(video->output, "output"));
+    video->latent_region = std::move(in.host);
+    video->latent_cuda = std::move(in.cuda);
+    video->output_region = std::move(out.host);
+    video->output_cuda = std::move(out.cuda);
+    placed.push_back({"latent", &video->latent, video->latent_region.get(),
+                      video->latent_cuda.get(), false});
+    placed.push_back({"output", &video->output, video->output_region.get(),
+                      video->output_cuda.get(), true});
   }
   if (engine::AudioPart* audio = p->audio ? &*p->audio : nullptr) {
     VAED_ASSIGN_OR_RETURN(audio->latent, FromProto(d.audio_latent(), "audio_latent"));
@@ -356,13 +410,20 @@ Status DecodeAdmission::Place(const ClientState& client, const v1::Decode& d, Pl
                              ShapeToString(audio->latent.shape));
     }
     audio->output = std::move(output);
-    VAED_ASSIGN_OR_RETURN(audio->latent_region, locate(audio->latent, "audio_latent"));
-    VAED_ASSIGN_OR_RETURN(audio->output_region, locate(audio->output, "audio_output"));
-    placed.push_back({"audio_latent", &audio->latent, audio->latent_region.get(), false});
-    placed.push_back({"audio_output", &audio->output, audio->output_region.get(), true});
+    VAED_ASSIGN_OR_RETURN(Located in, locate(audio->latent, "audio_latent"));
+    VAED_ASSIGN_OR_RETURN(Located out, locate(audio->output, "audio_output"));
+    audio->latent_region = std::move(in.host);
+    audio->latent_cuda = std::move(in.cuda);
+    audio->output_region = std::move(out.host);
+    audio->output_cuda = std::move(out.cuda);
+    placed.push_back({"audio_latent", &audio->latent, audio->latent_region.get(),
+                      audio->latent_cuda.get(), false});
+    placed.push_back({"audio_output", &audio->output, audio->output_region.get(),
+                      audio->output_cuda.get(), true});
   }
-  VAED_RETURN_IF_ERROR(CheckInputsReadyEvent(d));
-  return CheckNoOverlap(placed);
+  VAED_RETURN_IF_ERROR(CheckNoOverlap(placed));
+  VAED_RETURN_IF_ERROR(CheckInputsReadyEvent(d, placed));
+  return CheckCudaRegionsServed(placed);
 }
 
 std::unique_ptr<engine::DecodeJob> DecodeAdmission::MakeJob(const ClientState& client,
