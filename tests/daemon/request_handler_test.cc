@@ -870,6 +870,34 @@ TEST_F(CudaRegionTest, ADecodeNamingACudaRegionIsRefusedClearly) {
   EXPECT_THAT(s.message(), HasSubstr("is a CUDA region"));
 }
 
+TEST_F(CudaRegionTest, TensorsInCudaRegionsAreCheckedLikeHostOnes) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  Regions r = MakeRegions();
+  auto host_out = Register("a", p, c, r.out->name(), kOutputBytes);
+  // A latent past the end of its CUDA region.
+  auto small = RegisterCuda("a", p, c, 's', kLatentBytes - 1);
+  ASSERT_TRUE(small.ok() && host_out.ok());
+  const Status outside = ErrorOf(Send("a", p, Decode(c, *small, *host_out)));
+  EXPECT_EQ(outside.code(), StatusCode::kOutOfRange);
+  EXPECT_THAT(outside.message(), HasSubstr("latent: bytes [0"));
+  // One allocation registered twice: the output may not overlap the latent.
+  auto first = RegisterCuda("a", p, c, 'h', kLatentBytes + kOutputBytes);
+  auto second = RegisterCuda("a", p, c, 'h', kLatentBytes + kOutputBytes);
+  ASSERT_TRUE(first.ok() && second.ok());
+  const Status overlap = ErrorOf(Send("a", p, Decode(c, *first, *second)));
+  EXPECT_EQ(overlap.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(overlap.message(), HasSubstr("overlap latent"));
+  EXPECT_THAT(overlap.message(), HasSubstr("CUDA allocation"));
+  // An event with a CUDA latent passes its own check (and meets the gate).
+  v1::Request req = Decode(c, *first, *host_out);
+  req.mutable_decode()->set_inputs_ready_event(std::string(64, 'e'));
+  const Status gated = ErrorOf(Send("a", p, req));
+  EXPECT_EQ(gated.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(gated.message(), HasSubstr("is a CUDA region"));
+  EXPECT_TRUE(sink_.jobs.empty());
+}
+
 // Decode.inputs_ready_event is never ignored: malformed, it is named with
 // its size rule; well formed, it is refused for host latents (it would
 // order nothing there).
