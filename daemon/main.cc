@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
   spdlog::info("tensor memory: {} MiB resident after loading; budget {}", resident >> 20,
                budget > 0 ? std::to_string(options.executor.memory_budget_mib) + " MiB"
                           : std::string("none"));
-  options.executor.request_memory =
+  cli.options.executor.request_memory =
       vaed::engine::RequestMemoryOf(budget, resident, vaed::engine::HostMemoryTotalBytes());
   if (options.executor.request_memory.known) {
     spdlog::info("a request may use up to {} MiB ({})",
