@@ -18,6 +18,7 @@ namespace vaed {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::DaemonProcess;
 
 const std::vector<int64_t> kRfcShape = {1, 24, 33, 96, 168};
 
@@ -39,7 +40,9 @@ class H3LimitsTest : public ::testing::Test {
     client_ = std::move(*client);
   }
   void TearDown() override {
-    if (daemon_) EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->Log();
+    if (daemon_) {
+      EXPECT_EQ(daemon_->Terminate(), 0) << daemon_->Log();
+    }
   }
   Result<v1::DecodeReply> Plan(const std::vector<int64_t>& shape) {
     return client_->PlanDecode("h3", DType::kFloat32, shape, client::OutputFormat::kUInt8NHWC);
