@@ -74,9 +74,10 @@ vaed::Result<RankModels> LoadRanks(vaed::server::DaemonOptions* options) {
   }
   RankModels ranks;
   for (size_t r = 0; r < options->executor.rank_devices.size(); ++r) {
-    spdlog::info("rank {}: {}", r, options->executor.rank_devices[r].Describe());
-    auto registry = vaed::models::ModelRegistry::Create(options->models.entries,
-                                                        options->models.default_model);
+    const vaed::engine::RankDevice& device = options->executor.rank_devices[r];
+    spdlog::info("rank {}: {}", r, device.Describe());
+    auto registry = vaed::models::ModelRegistry::Create(
+        options->models.entries, options->models.default_model, device.TorchDevice());
     if (!registry.ok()) {
       return registry.status().WithContext(r == 0 ? std::string("loading models")
                                                   : "loading models for rank " + std::to_string(r));

@@ -51,6 +51,12 @@ struct DecodeResult {
   uint64_t peak_rss_bytes = 0;       // VmHWM during the request (process-wide)
   uint64_t peak_tensor_bytes = 0;    // peak LibTorch host tensor bytes (process-wide)
   uint64_t memory_budget_bytes = 0;  // executor.memory_budget_mib in bytes, 0 = none
+  // Peaks above count host memory only (tensor_memory.h); device memory
+  // peaks will come from the device's caching allocator.
+  // Copies between host and device memory for this request and their bytes
+  // (region_io.h HostCopies): 0 on CPU ranks.
+  uint32_t host_copies = 0;
+  uint64_t host_copy_bytes = 0;
   std::optional<models::OutputStats> video_sanity;  // set for video decodes
   std::optional<models::OutputStats> audio_sanity;  // set for audio decodes
 };

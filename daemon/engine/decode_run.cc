@@ -99,6 +99,7 @@ class DecodeRun {
   torch::Tensor latent_, audio_latent_;  // copied in
   torch::Tensor raw_, wave_;             // decoded
   torch::Tensor video_out_, audio_out_;  // formatted
+  HostCopies host_copies_;               // between host regions and the rank's device
 };
 
 Result<DecodeResult> DecodeRun::Run(RankWork* work) {
@@ -125,13 +126,19 @@ Result<DecodeResult> DecodeRun::Run(RankWork* work) {
 
 Status DecodeRun::CopyIn() {
   const auto t0 = SteadyClock::now();
+  // Host regions are read into host memory, then copied to the rank's
+  // device when it is not the CPU (counted; nothing is copied on CPU ranks).
+  const torch::Device device = ctx_.model->device();
   if (job_.video) {
-    VAED_ASSIGN_OR_RETURN(latent_,
+    VAED_ASSIGN_OR_RETURN(torch::Tensor host,
                           CopyLatentIn(job_.video->latent, *job_.video->latent_region, "latent"));
+    VAED_ASSIGN_OR_RETURN(latent_, ToRankDevice(host, device, "latent", &host_copies_));
   }
   if (job_.audio) {
-    VAED_ASSIGN_OR_RETURN(audio_latent_, CopyLatentIn(job_.audio->latent,
-                                                      *job_.audio->latent_region, "audio_latent"));
+    VAED_ASSIGN_OR_RETURN(
+        torch::Tensor host,
+        CopyLatentIn(job_.audio->latent, *job_.audio->latent_region, "audio_latent"));
+    VAED_ASSIGN_OR_RETURN(audio_latent_, ToRankDevice(host, device, "audio_latent", &host_copies_));
   }
   result_.report.timings.Add("copy_in", SecondsSince(t0));
   if (job_.video) VAED_RETURN_IF_ERROR(CheckLatentFinite(latent_, "latent"));
@@ -182,12 +189,15 @@ Status DecodeRun::FormatOutputs() {
 Status DecodeRun::CopyOut() {
   const auto t0 = SteadyClock::now();
   if (job_.video) {
+    VAED_ASSIGN_OR_RETURN(const torch::Tensor host, ToHost(video_out_, "output", &host_copies_));
     VAED_RETURN_IF_ERROR(
-        engine::CopyOut(video_out_, job_.video->output, *job_.video->output_region, "output"));
+        engine::CopyOut(host, job_.video->output, *job_.video->output_region, "output"));
   }
   if (job_.audio) {
-    VAED_RETURN_IF_ERROR(engine::CopyOut(audio_out_, job_.audio->output,
-                                         *job_.audio->output_region, "audio_output"));
+    VAED_ASSIGN_OR_RETURN(const torch::Tensor host,
+                          ToHost(audio_out_, "audio_output", &host_copies_));
+    VAED_RETURN_IF_ERROR(
+        engine::CopyOut(host, job_.audio->output, *job_.audio->output_region, "audio_output"));
   }
   result_.report.timings.Add("copy_out", SecondsSince(t0));
   return Status::Ok();
@@ -224,6 +234,8 @@ void DecodeRun::Finish() {
   result_.peak_rss_bytes = PeakRssBytes();
   result_.peak_tensor_bytes = models::PeakTensorBytes();
   result_.memory_budget_bytes = models::TensorMemoryBudget();
+  result_.host_copies = host_copies_.count;
+  result_.host_copy_bytes = host_copies_.bytes;
   LogFinishedDecode(job_, result_, seconds, ctx_.history);
 }
 

@@ -1,13 +1,15 @@
 // One decode of a job, on the rank that answers it (its group's output
 // rank):
-//   1. copy the latents in from the client's regions (region_io.h) and
-//      refuse non-finite ones;
+//   1. copy the latents in from the client's regions (region_io.h), onto
+//      the rank's device when it is not the CPU (counted as host copies),
+//      and refuse non-finite ones;
 //   2. decode the video on the job's group (video_on_group.h), then the
 //      audio (the official pipeline's order);
 //   3. summarise the outputs (sanity figures: reported, never fatal) and
 //      format them (output_format.h);
-//   4. copy them out into the client's regions, and state the result:
-//      timings, tiling, group, warm/cold, memory peaks.
+//   4. copy them out into the client's regions (through host memory when
+//      the rank's device is not the CPU, counted), and state the result:
+//      timings, tiling, group, warm/cold, memory peaks, host copies.
 // Cancellation (deadline, client gone, shutdown) is checked before the
 // audio and before the output is written; models check it between units of
 // work. Client memory is touched only in steps 1 and 4, both inside the

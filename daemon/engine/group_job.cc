@@ -58,7 +58,8 @@ Status AnnounceJob(GroupChannel& channel, const parallel::GroupSpec& spec, uint6
   });
 }
 
-Result<std::optional<ReceivedJob>> ReceiveJob(parallel::Communicator& comm) {
+Result<std::optional<ReceivedJob>> ReceiveJob(parallel::Communicator& comm,
+                                              const torch::Device& device) {
   using Out = Result<std::optional<ReceivedJob>>;
   return models::RunTorch("receiving a group job", [&]() -> Out {
     torch::Tensor t = torch::zeros({static_cast<int64_t>(kGroupJobHeaderWords)}, torch::kLong);
@@ -76,7 +77,8 @@ Result<std::optional<ReceivedJob>> ReceiveJob(parallel::Communicator& comm) {
     VAED_RETURN_IF_ERROR(comm.Broadcast(name_bytes, 0));
     received.model_name.assign(static_cast<const char*>(name_bytes.data_ptr()),
                                static_cast<size_t>(header->model_name_bytes));
-    received.latent = torch::empty(header->latent_shape, torch::kFloat);
+    received.latent = torch::empty(header->latent_shape,
+                                   torch::TensorOptions().dtype(torch::kFloat).device(device));
     VAED_RETURN_IF_ERROR(comm.Broadcast(received.latent, 0));
     received.settings = MemberSettings(*header);
     return std::optional<ReceivedJob>(std::move(received));

@@ -43,17 +43,23 @@ Status AnnounceJob(GroupChannel& channel, const parallel::GroupSpec& spec, uint6
 // What a member receives of a job that runs.
 struct ReceivedJob {
   std::string model_name;
-  torch::Tensor latent;             // float32, CPU, the output rank's bytes
+  torch::Tensor latent;             // float32 on the member's device, the output rank's bytes
   models::DecodeSettings settings;  // MemberSettings() of the header
 };
 
-// A member: receives what AnnounceJob() sent. nullopt: the output rank
-// stood down. Errors: a failed collective, or a header this daemon cannot
-// read (the communicator is then aborted, so the output rank falls back).
-Result<std::optional<ReceivedJob>> ReceiveJob(parallel::Communicator& comm);
+// A member: receives what AnnounceJob() sent, the latent into a buffer on
+// `device` (the rank's, where its models are: ModelRegistry::device()).
+// The header and the model name are control words read on the host, so
+// they travel in CPU tensors on every backend (NCCL stages them). nullopt:
+// the output rank stood down. Errors: a failed collective, or a header this
+// daemon cannot read (the communicator is then aborted, so the output rank
+// falls back).
+Result<std::optional<ReceivedJob>> ReceiveJob(parallel::Communicator& comm,
+                                              const torch::Device& device);
 
-// Every rank after its decode: gathers each rank's figures to the output
-// rank (in group order: index i = spec.ranks[i]); {} on the other ranks.
+// Every rank after its decode: gathers each rank's figures (a CPU tensor
+// of five float64 words, read on the host) to the output rank (in group
+// order: index i = spec.ranks[i]); {} on the other ranks.
 Result<std::vector<RankFigures>> GatherFigures(parallel::Communicator& comm,
                                                const parallel::GroupSpec& spec,
                                                const RankFigures& mine);

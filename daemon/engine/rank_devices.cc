@@ -74,6 +74,11 @@ std::string RankDevice::Describe() const {
   return "cuda:" + std::to_string(cuda.ordinal) + " " + FormatDeviceUuid(cuda.uuid);
 }
 
+c10::Device RankDevice::TorchDevice() const {
+  if (!is_cuda) return c10::Device(c10::DeviceType::CPU);
+  return c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(cuda.ordinal));
+}
+
 Result<std::vector<CudaDevice>> AssignRankDevices(std::vector<CudaDevice> visible,
                                                   const std::vector<std::string>& configured,
                                                   uint32_t ranks) {

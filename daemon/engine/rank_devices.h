@@ -12,6 +12,8 @@
 #ifndef VAED_DAEMON_ENGINE_RANK_DEVICES_H_
 #define VAED_DAEMON_ENGINE_RANK_DEVICES_H_
 
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +38,11 @@ struct RankDevice {
 
   // "cpu" or "cuda:<ordinal> <uuid>" (logs).
   std::string Describe() const;
+  // The LibTorch device the rank's models live on: kCPU, or kCUDA with
+  // cuda.ordinal (the index this process sees, as LibTorch numbers
+  // devices; it never leaves the process). Constructing it needs no
+  // device; using a CUDA one needs a CUDA LibTorch.
+  c10::Device TorchDevice() const;
 };
 
 // The checks of executor.devices that need no device (configuration time):

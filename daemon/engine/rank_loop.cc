@@ -308,10 +308,10 @@ void Executor::RunAsMember(int local_rank, const parallel::GroupSpec& spec, cons
   parallel::Communicator& comm = *channel.comm;
   const int global = GlobalRank(local_rank);
   try {
-    Result<std::optional<ReceivedJob>> received = ReceiveJob(comm);
+    Rank& rank = ranks_[static_cast<size_t>(local_rank)];
+    Result<std::optional<ReceivedJob>> received = ReceiveJob(comm, rank.registry->device());
     if (!received.ok() || !*received) return;  // failed (aborted) or stood down
     ReceivedJob& r = **received;
-    Rank& rank = ranks_[static_cast<size_t>(local_rank)];
     // On the output rank's daemon the model was resolved once; a member of
     // a group led by another daemon knows only its name.
     models::VaeModel* model =

@@ -27,8 +27,38 @@ Status CheckLatentFinite(const torch::Tensor& latent, const std::string& field) 
   return Status::Ok();
 }
 
+namespace {
+
+// `t` on `device`, counted when it crosses between host and device.
+Result<torch::Tensor> Transfer(const torch::Tensor& t, const torch::Device& device,
+                               const std::string& doing, HostCopies* copies) {
+  if (t.device() == device) return t;
+  VAED_ASSIGN_OR_RETURN(
+      torch::Tensor moved,
+      models::RunTorch(doing, [&]() -> Result<torch::Tensor> { return t.to(device); }));
+  copies->count += 1;
+  copies->bytes += static_cast<uint64_t>(t.numel()) * t.element_size();
+  return moved;
+}
+
+}  // namespace
+
+Result<torch::Tensor> ToRankDevice(const torch::Tensor& host, const torch::Device& device,
+                                   const std::string& field, HostCopies* copies) {
+  return Transfer(host, device, "copying " + field + " to " + device.str(), copies);
+}
+
+Result<torch::Tensor> ToHost(const torch::Tensor& t, const std::string& field, HostCopies* copies) {
+  return Transfer(t, torch::kCPU, "copying " + field + " from " + t.device().str() + " to the host",
+                  copies);
+}
+
 Status CopyOut(const torch::Tensor& formatted, const TensorRef& ref, const HostRegion& region,
                const std::string& field) {
+  if (!formatted.device().is_cpu()) {
+    return Internal("decoded " + field + " is on " + formatted.device().str() +
+                    "; only host memory is written into a host region");
+  }
   const uint64_t bytes = static_cast<uint64_t>(formatted.numel()) * formatted.element_size();
   if (bytes != ref.size) {
     return Internal("decoded " + field + " has " + std::to_string(bytes) +

@@ -32,13 +32,15 @@ std::string Seconds(double s) {
   return buf;
 }
 
-// A normal(0, 1) float32 latent, the distribution of a DiT's normalised
-// latent (zeros would decode a constant picture, a case requests do not
-// send).
-Result<torch::Tensor> SyntheticLatent(const std::vector<int64_t>& shape) {
+// A normal(0, 1) float32 latent on `device`, the distribution of a DiT's
+// normalised latent (zeros would decode a constant picture, a case requests
+// do not send). Drawn on the host, so every rank and device decodes the same
+// values, then copied to the rank's device as a request's latent is.
+Result<torch::Tensor> SyntheticLatent(const std::vector<int64_t>& shape,
+                                      const torch::Device& device) {
   return models::RunTorch("making the warm-up latent", [&]() -> Result<torch::Tensor> {
     at::Generator gen = at::detail::createCPUGenerator(kLatentSeed);
-    return torch::randn(shape, gen, torch::TensorOptions().dtype(torch::kFloat32));
+    return torch::randn(shape, gen, torch::TensorOptions().dtype(torch::kFloat32)).to(device);
   });
 }
 
@@ -64,7 +66,8 @@ Result<std::string> RunPass(models::VaeModel& model, const torch::Tensor& latent
 
 // Every pass of `w` on `model`; the log line's text after the shape.
 Result<std::string> WarmUpShape(models::VaeModel& model, const WarmUp& w) {
-  VAED_ASSIGN_OR_RETURN(const torch::Tensor latent, SyntheticLatent(w.shape.latent_shape));
+  VAED_ASSIGN_OR_RETURN(const torch::Tensor latent,
+                        SyntheticLatent(w.shape.latent_shape, model.device()));
   std::string passes;
   for (const WarmUpPass& pass : w.passes) {
     Result<std::string> done = RunPass(model, latent, pass);

@@ -211,9 +211,10 @@ Status ValidateConfig(const std::vector<ModelConfig>& configs, const std::string
   return Status::Ok();
 }
 
-Result<h3::VideoVaeOptions> VideoOptionsOf(const ModelConfig& c) {
+Result<h3::VideoVaeOptions> VideoOptionsOf(const ModelConfig& c, const torch::Device& device) {
   h3::VideoVaeOptions options;
   options.name = c.name;
+  options.device = device;
   options.config_path = c.config_path;
   if (!c.weights_path.empty()) options.weights.push_back(c.weights_path);
   options.seed = c.seed.value_or(0);
@@ -247,8 +248,10 @@ Result<std::vector<WarmShape>> WarmShapesOf(const ModelConfig& c, size_t index) 
 }  // namespace
 
 ModelRegistry::ModelRegistry(std::vector<std::unique_ptr<VaeModel>> models,
-                             std::string default_model, std::vector<WarmShape> warm_shapes)
+                             std::string default_model, std::vector<WarmShape> warm_shapes,
+                             torch::Device device)
     : models_(std::move(models)),
+      device_(device),
       default_model_(std::move(default_model)),
       warm_shapes_(std::move(warm_shapes)) {}
 
@@ -260,7 +263,7 @@ Status ModelRegistry::Validate(const std::vector<ModelConfig>& configs,
 }
 
 Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
-    const std::vector<ModelConfig>& configs, std::string default_model) {
+    const std::vector<ModelConfig>& configs, std::string default_model, torch::Device device) {
   VAED_RETURN_IF_ERROR(ValidateConfig(configs, default_model));
   std::vector<std::unique_ptr<VaeModel>> models;
   std::vector<WarmShape> warm_shapes;
@@ -274,17 +277,19 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
       options.name = c.name;
       options.weights_path = c.weights_path;
       options.frame_batch = c.frame_batch.value_or(kDefaultFrameBatch);
+      options.device = device;
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model, Taef2Decoder::Create(options));
       models.push_back(std::move(model));
     } else if (c.kind == kKindH3Video) {
-      VAED_ASSIGN_OR_RETURN(h3::VideoVaeOptions options, VideoOptionsOf(c));
+      VAED_ASSIGN_OR_RETURN(h3::VideoVaeOptions options, VideoOptionsOf(c, device));
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<h3::VideoVae> model, h3::VideoVae::Create(options));
       models.push_back(std::move(model));
     } else if (c.kind == kKindH3 || c.kind == kKindH3Audio) {
       h3::H3VaeOptions options;
       options.name = c.name;
+      options.device = device;
       if (c.kind == kKindH3) {
-        VAED_ASSIGN_OR_RETURN(options.video, VideoOptionsOf(c));
+        VAED_ASSIGN_OR_RETURN(options.video, VideoOptionsOf(c, device));
       }
       options.audio = h3::AudioVaeOptions{c.audio_config_path, c.audio_weights_path,
                                           c.seed.value_or(0)};
@@ -292,12 +297,12 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
       models.push_back(std::move(model));
     } else {
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model,
-                            Taef2Decoder::CreateDemo(c.name, c.seed.value_or(0)));
+                            Taef2Decoder::CreateDemo(c.name, c.seed.value_or(0), device));
       models.push_back(std::move(model));
     }
   }
-  return std::unique_ptr<ModelRegistry>(
-      new ModelRegistry(std::move(models), std::move(default_model), std::move(warm_shapes)));
+  return std::unique_ptr<ModelRegistry>(new ModelRegistry(
+      std::move(models), std::move(default_model), std::move(warm_shapes), device));
 }
 
 VaeModel* ModelRegistry::Find(std::string_view name) const {

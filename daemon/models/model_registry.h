@@ -40,11 +40,16 @@ struct WarmShape {
 class ModelRegistry {
  public:
   // Validates the whole config first (Validate()), then builds every model
-  // (loading weights), in config order.
+  // (loading weights), in config order, on `device`: the rank's (CPU, or
+  // CUDA with the ordinal this process sees; engine/rank_devices.h). Each
+  // model loads on the host and moves its tensors there once
+  // (device_placement.h); info().device names it.
   // Load errors: the first model that fails to build, with its Status
-  // (see Taef2Decoder::Create, VideoVae::Create, H3Vae::Create).
+  // (see Taef2Decoder::Create, VideoVae::Create, H3Vae::Create), including
+  // a device this build or machine cannot place tensors on.
   static Result<std::unique_ptr<ModelRegistry>> Create(const std::vector<ModelConfig>& configs,
-                                                       std::string default_model);
+                                                       std::string default_model,
+                                                       torch::Device device = torch::kCPU);
 
   // Checks every entry against the keys its kind takes (ModelConfig), without
   // loading anything. Errors (kInvalidArgument) name the TOML entry and key:
@@ -69,6 +74,9 @@ class ModelRegistry {
   // "unknown model 'x' (available: taef2, demo)".
   Result<VaeModel*> Get(std::string_view name) const;
 
+  // The device every model of this registry lives on (Create()'s).
+  torch::Device device() const { return device_; }
+
   // Name of the model used when a request names none.
   const std::string& default_model() const { return default_model_; }
 
@@ -81,9 +89,10 @@ class ModelRegistry {
 
  private:
   ModelRegistry(std::vector<std::unique_ptr<VaeModel>> models, std::string default_model,
-                std::vector<WarmShape> warm_shapes);
+                std::vector<WarmShape> warm_shapes, torch::Device device);
 
   std::vector<std::unique_ptr<VaeModel>> models_;
+  torch::Device device_;
   std::string default_model_;
   std::vector<WarmShape> warm_shapes_;
 };

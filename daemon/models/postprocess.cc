@@ -32,10 +32,9 @@ Result<torch::Tensor> ToUint8Nhwc(const torch::Tensor& nchw_float) {
 
 Result<OutputStats> SummarizeValues(const torch::Tensor& x, double clip_level) {
   if (!x.defined()) return InvalidArgument("tensor is undefined");
-  if (x.scalar_type() != torch::kFloat || !x.device().is_cpu()) {
-    return InvalidArgument("SummarizeValues needs a float32 CPU tensor, got " +
-                           std::string(c10::toString(x.scalar_type())) + " on " +
-                           x.device().str());
+  if (x.scalar_type() != torch::kFloat) {
+    return InvalidArgument("SummarizeValues needs a float32 tensor, got " +
+                           std::string(c10::toString(x.scalar_type())) + " on " + x.device().str());
   }
   constexpr int64_t kSlice = int64_t{1} << 22;
   OutputStats st;

@@ -12,10 +12,10 @@ namespace vaed::models {
 
 // Converts raw decoder output to 8-bit RGB frames.
 //
-// Input: float32 NCHW [frames, channels, height_px, width_px] on CPU, any
-// strides, nominally in [0, 1] (values outside are clamped).
+// Input: float32 NCHW [frames, channels, height_px, width_px] on any
+// device, any strides, nominally in [0, 1] (values outside are clamped).
 // Output: a new contiguous uint8 NHWC tensor [frames, height_px, width_px,
-// channels] with
+// channels] on the input's device, with
 //   u8 = round_half_to_even(clamp(x, 0, 1) * 255)
 // computed in float32, the rule of shared/data/taef2/README.md §1/§3
 // (`torch.round` is half to even). NaN maps to 0.
@@ -35,12 +35,14 @@ struct OutputStats {
   bool constant = false;      // values > 0, all finite and all equal
 };
 
-// Computes OutputStats of a float32 CPU tensor of any shape and strides,
-// in slices of at most 4M elements along dim 0 and within each slice, so
-// the extra memory stays bounded (a few tens of MB) however large the
-// tensor is. `clip_level` <= 0 disables the clipping count.
-// Errors: kInvalidArgument for a non-float32 or non-CPU tensor; LibTorch
-// failures as in CurrentTorchErrorStatus().
+// Computes OutputStats of a float32 tensor of any shape and strides, on
+// any device, in slices of at most 4M elements along dim 0 and within each
+// slice, so the extra memory stays bounded (a few tens of MB) however large
+// the tensor is. The reductions run on the tensor's device; only a few
+// scalars per slice are read back to the host (each read waits for the
+// device's work so far). `clip_level` <= 0 disables the clipping count.
+// Errors: kInvalidArgument for a non-float32 tensor; LibTorch failures as
+// in CurrentTorchErrorStatus().
 Result<OutputStats> SummarizeValues(const torch::Tensor& x, double clip_level);
 
 }  // namespace vaed::models

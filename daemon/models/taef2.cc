@@ -95,7 +95,7 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
                                                 .overlap_latent = settings.tiling->overlap_latent},
                              report, settings);
   }
-  VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanCpuLatent(latent));
+  VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanLatentOnDevice(latent));
   try {
     torch::NoGradGuard no_grad;
     const auto start = std::chrono::steady_clock::now();
@@ -111,7 +111,7 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
       AfterFrameBatch(settings, plan.frames, plan.frames);
     } else {
       out = torch::empty({plan.frames, plan.channels, plan.height_px, plan.width_px},
-                         torch::TensorOptions().dtype(torch::kFloat));
+                         latent.options());
       for (int64_t begin = 0; begin < plan.frames; begin += batch) {
         const int64_t n = std::min(batch, plan.frames - begin);
         BeforeFrameBatch(settings, begin, plan.frames);
@@ -130,16 +130,19 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
 
 // 2-D blend weights w_y(y) * w_x(x) per tile, kept as their factors: a row
 // vector [th, 1] per tile row and a column vector [1, tw] per tile column
-// (Taef2AxisTiles::BlendWeights).
+// (Taef2AxisTiles::BlendWeights), float32 on the decode's device.
 struct Taef2Decoder::HybridBlend {
   std::vector<torch::Tensor> row_w, col_w;
 
-  explicit HybridBlend(const Taef2TilePlan& tiles) {
+  // May throw c10::Error.
+  HybridBlend(const Taef2TilePlan& tiles, const torch::Device& device) {
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
+    auto weights = [&](const std::vector<float>& w) { return torch::tensor(w, f32).to(device); };
     for (int64_t i = 0; i < tiles.rows.tiles(); ++i) {
-      row_w.push_back(torch::tensor(tiles.rows.BlendWeights(i), torch::kFloat).view({-1, 1}));
+      row_w.push_back(weights(tiles.rows.BlendWeights(i)).view({-1, 1}));
     }
     for (int64_t i = 0; i < tiles.cols.tiles(); ++i) {
-      col_w.push_back(torch::tensor(tiles.cols.BlendWeights(i), torch::kFloat).view({1, -1}));
+      col_w.push_back(weights(tiles.cols.BlendWeights(i)).view({1, -1}));
     }
   }
 
@@ -185,7 +188,7 @@ int64_t Taef2Decoder::DecodeHybridTiles(const torch::Tensor& features, const Tae
         const TileRect r = tiles.tile(i);
         return std::vector<int64_t>{n, kOutputChannels, r.height_px, r.width_px};
       },
-      mine, communication);
+      mine, features.device(), communication);
   if (group->rank() == 0) {
     for (int64_t i = 0; i < tiles.num_tiles(); ++i) {
       blend.Accumulate(out, tiles.tile(i), all[static_cast<size_t>(i)]);
@@ -198,7 +201,7 @@ Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& laten
                                                       const Taef2TilingOptions& options,
                                                       DecodeReport* report,
                                                       const DecodeSettings& settings) {
-  VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanCpuLatent(latent));
+  VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanLatentOnDevice(latent));
   VAED_ASSIGN_OR_RETURN(
       Taef2TilePlan tiles,
       PlanTaef2Tiles(latent.size(2), latent.size(3), options.tile_latent, options.overlap_latent));
@@ -206,7 +209,7 @@ Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& laten
     torch::NoGradGuard no_grad;
     const auto start = Clock::now();
     std::chrono::duration<double> stem_seconds{0}, tiles_seconds{0};
-    const HybridBlend blend(tiles);
+    const HybridBlend blend(tiles, latent.device());
     // After the stem, peak memory follows frames x tile cells (the stem's
     // own activations are 64 channels at latent resolution, 1/64 of that).
     const int64_t tile_cells = tiles.rows.tile_extent_latent * tiles.cols.tile_extent_latent;
@@ -220,7 +223,7 @@ Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& laten
     torch::Tensor out;
     if (output_rank) {
       out = torch::zeros({plan.frames, plan.channels, plan.height_px, plan.width_px},
-                         torch::TensorOptions().dtype(torch::kFloat));
+                         latent.options());
     }
     int64_t calls = 0;
     for (int64_t begin = 0; begin < plan.frames; begin += batch) {

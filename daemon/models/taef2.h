@@ -16,8 +16,9 @@
 // modules 3-5 cover the whole spatial extent of each frame (README §4), so
 // decoding spatial tiles separately would NOT give the same output.
 //
-// Compute: LibTorch functional ops on CPU in float32 with the weights cast
-// from fp16 to fp32 at load (the reference path of README §3). Matches the
+// Compute: LibTorch functional ops in float32 on the model's device (CPU
+// unless created for another) with the weights cast from fp16 to fp32 at
+// load (the reference path of README §3). Matches the
 // official PyTorch module to <= 1e-4 max abs difference.
 //
 // Hybrid tiled decode (README §5, "decoded_tiled_hybrid_f32"): modules 0-5
@@ -60,6 +61,10 @@ struct Taef2Options {
   // frame_batch * 64 * 64*h*w * 4 bytes * ~3 live tensors) for a little
   // more throughput; the output does not depend on it. Must be in [1, 4096].
   int64_t frame_batch = 4;
+  // The rank's device: the weights are loaded on the host, then moved there
+  // once at the end of Create() (device_placement.h), and Decode() runs
+  // there. CPU by default.
+  torch::Device device = torch::kCPU;
 };
 
 class Taef2Decoder final : public VaeModel {
@@ -94,7 +99,8 @@ class Taef2Decoder final : public VaeModel {
   //                     (named; e.g. the encoder file).
   //   kNotFound         the file does not exist, or a decoder tensor is
   //                     missing (named).
-  //   kIoError / kResourceExhausted / kInternal  OS or LibTorch failures.
+  //   kIoError / kResourceExhausted / kInternal  OS or LibTorch failures,
+  //                     including placing the weights on options.device.
   static Result<std::unique_ptr<Taef2Decoder>> Create(const Taef2Options& options);
 
   // Builds the same architecture with deterministic pseudo-random weights
@@ -104,15 +110,18 @@ class Taef2Decoder final : public VaeModel {
   // about [0, 1]; they are not images. info(): kind "demo",
   // demo_weights = true, weights_path/weights_sha256 empty, description
   // starting "DEMO: deterministic seeded weights, not a trained model".
-  // Logs a warning. Errors: kInvalidArgument for an empty `name`; LibTorch
-  // failures as kResourceExhausted / kInternal.
-  static Result<std::unique_ptr<Taef2Decoder>> CreateDemo(const std::string& name, uint64_t seed);
+  // Logs a warning. The weights are drawn on the host (the same values
+  // for every device), then moved to `device`. Errors: kInvalidArgument for
+  // an empty `name`; LibTorch failures as kResourceExhausted / kInternal.
+  static Result<std::unique_ptr<Taef2Decoder>> CreateDemo(const std::string& name, uint64_t seed,
+                                                          torch::Device device = torch::kCPU);
 
   ~Taef2Decoder() override;
   Taef2Decoder(const Taef2Decoder&) = delete;
   Taef2Decoder& operator=(const Taef2Decoder&) = delete;
 
   const ModelInfo& info() const override { return info_; }
+  torch::Device device() const override { return device_; }
 
   // Accepts latent_dtype float32 and latent_shape
   // [frames, 32, height_latent, width_latent] with 1 <= frames <= kMaxFrames
@@ -130,16 +139,17 @@ class Taef2Decoder final : public VaeModel {
   int64_t TilesPerUnit(const std::vector<int64_t>& latent_shape,
                        const DecodeSettings& settings) const override;
 
-  // Decodes `latent` (CPU float32 [N, 32, h, w], any strides) into a new
-  // float32 tensor [N, 3, 8h, 8w], frame_batch frames per forward pass,
+  // Decodes `latent` (float32 [N, 32, h, w] on device(), any strides) into
+  // a new float32 tensor [N, 3, 8h, 8w] on device(), frame_batch frames per
+  // forward pass,
   // without autograd. Adds "taef2.decode_latent" (seconds, wall clock) to the timings of
   // `report` when it is not null. Untiled unless settings.tiling is set
   // (the diagnostic knob, capability "tunable_tiling"): then it runs
   // DecodeTiledHybrid() with that tile size and overlap.
-  // Errors: the Plan() errors for a bad latent; kInvalidArgument for a
-  // non-CPU latent; kResourceExhausted when LibTorch fails to allocate;
-  // kInternal for any other LibTorch error; settings.cancel's status when it
-  // says stop (checked before each frame batch). Never throws.
+  // Errors: the Plan() errors for a bad latent; kInvalidArgument naming
+  // latent.device for a latent on another device; kResourceExhausted when LibTorch fails to
+  // allocate; kInternal for any other LibTorch error; settings.cancel's status when it says stop
+  // (checked before each frame batch). Never throws.
   using VaeModel::Decode;
   Result<torch::Tensor> Decode(const torch::Tensor& latent, const DecodeSettings& settings,
                                DecodeReport* report) override;
@@ -164,10 +174,10 @@ class Taef2Decoder final : public VaeModel {
   // (all; seconds, wall clock), and report->tiling (tiled, tile_rows,
   // tile_cols, decoder_calls = tiles x frame batches, max_tiles_per_call 1).
   // Errors: the Plan() errors for a bad latent (including its extent bounds);
-  // the PlanTaef2Tiles() errors for bad options; kInvalidArgument for a
-  // non-CPU latent; kResourceExhausted when LibTorch fails to allocate;
-  // kInternal for any other LibTorch error; settings.cancel's status when it
-  // says stop (checked before each frame batch). Never throws.
+  // the PlanTaef2Tiles() errors for bad options; kInvalidArgument naming
+  // latent.device for a latent on another device; kResourceExhausted when LibTorch fails to
+  // allocate; kInternal for any other LibTorch error; settings.cancel's status when it says stop
+  // (checked before each frame batch). Never throws.
   Result<torch::Tensor> DecodeTiledHybrid(const torch::Tensor& latent,
                                           const Taef2TilingOptions& options, DecodeReport* report,
                                           const DecodeSettings& settings = {});
@@ -178,7 +188,8 @@ class Taef2Decoder final : public VaeModel {
   // The blend weights of one tile plan (taef2.cc).
   struct HybridBlend;
 
-  Taef2Decoder(ModelInfo info, std::unique_ptr<Weights> weights, int64_t frame_batch);
+  Taef2Decoder(ModelInfo info, std::unique_ptr<Weights> weights, int64_t frame_batch,
+               torch::Device device);
 
   // One forward pass over a batch of frames; may throw c10::Error.
   // Forward(x) == Tail(Stem(x)), op for op.
@@ -199,6 +210,7 @@ class Taef2Decoder final : public VaeModel {
   ModelInfo info_;
   std::unique_ptr<Weights> weights_;
   int64_t frame_batch_;
+  torch::Device device_;
 };
 
 }  // namespace vaed::models

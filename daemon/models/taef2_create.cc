@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "daemon/models/device_placement.h"
 #include "daemon/models/taef2.h"
 #include "daemon/models/taef2_network.h"
 #include "daemon/models/torch_dtype.h"
@@ -25,10 +26,20 @@ using taef2::Param;
 // safetensors data is little-endian and is copied into host tensors as is.
 static_assert(std::endian::native == std::endian::little, "vaed assumes a little-endian host");
 
+// Moves every parameter to `device` (device_placement.h). Errors name `what`.
+Status PlaceParams(const std::vector<Param>& params, const torch::Device& device,
+                   const std::string& what) {
+  std::vector<torch::Tensor*> slots;
+  slots.reserve(params.size());
+  for (const Param& p : params) slots.push_back(p.slot);
+  return MoveTensorsTo(slots, device, what);
+}
+
 // What both constructors report besides name, kind and provenance.
 ModelInfo Taef2Info(std::string name, std::string kind, std::string description,
-                    const std::vector<Param>& params) {
+                    const std::vector<Param>& params, const torch::Device& device) {
   ModelInfo info;
+  info.device = DeviceName(device);
   info.name = std::move(name);
   info.kind = std::move(kind);
   info.description = std::move(description);
@@ -120,8 +131,12 @@ torch::Tensor DemoTensor(const Param& p, at::Generator& gen) {
 
 }  // namespace
 
-Taef2Decoder::Taef2Decoder(ModelInfo info, std::unique_ptr<Weights> weights, int64_t frame_batch)
-    : info_(std::move(info)), weights_(std::move(weights)), frame_batch_(frame_batch) {}
+Taef2Decoder::Taef2Decoder(ModelInfo info, std::unique_ptr<Weights> weights, int64_t frame_batch,
+                           torch::Device device)
+    : info_(std::move(info)),
+      weights_(std::move(weights)),
+      frame_batch_(frame_batch),
+      device_(device) {}
 
 Taef2Decoder::~Taef2Decoder() = default;
 
@@ -145,12 +160,14 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::Create(const Taef2Options& o
   VAED_RETURN_IF_ERROR(CheckNoUnexpectedTensors(file, params, what));
   Result<std::string> sha = Sha256File(options.weights_path);
   if (!sha.ok()) return sha.status().WithContext(what);
+  VAED_RETURN_IF_ERROR(PlaceParams(params, options.device, what));
 
   ModelInfo info = Taef2Info(
       options.name, "taef2",
       "TAEF2 decoder (tiny autoencoder for the FLUX.2 VAE): 32-channel latent -> RGB at 8x, "
-      "fp32 on CPU",
-      params);
+      "fp32 on " +
+          DeviceName(options.device),
+      params, options.device);
   info.weights_path = options.weights_path;
   info.weights_sha256 = *sha;
   info.demo_weights = false;
@@ -159,11 +176,12 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::Create(const Taef2Options& o
       "sha256 {})",
       info.name, info.weights_path, params.size(), info.resident_bytes, info.weights_sha256);
   return std::unique_ptr<Taef2Decoder>(
-      new Taef2Decoder(std::move(info), std::move(weights), options.frame_batch));
+      new Taef2Decoder(std::move(info), std::move(weights), options.frame_batch, options.device));
 }
 
 Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::CreateDemo(const std::string& name,
-                                                               uint64_t seed) {
+                                                               uint64_t seed,
+                                                               torch::Device device) {
   if (name.empty()) return InvalidArgument("demo model: name is empty");
   auto weights = std::make_unique<Weights>();
   std::vector<Param> params = weights->Params();
@@ -174,19 +192,20 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::CreateDemo(const std::string
   } catch (...) {
     return CurrentTorchErrorStatus("demo model '" + name + "': generating weights");
   }
+  VAED_RETURN_IF_ERROR(PlaceParams(params, device, "demo model '" + name + "'"));
 
   ModelInfo info = Taef2Info(name, "demo",
                              "DEMO: deterministic seeded weights, not a trained model (TAEF2 "
                              "architecture, seed " +
                                  std::to_string(seed) + ")",
-                             params);
+                             params, device);
   info.demo_weights = true;
   spdlog::warn(
       "model '{}': DEMO weights (deterministic, seed {}), not a trained model; its "
       "output is not an image",
       name, seed);
   return std::unique_ptr<Taef2Decoder>(
-      new Taef2Decoder(std::move(info), std::move(weights), Taef2Options{}.frame_batch));
+      new Taef2Decoder(std::move(info), std::move(weights), Taef2Options{}.frame_batch, device));
 }
 
 }  // namespace vaed::models

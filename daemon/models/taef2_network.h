@@ -61,7 +61,7 @@ uint64_t ResidentBytes(const std::vector<Param>& params);
 
 }  // namespace taef2
 
-// All decoder weights, float32, contiguous, CPU.
+// All decoder weights, float32, contiguous, on the decoder's device.
 struct Taef2Decoder::Weights {
   torch::Tensor in_w, in_b;                   // module 1
   std::array<taef2::BlockWeights, 3> mid;     // modules 3, 4, 5

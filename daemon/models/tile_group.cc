@@ -17,7 +17,8 @@ int64_t Numel(const std::vector<int64_t>& shape) {
 
 std::vector<torch::Tensor> GatherTiles(
     TileGroup& group, int64_t count, const std::function<std::vector<int64_t>(int64_t)>& tile_shape,
-    const std::vector<torch::Tensor>& mine, TileCommunicationStats* stats) {
+    const std::vector<torch::Tensor>& mine, const torch::Device& device,
+    TileCommunicationStats* stats) {
   const auto start = std::chrono::steady_clock::now();
   const int size = group.size();
   const int rank = group.rank();
@@ -26,7 +27,8 @@ std::vector<torch::Tensor> GatherTiles(
   for (int64_t i = 0; i < count; ++i) elements[static_cast<size_t>(i % size)] += Numel(tile_shape(i));
   const int64_t padded = std::max<int64_t>(1, *std::max_element(elements.begin(), elements.end()));
 
-  torch::Tensor packed = torch::zeros({padded}, torch::kFloat);
+  torch::Tensor packed =
+      torch::zeros({padded}, torch::TensorOptions().dtype(torch::kFloat).device(device));
   int64_t offset = 0;
   size_t next = 0;
   for (int64_t i = rank; i < count; i += size, ++next) {

@@ -80,13 +80,15 @@ struct TileCommunicationStats {
 // in all; tile i is float32 of shape `tile_shape(i)` (the same on every
 // rank, from the shared plan); `mine` holds this rank's tiles (those with
 // group.Owns(i)) in increasing i. Every rank packs its tiles into one
-// buffer padded to the largest rank's element count and takes part in one
-// gather. Returns on rank 0 all `count` tiles in index order (its own
-// unchanged, the others views of the gathered buffers), elsewhere {}.
-// Throws CollectiveFailed (from the group) or c10::Error.
+// buffer on `device` (the rank's: where its tiles are) padded to the
+// largest rank's element count and takes part in one gather. Returns on
+// rank 0 all `count` tiles in index order (its own unchanged, the others
+// views of the gathered buffers, on the device the group returns them on),
+// elsewhere {}. Throws CollectiveFailed (from the group) or c10::Error.
 std::vector<torch::Tensor> GatherTiles(
     TileGroup& group, int64_t count, const std::function<std::vector<int64_t>(int64_t)>& tile_shape,
-    const std::vector<torch::Tensor>& mine, TileCommunicationStats* stats);
+    const std::vector<torch::Tensor>& mine, const torch::Device& device,
+    TileCommunicationStats* stats);
 
 }  // namespace vaed::models
 

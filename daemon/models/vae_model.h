@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "daemon/models/cancel.h"
+#include "daemon/models/device_placement.h"
 #include "daemon/models/plan_cache.h"
 #include "daemon/models/tile_group.h"
 #include "daemon/models/torch_dtype.h"
@@ -137,6 +138,9 @@ struct ModelInfo {
   int64_t latent_channels = 0;
   DType latent_dtype = DType::kFloat32;  // the dtype Decode() takes
   std::string compute_dtype = "float32";  // dtype of the decoder's arithmetic
+  // Where the weights are resident and the decode math runs ("cpu",
+  // "cuda:0"; device_placement.h DeviceName): the rank's device.
+  std::string device = "cpu";
   Capabilities caps;
   // Video frame rate the decoded frames are meant for (H3: 24 fps); 0 when
   // the model has none (durations then assume kDefaultFps).
@@ -338,12 +342,14 @@ class VaeModel {
   virtual Result<DecodePlan> Plan(DType latent_dtype,
                                   const std::vector<int64_t>& latent_shape) const = 0;
 
-  // Decodes `latent` (CPU, contiguous, shape/dtype already accepted by
-  // Plan()) into the raw output float32 [frames, 3, height_px, width_px] in
-  // the decoder's own output space, not clamped (may be a non-contiguous
-  // view). Adds its component timings and tiling facts to `report` (may be
-  // null). Errors from LibTorch are returned as kInternal /
-  // kResourceExhausted, never thrown.
+  // Decodes `latent` (on device(), contiguous, shape/dtype already
+  // accepted by Plan()) into the raw output float32 [frames, 3, height_px,
+  // width_px] on device(), in the decoder's own output space, not clamped
+  // (may be a non-contiguous view). Adds its component timings and tiling
+  // facts to `report` (may be null). Errors from LibTorch are returned as
+  // kInternal / kResourceExhausted, never thrown; a latent on another
+  // device is kInvalidArgument naming `latent.device` (the caller copies it
+  // to device() first).
   virtual Result<torch::Tensor> Decode(const torch::Tensor& latent, const DecodeSettings& settings,
                                        DecodeReport* report) = 0;
 
@@ -357,21 +363,25 @@ class VaeModel {
     return out;
   }
 
-  // The checks every Decode() starts with: `latent` is defined, on the CPU,
-  // and passes Plan() for its dtype and shape (whose error it returns).
-  // Returns the plan.
-  Result<DecodePlan> PlanCpuLatent(const torch::Tensor& latent) const {
+  // The device the model's weights live on and its decode math runs on:
+  // the rank's (ModelRegistry::Create), fixed at creation. Decode() and
+  // DecodeAudio() take tensors on it and return tensors on it. Any thread.
+  virtual torch::Device device() const = 0;
+
+  // The checks every Decode() starts with: `latent` is defined, passes
+  // Plan() for its dtype and shape (whose error it returns), and lies on
+  // device() (kInvalidArgument "latent.device is cpu; model 'x' runs on
+  // cuda:0"). Returns the plan.
+  Result<DecodePlan> PlanLatentOnDevice(const torch::Tensor& latent) const {
     if (!latent.defined()) return InvalidArgument("latent is an undefined tensor");
     VAED_ASSIGN_OR_RETURN(DecodePlan plan,
                           Plan(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
-    if (!latent.device().is_cpu()) {
-      return InvalidArgument("latent.device is " + latent.device().str() + "; model '" +
-                             info().name + "' runs on CPU");
-    }
+    VAED_RETURN_IF_ERROR(CheckTensorDevice(latent, "latent", device(), info().name));
     return plan;
   }
 
-  // Maps raw Decode() output to display RGB in [0, 1] (float32, same shape)
+  // Maps raw Decode() output to display RGB in [0, 1] (float32, same shape,
+  // on the raw tensor's device, which must be device())
   // with the model's official post-processing (H3: the inverse ImageNet
   // normalisation and a clamp). The default is the identity (decoders whose
   // raw output is already nominally [0, 1]). uint8 output is
@@ -390,8 +400,10 @@ class VaeModel {
                            info().kind + ") has no audio decoder");
   }
 
-  // Decodes an audio latent accepted by PlanAudio() into float32
-  // [channels, samples] (planar), clamped to +-clamp_level. Adds its
+  // Decodes an audio latent accepted by PlanAudio() and lying on device()
+  // into float32 [channels, samples] (planar) on device(), clamped to
+  // +-clamp_level; a latent on another device is kInvalidArgument naming
+  // `audio_latent.device`. Adds its
   // timings ("audio_vae.decode_latent") to `report` (may be null). Errors
   // as Decode(); never throws.
   virtual Result<torch::Tensor> DecodeAudio(const torch::Tensor& latent, DecodeReport* report) {

@@ -57,6 +57,8 @@ void FillDecodeResult(const engine::DecodeJob& job, const engine::DecodeResult& 
   out->set_peak_rss_bytes(result.peak_rss_bytes);
   out->set_peak_tensor_bytes(result.peak_tensor_bytes);
   out->set_memory_budget_bytes(result.memory_budget_bytes);
+  out->set_host_copies(result.host_copies);
+  out->set_host_copy_bytes(result.host_copy_bytes);
   if (result.video_sanity) {
     out->set_nonfinite_outputs(static_cast<uint64_t>(result.video_sanity->nonfinite));
     FillSanity(*result.video_sanity, out->mutable_video_sanity());

@@ -97,6 +97,15 @@ TEST(RankDevicesTest, CpuRanksNeedNoDevice) {
   }
 }
 
+// The models of a rank are built on this device (ModelRegistry::Create):
+// the ordinal this process sees, never the UUID order.
+TEST(RankDevicesTest, TorchDeviceIsTheCpuOrTheOrdinalThisProcessSees) {
+  EXPECT_EQ(RankDevice{}.TorchDevice(), c10::Device(c10::DeviceType::CPU));
+  const RankDevice gpu{.is_cuda = true, .cuda = Device(2, kB)};
+  EXPECT_EQ(gpu.TorchDevice(), c10::Device(c10::DeviceType::CUDA, 2));
+  EXPECT_EQ(gpu.TorchDevice().str(), "cuda:2");
+}
+
 TEST(RankDevicesTest, CudaRanksInACpuBuildAreRefusedNamingExecutorDevice) {
   if (CudaDevicesAvailable()) GTEST_SKIP() << "a GPU build";
   auto r = ResolveRankDevices("cuda", {}, 1);

@@ -17,6 +17,7 @@ class FakeModel : public models::VaeModel {
     info_.caps.spatial_sharding = true;
   }
   const models::ModelInfo& info() const override { return info_; }
+  torch::Device device() const override { return torch::kCPU; }
   Result<models::DecodePlan> Plan(DType, const std::vector<int64_t>&) const override {
     return models::DecodePlan{};
   }

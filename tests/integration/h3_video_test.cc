@@ -141,6 +141,11 @@ TEST_P(H3VideoDaemonTest, ReproducesGoldenCase) {
 
   // Geometry and plan as the official code recorded them.
   const v1::DecodeReply& r = seq->reply;
+  // CPU ranks decode in host memory: no copies between host and device
+  // (issue 19 §3; a GPU rank fed from host regions reports them).
+  EXPECT_EQ(r.host_copies(), 0u);
+  EXPECT_EQ(r.host_copy_bytes(), 0u);
+  EXPECT_EQ(stacked->reply.host_copies(), 0u);
   const auto hw = c.at("output_hw").get<std::vector<int64_t>>();
   EXPECT_EQ(r.frames(), c.at("output_frames").get<uint32_t>());
   EXPECT_EQ(r.height_px(), hw[0]);

@@ -229,6 +229,113 @@ TEST_F(H3VaeTest, DecodeAudioReproducesGoldenStereoAndTimesIt) {
   EXPECT_FALSE((*m)->DecodeAudio(torch::zeros({1, 32}), nullptr).ok());
 }
 
+// ------------------------------------------------------------ devices
+
+// The float32 latent `key` of a golden case file.
+torch::Tensor GoldenLatent(const std::string& file) {
+  auto f = SafetensorsFile::Open(GoldenPath(file));
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  if (!f.ok()) return torch::Tensor();
+  const TensorEntry* latent = (*f)->Find("latent");
+  EXPECT_NE(latent, nullptr);
+  if (latent == nullptr) return torch::Tensor();
+  torch::Tensor t = torch::empty(latent->shape, torch::kFloat);
+  std::memcpy(t.data_ptr(), latent->data, latent->nbytes);
+  return t;
+}
+
+// Issue 19 §2: naming the CPU explicitly is the CPU path, byte for byte
+// (the weights' one-time move to the device is the identity there).
+TEST_F(H3VaeTest, AnExplicitCpuDeviceDecodesTheSameBytes) {
+  auto implicit = h3::H3Vae::Create({.name = "av", .video = GoldenVideo(), .audio = GoldenAudio()});
+  auto explicit_cpu = h3::H3Vae::Create({.name = "av",
+                                         .video = GoldenVideo(),
+                                         .audio = GoldenAudio(),
+                                         .device = torch::Device(torch::kCPU)});
+  ASSERT_TRUE(implicit.ok()) << implicit.status().ToString();
+  ASSERT_TRUE(explicit_cpu.ok()) << explicit_cpu.status().ToString();
+  EXPECT_EQ((*explicit_cpu)->info().device, "cpu");
+  EXPECT_EQ((*explicit_cpu)->device(), torch::Device(torch::kCPU));
+
+  const torch::Tensor latent = GoldenLatent("video_case_one_tile.safetensors");
+  ASSERT_TRUE(latent.defined());
+  auto a = (*implicit)->Decode(latent, nullptr);
+  auto b = (*explicit_cpu)->Decode(latent, nullptr);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_TRUE(b->device().is_cpu());
+  EXPECT_TRUE(torch::equal(*a, *b)) << "video bytes differ with an explicit CPU device";
+
+  const torch::Tensor audio = GoldenLatent("audio_case_one_second.safetensors");
+  ASSERT_TRUE(audio.defined());
+  auto wa = (*implicit)->DecodeAudio(audio, nullptr);
+  auto wb = (*explicit_cpu)->DecodeAudio(audio, nullptr);
+  ASSERT_TRUE(wa.ok()) << wa.status().ToString();
+  ASSERT_TRUE(wb.ok()) << wb.status().ToString();
+  EXPECT_TRUE(torch::equal(*wa, *wb)) << "audio bytes differ with an explicit CPU device";
+}
+
+// A latent on another device than the model's is refused before any math,
+// naming the field (a `meta` tensor: a device every LibTorch build has).
+TEST_F(H3VaeTest, ALatentOnAnotherDeviceIsRefusedNamingIt) {
+  auto m = h3::H3Vae::Create({.name = "av", .video = GoldenVideo(), .audio = GoldenAudio()});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const auto meta = torch::TensorOptions().dtype(torch::kFloat).device(torch::kMeta);
+  auto video = (*m)->Decode(torch::empty({1, 24, 7, 16, 16}, meta), nullptr);
+  EXPECT_EQ(video.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(video.status().message(), "latent.device is meta; model 'av' runs on cpu");
+  auto audio = (*m)->DecodeAudio(torch::empty({1, 32, 40}, meta), nullptr);
+  EXPECT_EQ(audio.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(audio.status().message(), "audio_latent.device is meta; model 'av' runs on cpu");
+}
+
+// A model built for another device holds its weights there and refuses a
+// host latent: the caller (the engine) copies latents to the model's
+// device, the model never does. `meta` stands for a GPU here: placing the
+// weights there runs without one.
+TEST_F(H3VaeTest, AModelOnAnotherDeviceRefusesAHostLatent) {
+  auto m = h3::H3Vae::Create({.name = "elsewhere",
+                              .video = GoldenVideo(),
+                              .audio = GoldenAudio(),
+                              .device = torch::Device(torch::kMeta)});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->info().device, "meta");
+  EXPECT_EQ((*m)->device(), torch::Device(torch::kMeta));
+  EXPECT_GT((*m)->info().resident_bytes, 0u);
+  const torch::Tensor latent = GoldenLatent("video_case_one_tile.safetensors");
+  ASSERT_TRUE(latent.defined());
+  auto video = (*m)->Decode(latent, nullptr);
+  EXPECT_EQ(video.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(video.status().message(), "latent.device is cpu; model 'elsewhere' runs on meta");
+  auto audio = (*m)->DecodeAudio(torch::zeros({1, 32, 40}), nullptr);
+  EXPECT_EQ(audio.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(audio.status().message(), "audio_latent.device is cpu; model 'elsewhere' runs on meta");
+}
+
+TEST_F(H3VaeTest, RegistryPlacesEveryModelOnItsDevice) {
+  ModelConfig av;
+  av.name = "av";
+  av.kind = "h3";
+  av.weights_path = GoldenPath("video_tiny_weights.safetensors");
+  av.config_path = GoldenPath("video_tiny_config.json");
+  av.audio_weights_path = GoldenPath("audio_tiny_weights.safetensors");
+  av.audio_config_path = GoldenPath("audio_tiny_config.json");
+  ModelConfig demo;
+  demo.name = "demo";
+  demo.kind = "demo";
+  auto r = ModelRegistry::Create({av, demo}, "av", torch::Device(torch::kMeta));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->device(), torch::Device(torch::kMeta));
+  for (const VaeModel* m : (*r)->models()) {
+    EXPECT_EQ(m->info().device, "meta") << m->info().name;
+    EXPECT_EQ(m->device(), torch::Device(torch::kMeta)) << m->info().name;
+  }
+  auto cpu = ModelRegistry::Create({demo}, "demo");
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  EXPECT_EQ((*cpu)->device(), torch::Device(torch::kCPU));
+  EXPECT_EQ((*cpu)->Find("demo")->info().device, "cpu");
+}
+
 TEST_F(H3VaeTest, VideoOnlyModelsRejectAudio) {
   auto m = h3::H3Vae::Create({.name = "v", .video = GoldenVideo(), .audio = std::nullopt});
   ASSERT_TRUE(m.ok()) << m.status().ToString();

@@ -77,7 +77,7 @@ TEST(GatherTilesTest, RoundRobinTilesComeBackInIndexOrderOnRankZero) {
             mine.push_back(torch::full(shape(i), float(i)));
           }
           TileCommunicationStats stats;
-          auto all = GatherTiles(*groups.rank(r), count, shape, mine, &stats);
+          auto all = GatherTiles(*groups.rank(r), count, shape, mine, torch::kCPU, &stats);
           EXPECT_EQ(stats.collectives, 1);
           EXPECT_EQ(stats.tiles_decoded_here, int64_t(mine.size()));
           return all;
@@ -95,8 +95,9 @@ TEST(GatherTilesTest, RoundRobinTilesComeBackInIndexOrderOnRankZero) {
 
 TEST(GatherTilesTest, ATileOfTheWrongShapeIsRefused) {
   ThreadTileGroups groups(1);
-  EXPECT_THROW(GatherTiles(*groups.rank(0), 1, [](int64_t) { return std::vector<int64_t>{2}; },
-                           {torch::zeros({3})}, nullptr),
+  EXPECT_THROW(GatherTiles(
+                   *groups.rank(0), 1, [](int64_t) { return std::vector<int64_t>{2}; },
+                   {torch::zeros({3})}, torch::kCPU, nullptr),
                c10::Error);
 }
 

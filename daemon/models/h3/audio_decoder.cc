@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/models/device_placement.h"
 #include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
 #include "vaed/safetensors.h"
@@ -97,7 +98,7 @@ struct H3AudioStage {
   std::vector<H3AudioAmpBlock> blocks;
 };
 
-// All decoder tensors, float32, CPU.
+// All decoder tensors, float32, on the decoder's device.
 struct H3AudioWeights {
   torch::Tensor latents_mean;  // [1, C, 1]
   torch::Tensor latents_std;   // [1, C, 1]
@@ -111,6 +112,40 @@ struct H3AudioWeights {
 struct AudioDecoder::Weights {
   H3AudioWeights w;
 };
+
+namespace {
+
+void AddConvSlots(H3AudioConv& c, std::vector<torch::Tensor*>* slots) {
+  slots->push_back(&c.weight);
+  slots->push_back(&c.bias);
+}
+
+void AddSnakeSlots(H3AudioSnake& a, std::vector<torch::Tensor*>* slots) {
+  for (torch::Tensor* t : {&a.alpha, &a.inv_beta, &a.up_filter, &a.down_filter}) {
+    slots->push_back(t);
+  }
+  for (torch::Tensor& tap : a.up_taps) slots->push_back(&tap);
+}
+
+// Every tensor of `w` (undefined ones included: MoveTensorsTo skips them).
+std::vector<torch::Tensor*> Slots(H3AudioWeights& w) {
+  std::vector<torch::Tensor*> slots{&w.latents_mean, &w.latents_std};
+  AddConvSlots(w.in_proj, &slots);
+  AddConvSlots(w.conv_pre, &slots);
+  for (H3AudioStage& stage : w.stages) {
+    AddConvSlots(stage.up, &slots);
+    for (H3AudioAmpBlock& block : stage.blocks) {
+      for (H3AudioConv& c : block.convs1) AddConvSlots(c, &slots);
+      for (H3AudioConv& c : block.convs2) AddConvSlots(c, &slots);
+      for (H3AudioSnake& a : block.acts) AddSnakeSlots(a, &slots);
+    }
+  }
+  AddSnakeSlots(w.act_post, &slots);
+  AddConvSlots(w.conv_post, &slots);
+  return slots;
+}
+
+}  // namespace
 
 namespace {
 
@@ -474,13 +509,15 @@ torch::Tensor AmpBlockForward(torch::Tensor x, const H3AudioAmpBlock& b) {
 
 }  // namespace
 
-AudioDecoder::AudioDecoder(AudioDecoderConfig config, std::unique_ptr<Weights> weights)
-    : config_(std::move(config)), weights_(std::move(weights)) {}
+AudioDecoder::AudioDecoder(AudioDecoderConfig config, std::unique_ptr<Weights> weights,
+                           torch::Device device)
+    : config_(std::move(config)), weights_(std::move(weights)), device_(device) {}
 
 AudioDecoder::~AudioDecoder() = default;
 
 Result<std::unique_ptr<AudioDecoder>> AudioDecoder::Load(const AudioDecoderConfig& config,
-                                                         const std::string& weights_path) {
+                                                         const std::string& weights_path,
+                                                         torch::Device device) {
   const std::string what = "h3 audio decoder (" + weights_path + ")";
   VAED_RETURN_IF_ERROR(config.Validate("h3 audio decoder config"));
   if (weights_path.empty()) return InvalidArgument("h3 audio decoder: weights_path is empty");
@@ -518,8 +555,10 @@ Result<std::unique_ptr<AudioDecoder>> AudioDecoder::Load(const AudioDecoderConfi
 
   Result<std::string> sha = Sha256File(weights_path);
   if (!sha.ok()) return sha.status().WithContext("h3 audio decoder");
+  VAED_RETURN_IF_ERROR(MoveTensorsTo(Slots(*built), device, what));
 
-  auto decoder = std::unique_ptr<AudioDecoder>(new AudioDecoder(config, std::make_unique<Weights>(Weights{std::move(*built)})));
+  auto decoder = std::unique_ptr<AudioDecoder>(
+      new AudioDecoder(config, std::make_unique<Weights>(Weights{std::move(*built)}), device));
   decoder->weights_path_ = weights_path;
   decoder->weights_sha256_ = *sha;
   decoder->resident_bytes_ = builder.resident_bytes();
@@ -533,7 +572,8 @@ Result<std::unique_ptr<AudioDecoder>> AudioDecoder::Load(const AudioDecoderConfi
 }
 
 Result<std::unique_ptr<AudioDecoder>> AudioDecoder::CreateRandom(const AudioDecoderConfig& config,
-                                                                 uint64_t seed) {
+                                                                 uint64_t seed,
+                                                                 torch::Device device) {
   VAED_RETURN_IF_ERROR(config.Validate("h3 audio decoder config"));
   RandomSource source(seed, config.snake_logscale);
   WeightsBuilder builder(config, source);
@@ -541,7 +581,9 @@ Result<std::unique_ptr<AudioDecoder>> AudioDecoder::CreateRandom(const AudioDeco
       std::unique_ptr<H3AudioWeights> built,
       BuildWeights(builder, "h3 audio decoder: generating random weights (seed " +
                                 std::to_string(seed) + ")"));
-  auto decoder = std::unique_ptr<AudioDecoder>(new AudioDecoder(config, std::make_unique<Weights>(Weights{std::move(*built)})));
+  VAED_RETURN_IF_ERROR(MoveTensorsTo(Slots(*built), device, "h3 audio decoder"));
+  auto decoder = std::unique_ptr<AudioDecoder>(
+      new AudioDecoder(config, std::make_unique<Weights>(Weights{std::move(*built)}), device));
   decoder->resident_bytes_ = builder.resident_bytes();
   spdlog::warn("h3 audio decoder: RANDOM weights (seed {}), not a trained model", seed);
   return decoder;
@@ -563,7 +605,8 @@ torch::Tensor AudioDecoder::Forward(const torch::Tensor& z) const {
       z.sizes());
   TORCH_CHECK(z.scalar_type() == torch::kFloat, "h3 audio decoder input must be float32, got ",
               z.scalar_type());
-  TORCH_CHECK(z.device().is_cpu(), "h3 audio decoder runs on CPU, input is on ", z.device());
+  TORCH_CHECK(z.device() == device_, "h3 audio decoder runs on ", device_, ", input is on ",
+              z.device());
   torch::NoGradGuard no_grad;
   const H3AudioWeights& w = weights_->w;
 

@@ -1,5 +1,6 @@
 // The MiniMax-H3 audio VAE decoder (dec_in_proj + BigVGAN with anti-aliased
-// SnakeBeta), in-process on CPU with LibTorch.
+// SnakeBeta), in-process with LibTorch on the decoder's device (CPU unless
+// created for another).
 //
 // Graph (spec/h3_vae.md §3.2; official dac_audio_vae.py:211-225,
 // dac_bigvgan.py, dac_alias_free_*.py, dac_activations.py of
@@ -89,9 +90,13 @@ class AudioDecoder {
   //                     tensors (named, up to 5).
   //   kNotFound         the file does not exist, or a decoder tensor is
   //                     missing (named, with the alternative spelling).
-  //   kIoError / kResourceExhausted / kInternal  OS or LibTorch failures.
+  //   kIoError / kResourceExhausted / kInternal  OS or LibTorch failures,
+  //                     including moving the weights to `device`.
+  // The weights are read and folded on the host, then moved once to
+  // `device` (device_placement.h; the identity on the CPU).
   static Result<std::unique_ptr<AudioDecoder>> Load(const AudioDecoderConfig& config,
-                                                    const std::string& weights_path);
+                                                    const std::string& weights_path,
+                                                    torch::Device device = torch::kCPU);
 
   // Builds the architecture of `config` with deterministic pseudo-random
   // weights from a CPU generator seeded with `seed` (same seed, build and
@@ -102,10 +107,12 @@ class AudioDecoder {
   // computed as the official constructor does. The output is noise-like
   // audio with rms about 0.3, not a trained model's output.
   // weights_path() and weights_sha256() are empty.
-  // Errors: kInvalidArgument for an invalid `config`; LibTorch failures as
-  // kResourceExhausted / kInternal.
+  // The weights are drawn on the host, then moved to `device` as Load()
+  // does. Errors: kInvalidArgument for an invalid `config`; LibTorch
+  // failures as kResourceExhausted / kInternal.
   static Result<std::unique_ptr<AudioDecoder>> CreateRandom(const AudioDecoderConfig& config,
-                                                            uint64_t seed);
+                                                            uint64_t seed,
+                                                            torch::Device device = torch::kCPU);
 
   ~AudioDecoder();
   AudioDecoder(const AudioDecoder&) = delete;
@@ -114,21 +121,25 @@ class AudioDecoder {
   // latent * latents_std + latents_mean per channel, computed as the
   // pipeline does: a multiply then an add with [1, C, 1] float32 tensors
   // (bitwise equal to the golden `latent_denorm`).
-  // `latent`: CPU float32 [B, latent_channels, T], normalised (DiT-space).
+  // `latent`: float32 [B, latent_channels, T] on device(), normalised
+  // (DiT-space).
   // Returns a new float32 tensor of the same shape.
   // Throws c10::Error for a wrong rank, channel count or dtype.
   torch::Tensor Denormalize(const torch::Tensor& latent) const;
 
   // Decodes de-normalised latents (apply Denormalize() first).
-  // `z`: CPU float32 [B, latent_channels, T] with B >= 1, T >= 1, any
-  // strides; stereo is B = 2 (left, right) decoded with shared weights.
-  // Returns a new float32 tensor [B, 1, hop_samples() * T] of samples at
+  // `z`: float32 [B, latent_channels, T] on device() with B >= 1, T >= 1,
+  // any strides; stereo is B = 2 (left, right) decoded with shared weights.
+  // Returns a new float32 tensor [B, 1, hop_samples() * T] on device(), of
+  // samples at
   // config().sample_rate Hz, clamped to [-output_clamp, output_clamp].
   // Runs without autograd. Throws c10::Error for a bad `z` or a LibTorch
   // failure (e.g. allocation); wrap with CurrentTorchErrorStatus().
   torch::Tensor Forward(const torch::Tensor& z) const;
 
   const AudioDecoderConfig& config() const { return config_; }
+  // Where the weights are resident and Forward() runs, as created.
+  torch::Device device() const { return device_; }
   // The file given to Load(); "" for CreateRandom().
   const std::string& weights_path() const { return weights_path_; }
   // Lowercase hex SHA-256 of the weights file; "" for CreateRandom().
@@ -144,10 +155,11 @@ class AudioDecoder {
  private:
   struct Weights;
 
-  AudioDecoder(AudioDecoderConfig config, std::unique_ptr<Weights> weights);
+  AudioDecoder(AudioDecoderConfig config, std::unique_ptr<Weights> weights, torch::Device device);
 
   AudioDecoderConfig config_;
   std::unique_ptr<Weights> weights_;
+  torch::Device device_;
   std::string weights_path_;
   std::string weights_sha256_;
   uint64_t resident_bytes_ = 0;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <utility>
 
+#include "daemon/models/device_placement.h"
 #include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
 
@@ -20,7 +21,8 @@ std::string AudioDimName(size_t i) {
 }
 
 Result<std::unique_ptr<AudioDecoder>> BuildAudio(const std::string& what,
-                                                 const AudioVaeOptions& options) {
+                                                 const AudioVaeOptions& options,
+                                                 const torch::Device& device) {
   AudioDecoderConfig config = AudioDecoderConfig::Official();
   if (!options.config_path.empty()) {
     Result<AudioDecoderConfig> loaded = AudioDecoderConfig::LoadJsonFile(options.config_path);
@@ -28,8 +30,8 @@ Result<std::unique_ptr<AudioDecoder>> BuildAudio(const std::string& what,
     config = std::move(*loaded);
   }
   Result<std::unique_ptr<AudioDecoder>> decoder =
-      options.weights_path.empty() ? AudioDecoder::CreateRandom(config, options.seed)
-                                   : AudioDecoder::Load(config, options.weights_path);
+      options.weights_path.empty() ? AudioDecoder::CreateRandom(config, options.seed, device)
+                                   : AudioDecoder::Load(config, options.weights_path, device);
   if (!decoder.ok()) return decoder.status().WithContext(what + " audio decoder");
   if (options.weights_path.empty()) {
     spdlog::warn("{}: audio decoder has DEMO weights (seed {}), outputs are not audio", what,
@@ -50,11 +52,12 @@ Result<std::unique_ptr<H3Vae>> H3Vae::Create(const H3VaeOptions& options) {
   if (options.video) {
     VideoVaeOptions v = *options.video;
     v.name = options.name;
+    v.device = options.device;
     VAED_ASSIGN_OR_RETURN(video, VideoVae::Create(v));
   }
   std::unique_ptr<AudioDecoder> audio;
   if (options.audio) {
-    VAED_ASSIGN_OR_RETURN(audio, BuildAudio(what, *options.audio));
+    VAED_ASSIGN_OR_RETURN(audio, BuildAudio(what, *options.audio, options.device));
   }
 
   ModelInfo info;
@@ -65,6 +68,7 @@ Result<std::unique_ptr<H3Vae>> H3Vae::Create(const H3VaeOptions& options) {
     info.caps.video = false;
     info.latent_channels = kAudioLatentChannels;
     info.compute_dtype = "float32";
+    info.device = DeviceName(options.device);
   }
   info.kind = video && audio ? "h3" : (video ? "h3_video" : "h3_audio");
   info.native_fps = kDefaultFps;  // H3 generates 24 fps video (spec §3.1)
@@ -85,11 +89,13 @@ Result<std::unique_ptr<H3Vae>> H3Vae::Create(const H3VaeOptions& options) {
         " channels, " + std::to_string(c.sample_rate) + " Hz, float32)";
     info.description = video ? info.description + " + " + audio_text : audio_text;
   }
-  return std::unique_ptr<H3Vae>(new H3Vae(std::move(info), std::move(video), std::move(audio)));
+  return std::unique_ptr<H3Vae>(
+      new H3Vae(std::move(info), options.device, std::move(video), std::move(audio)));
 }
 
-H3Vae::H3Vae(ModelInfo info, std::unique_ptr<VideoVae> video, std::unique_ptr<AudioDecoder> audio)
-    : info_(std::move(info)), video_(std::move(video)), audio_(std::move(audio)) {}
+H3Vae::H3Vae(ModelInfo info, torch::Device device, std::unique_ptr<VideoVae> video,
+             std::unique_ptr<AudioDecoder> audio)
+    : info_(std::move(info)), device_(device), video_(std::move(video)), audio_(std::move(audio)) {}
 
 H3Vae::~H3Vae() = default;
 
@@ -172,10 +178,7 @@ Result<torch::Tensor> H3Vae::DecodeAudio(const torch::Tensor& latent, DecodeRepo
   if (!latent.defined()) return InvalidArgument("audio_latent is an undefined tensor");
   VAED_ASSIGN_OR_RETURN(AudioPlan plan,
                         PlanAudio(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
-  if (!latent.device().is_cpu()) {
-    return InvalidArgument("audio_latent.device is " + latent.device().str() + "; model '" +
-                           info_.name + "' decodes on CPU");
-  }
+  VAED_RETURN_IF_ERROR(CheckTensorDevice(latent, "audio_latent", device_, info_.name));
   const auto t0 = SteadyClock::now();
   try {
     torch::NoGradGuard no_grad;

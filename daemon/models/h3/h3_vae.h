@@ -57,6 +57,9 @@ struct H3VaeOptions {
   std::optional<VideoVaeOptions> video;
   // Audio decoder; unset for a video-only model.
   std::optional<AudioVaeOptions> audio;
+  // The rank's device, for both decoders (video->device is replaced by
+  // it): weights built on the host, moved there once (device_placement.h).
+  torch::Device device = torch::kCPU;
 };
 
 class H3Vae final : public VaeModel {
@@ -80,6 +83,7 @@ class H3Vae final : public VaeModel {
   ~H3Vae() override;
 
   const ModelInfo& info() const override { return info_; }
+  torch::Device device() const override { return device_; }
 
   // Video: VideoVae's, or kInvalidArgument naming `latent` when the model
   // has no video decoder.
@@ -97,6 +101,8 @@ class H3Vae final : public VaeModel {
   // Audio contract above. Errors (kInvalidArgument) name
   // "audio_latent.dtype", "audio_latent.shape" or "audio_latent.shape[i]
   // (what)" and the rule. Shape bucket "<name>:audio:<channels>x<T>".
+  // DecodeAudio() also refuses a latent on another device than device()
+  // ("audio_latent.device is ...").
   Result<AudioPlan> PlanAudio(DType latent_dtype,
                               const std::vector<int64_t>& latent_shape) const override;
   // Timing "audio_vae.decode_latent" (de-normalisation + decoder).
@@ -110,9 +116,11 @@ class H3Vae final : public VaeModel {
   const AudioDecoder* audio() const { return audio_.get(); }
 
  private:
-  H3Vae(ModelInfo info, std::unique_ptr<VideoVae> video, std::unique_ptr<AudioDecoder> audio);
+  H3Vae(ModelInfo info, torch::Device device, std::unique_ptr<VideoVae> video,
+        std::unique_ptr<AudioDecoder> audio);
 
   ModelInfo info_;
+  torch::Device device_;
   std::unique_ptr<VideoVae> video_;
   std::unique_ptr<AudioDecoder> audio_;
 };

@@ -112,7 +112,7 @@ torch::Tensor DecodeWindowImpl(const torch::Tensor& z_window, const TileGrid& gr
     for (int64_t idx = 0; idx < n; ++idx) {
       if (group->Owns(idx)) mine.push_back(raw[static_cast<size_t>(idx)]);
     }
-    raw = GatherTiles(*group, n, tile_shape, mine, &stats->communication);
+    raw = GatherTiles(*group, n, tile_shape, mine, z_window.device(), &stats->communication);
     if (group->rank() != 0) return torch::Tensor();
   }
 
@@ -147,7 +147,8 @@ torch::Tensor DecodeWindowImpl(const torch::Tensor& z_window, const TileGrid& gr
 
 const std::pair<torch::Tensor, torch::Tensor>& BlendRamps::Get(int64_t e,
                                                                const torch::TensorOptions& o) {
-  const std::pair<int64_t, int> key{e, static_cast<int>(o.dtype().toScalarType())};
+  const Key key{e, static_cast<int>(o.dtype().toScalarType()), static_cast<int>(o.device().type()),
+                static_cast<int>(o.device().index())};
   auto it = ramps_.find(key);
   if (it == ramps_.end()) {
     it = ramps_.emplace(key, RampWeights(e, o)).first;

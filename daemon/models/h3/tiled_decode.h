@@ -10,7 +10,8 @@
 // Layouts: latents are float32 [B, 24, latent_frames, height_latent,
 // width_latent], already de-normalised; decoded video is float32
 // [B, 3, pixel_frames, height_px, width_px] in the decoder's output space
-// (ImageNet-normalised RGB for H3), not clamped.
+// (ImageNet-normalised RGB for H3), not clamped. Any device: every tensor
+// made here takes the device of the latent or of the decoded tiles.
 //
 // Exactness: the blend is computed as the official code does (weights
 // arange(e)/e in the tile dtype, a*(1-w) and b*w as separate multiplies,
@@ -29,6 +30,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -71,16 +73,20 @@ struct TiledDecodeStats {
 };
 
 // Cached blend weights (a compiled plan's "blend ramps"): the weight
-// vectors of BlendRamp() per (overlap, dtype), built once. Not thread-safe;
-// one per model instance, used by the rank that decodes with it.
+// vectors of BlendRamp() per (overlap, dtype, device), built once on that
+// device. Not thread-safe; one per model instance, used by the rank that
+// decodes with it.
 class BlendRamps {
  public:
-  // (1 - p/e, p/e) for p = 0..e-1, computed as BlendRamp() computes them.
+  // (1 - p/e, p/e) for p = 0..e-1, computed as BlendRamp() computes them,
+  // with the dtype and device of `o`.
   const std::pair<torch::Tensor, torch::Tensor>& Get(int64_t e, const torch::TensorOptions& o);
   size_t size() const { return ramps_.size(); }
 
  private:
-  std::map<std::pair<int64_t, int>, std::pair<torch::Tensor, torch::Tensor>> ramps_;
+  // (e, dtype, device type, device index).
+  using Key = std::tuple<int64_t, int, int, int>;
+  std::map<Key, std::pair<torch::Tensor, torch::Tensor>> ramps_;
 };
 
 // Called after each temporal window with (windows done, windows total).

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "daemon/models/byte_units.h"
+#include "daemon/models/device_placement.h"
 #include "daemon/models/h3/video_memory.h"
 #include "daemon/models/h3/vit3d_decoder.h"
 #include "daemon/models/tensor_memory.h"
@@ -58,12 +59,12 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
   const bool demo = options.weights.empty();
   if (demo) {
     Result<std::unique_ptr<Vit3dDecoder>> d =
-        Vit3dDecoder::CreateRandom(config, options.seed, options.compute_dtype);
+        Vit3dDecoder::CreateRandom(config, options.seed, options.compute_dtype, options.device);
     if (!d.ok()) return d.status().WithContext(what);
     decoder = std::move(*d);
   } else {
     Result<std::unique_ptr<Vit3dDecoder>> d =
-        Vit3dDecoder::Load(config, options.weights, options.compute_dtype);
+        Vit3dDecoder::Load(config, options.weights, options.compute_dtype, options.device);
     if (!d.ok()) return d.status().WithContext(what);
     decoder = std::move(*d);
   }
@@ -75,6 +76,7 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
   info.latent_channels = kLatentChannels;
   info.latent_dtype = DType::kFloat32;
   info.compute_dtype = DtypeName(options.compute_dtype);
+  info.device = DeviceName(options.device);
   info.caps.tiled = true;
   info.caps.stack_tiling = true;
   info.caps.spatial_sharding = true;
@@ -103,30 +105,43 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
     return InvalidArgument(what + ": plan_after_sightings must be >= 1");
   }
   info.caps.compiled_plans = true;
-  return std::unique_ptr<VideoVae>(
-      new VideoVae(std::move(info), std::move(config), std::move(decoder), options));
+  VAED_ASSIGN_OR_RETURN(Constants constants, MakeConstants(config, options.device, what));
+  return std::unique_ptr<VideoVae>(new VideoVae(std::move(info), std::move(config),
+                                                std::move(decoder), std::move(constants), options));
 }
 
-VideoVae::VideoVae(ModelInfo info, VideoDecoderConfig config,
-                   std::unique_ptr<Vit3dDecoder> decoder, const VideoVaeOptions& options)
+Result<VideoVae::Constants> VideoVae::MakeConstants(const VideoDecoderConfig& config,
+                                                    const torch::Device& device,
+                                                    const std::string& what) {
+  Constants c;
+  VAED_RETURN_IF_ERROR(RunTorch(what + ": building its constants", [&]() -> Status {
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
+    c.latents_mean = torch::tensor(config.latents_mean, f32).view({1, -1, 1, 1, 1});
+    c.latents_std = torch::tensor(config.latents_std, f32).view({1, -1, 1, 1, 1});
+    // torchvision Normalize(mean' = -m/s, std' = 1/s): the constants are
+    // computed in double, then used as float32 (golden README §8).
+    std::vector<float> inv_mean, inv_std;
+    for (int i = 0; i < 3; ++i) {
+      inv_mean.push_back(static_cast<float>(-kPixelMean[i] / kPixelStd[i]));
+      inv_std.push_back(static_cast<float>(1.0 / kPixelStd[i]));
+    }
+    c.pixel_inv_mean = torch::tensor(inv_mean, f32).view({1, 3, 1, 1});
+    c.pixel_inv_std = torch::tensor(inv_std, f32).view({1, 3, 1, 1});
+    return Status::Ok();
+  }));
+  VAED_RETURN_IF_ERROR(MoveTensorsTo(
+      {&c.latents_mean, &c.latents_std, &c.pixel_inv_mean, &c.pixel_inv_std}, device, what));
+  return c;
+}
+
+VideoVae::VideoVae(ModelInfo info, VideoDecoderConfig config, std::unique_ptr<Vit3dDecoder> decoder,
+                   Constants constants, const VideoVaeOptions& options)
     : info_(std::move(info)),
       config_(std::move(config)),
       decoder_(std::move(decoder)),
       default_stack_tiling_(options.default_stack_tiling),
-      plans_(options.plan_cache_capacity, options.plan_after_sightings) {
-  const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
-  latents_mean_ = torch::tensor(config_.latents_mean, f32).view({1, -1, 1, 1, 1});
-  latents_std_ = torch::tensor(config_.latents_std, f32).view({1, -1, 1, 1, 1});
-  // torchvision Normalize(mean' = -m/s, std' = 1/s): the constants are
-  // computed in double, then used as float32 (golden README §8).
-  std::vector<float> inv_mean, inv_std;
-  for (int c = 0; c < 3; ++c) {
-    inv_mean.push_back(static_cast<float>(-kPixelMean[c] / kPixelStd[c]));
-    inv_std.push_back(static_cast<float>(1.0 / kPixelStd[c]));
-  }
-  pixel_inv_mean_ = torch::tensor(inv_mean, f32).view({1, 3, 1, 1});
-  pixel_inv_std_ = torch::tensor(inv_std, f32).view({1, 3, 1, 1});
-}
+      plans_(options.plan_cache_capacity, options.plan_after_sightings),
+      constants_(std::move(constants)) {}
 
 VideoVae::~VideoVae() = default;
 
@@ -179,7 +194,7 @@ Result<DecodePlan> VideoVae::Plan(DType latent_dtype,
 torch::Tensor VideoVae::Denormalize(const torch::Tensor& latent) const {
   // Multiply, then add, in float32 (the pipeline's de-normalisation that
   // produced the golden latent_denorm).
-  return latent * latents_std_ + latents_mean_;
+  return latent * constants_.latents_std + constants_.latents_mean;
 }
 
 std::string VideoVae::BucketKey(int64_t tiles, int64_t t, int64_t h, int64_t w) const {
@@ -394,8 +409,11 @@ torch::Tensor VideoVae::DecodeTiles(const torch::Tensor& tiles, CallContext* ctx
   // decoding on another rank meanwhile skews the figure either way
   // (tensor_memory.h); an estimate that turns out low is caught by the
   // failure ladder.
+  // The counters see host tensors only (tensor_memory.h): a call on a
+  // device records nothing, so stack_tiling auto stays sequential there
+  // until device peaks come from the device's caching allocator.
   const uint64_t used = peak.Peak() - std::min(peak.Peak(), peak.start_live());
-  if (TensorMemoryTracked()) RecordCallPeak(t, h, w, k, used + plan_bytes);
+  if (TensorMemoryTracked() && device().is_cpu()) RecordCallPeak(t, h, w, k, used + plan_bytes);
   return out;
 }
 
@@ -439,7 +457,7 @@ Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const Decode
 Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
                                            const DecodeSettings& settings,
                                            DecodeReport* report) {
-  VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanCpuLatent(latent));
+  VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanLatentOnDevice(latent));
   VAED_ASSIGN_OR_RETURN(TemporalPlan temporal, PlanTemporal(latent.size(2)));
   VAED_ASSIGN_OR_RETURN(TileGrid grid, PlanTileGrid(latent.size(3), latent.size(4)));
   std::string reason;
@@ -542,7 +560,7 @@ Result<torch::Tensor> VideoVae::ToUnitRange(const torch::Tensor& raw) const {
     torch::NoGradGuard no_grad;
     // torchvision Normalize semantics: (x - mean') / std', then the
     // processor's clamp to [0, 1] (vae_processor.py revert_tensor).
-    return ((raw - pixel_inv_mean_) / pixel_inv_std_).clamp_(0.0, 1.0);
+    return ((raw - constants_.pixel_inv_mean) / constants_.pixel_inv_std).clamp_(0.0, 1.0);
   } catch (...) {
     return CurrentTorchErrorStatus("model '" + info_.name + "': inverse pixel normalisation");
   }

@@ -94,6 +94,10 @@ struct VideoVaeOptions {
   // `warm_shapes`, engine/warm_up.h, builds them that way before READY).
   size_t plan_cache_capacity = 8;
   int plan_after_sightings = 2;
+  // The rank's device: the weights and constants are built on the host,
+  // then moved there once at the end of Create() (device_placement.h), and
+  // Decode() runs there. CPU by default.
+  torch::Device device = torch::kCPU;
 };
 
 class VideoVae final : public VaeModel {
@@ -127,7 +131,8 @@ class VideoVae final : public VaeModel {
   // the config loader's and weight loader's (kInvalidArgument naming the
   // field or tensor, kNotFound for missing files), kInvalidArgument for an
   // empty name, a compute dtype other than float32/bfloat16, or
-  // default_stack_tiling kDefault.
+  // default_stack_tiling kDefault; LibTorch's (kResourceExhausted /
+  // kInternal) when the tensors cannot be placed on options.device.
   static Result<std::unique_ptr<VideoVae>> Create(const VideoVaeOptions& options);
 
   ~VideoVae() override;
@@ -135,6 +140,7 @@ class VideoVae final : public VaeModel {
   VideoVae& operator=(const VideoVae&) = delete;
 
   const ModelInfo& info() const override { return info_; }
+  torch::Device device() const override { return decoder_->device(); }
   const VideoDecoderConfig& config() const { return config_; }
 
   // Accepts float32 [1, 24, T, h, w] with 3 <= T <= kMaxLatentFrames and
@@ -165,7 +171,7 @@ class VideoVae final : public VaeModel {
   // Official inverse normalisation + clamp (contract above).
   Result<torch::Tensor> ToUnitRange(const torch::Tensor& raw) const override;
 
-  // The latent de-normalisation alone: float32 [B, 24, ...] ->
+  // The latent de-normalisation alone: float32 [B, 24, ...] on device() ->
   // latent * std + mean per channel (multiply, then add).
   torch::Tensor Denormalize(const torch::Tensor& latent) const;
 
@@ -195,8 +201,21 @@ class VideoVae final : public VaeModel {
   const Vit3dDecoder& decoder() const { return *decoder_; }
 
  private:
+  // The constant tensors of the pre- and post-processing, on the model's
+  // device.
+  struct Constants {
+    torch::Tensor latents_mean;    // float32 [1, 24, 1, 1, 1]
+    torch::Tensor latents_std;     // float32 [1, 24, 1, 1, 1]
+    torch::Tensor pixel_inv_mean;  // float32 [1, 3, 1, 1]: -m/s in double, cast
+    torch::Tensor pixel_inv_std;   // float32 [1, 3, 1, 1]: 1/s in double, cast
+  };
+  // Builds them on the host from `config` and moves them to `device`.
+  // Errors: LibTorch's, naming `what`.
+  static Result<Constants> MakeConstants(const VideoDecoderConfig& config,
+                                         const torch::Device& device, const std::string& what);
+
   VideoVae(ModelInfo info, VideoDecoderConfig config, std::unique_ptr<Vit3dDecoder> decoder,
-           const VideoVaeOptions& options);
+           Constants constants, const VideoVaeOptions& options);
 
   // One decode attempt; Decode() adds the plan-release retry around it.
   Result<torch::Tensor> DecodeOnce(const torch::Tensor& latent, const DecodeSettings& settings,
@@ -220,10 +239,7 @@ class VideoVae final : public VaeModel {
   // and may be asked from any thread).
   mutable Mutex peaks_mu_;
   std::map<std::string, std::map<int64_t, uint64_t>> peaks_ VAED_GUARDED_BY(peaks_mu_);
-  torch::Tensor latents_mean_;  // float32 [1, 24, 1, 1, 1]
-  torch::Tensor latents_std_;   // float32 [1, 24, 1, 1, 1]
-  torch::Tensor pixel_inv_mean_;  // float32 [1, 3, 1, 1]: -m/s in double, cast
-  torch::Tensor pixel_inv_std_;   // float32 [1, 3, 1, 1]: 1/s in double, cast
+  Constants constants_;  // on device()
 };
 
 }  // namespace vaed::models::h3

@@ -87,8 +87,9 @@ torch::Tensor EmbedTokens(const torch::Tensor& z, const vit3d::Weights& w,
   x = Linear(x.to(torch::kFloat), w.embed_w, w.embed_b).to(x.scalar_type());
   // 4. Registers and one zero token; the residual stream is fp32 (the
   // official cat promotes the fp16/bf16 tokens to the fp32 registers' dtype).
-  return torch::cat({x.to(torch::kFloat), w.registers.expand({B, c.num_register_tokens, D}),
-                     torch::zeros({B, 1, D}, torch::TensorOptions().dtype(torch::kFloat))},
+  const torch::Tensor stream = x.to(torch::kFloat);
+  return torch::cat({stream, w.registers.expand({B, c.num_register_tokens, D}),
+                     torch::zeros({B, 1, D}, stream.options())},
                     1);
 }
 
@@ -159,10 +160,12 @@ torch::Tensor ProjectToPixels(torch::Tensor x, const vit3d::Weights& w, const Vi
 }  // namespace
 
 Vit3dDecoder::Vit3dDecoder(VideoDecoderConfig config, torch::ScalarType compute_dtype,
-                           WeightLayout layout, std::unique_ptr<vit3d::Weights> weights,
+                           torch::Device device, WeightLayout layout,
+                           std::unique_ptr<vit3d::Weights> weights,
                            std::vector<std::pair<std::string, std::string>> weight_sha256)
     : config_(std::move(config)),
       compute_dtype_(compute_dtype),
+      device_(device),
       layout_(layout),
       weights_(std::move(weights)),
       weight_sha256_(std::move(weight_sha256)) {
@@ -199,7 +202,7 @@ std::shared_ptr<Vit3dDecoder::TilePlan> Vit3dDecoder::BuildTilePlan(int64_t batc
   // arange(0.5, n) / n * 2 - 1 per axis, suffix tokens at 0; angles
   // (2*pi*coord) * inv_freq laid out [t*f, h*f, w*f] and repeated twice.
   {
-    const auto f32 = torch::TensorOptions().dtype(torch::kFloat);
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(device_);
     auto axis = [&](int64_t n) {
       return torch::arange(0.5, static_cast<double>(n), f32) / n * 2 - 1;
     };
@@ -225,7 +228,7 @@ std::shared_ptr<Vit3dDecoder::TilePlan> Vit3dDecoder::BuildTilePlan(int64_t batc
   // (measured: more time than the GEMMs on this VM). Writing into them
   // (addmm_out, mm_out, softmax_out, silu_out, in-place mul_/add_) runs the
   // same kernels as the functional ops, so the bits do not change.
-  const auto copts = torch::TensorOptions().dtype(compute_dtype_);
+  const auto copts = torch::TensorOptions().dtype(compute_dtype_).device(device_);
   const int64_t H = c.heads, dh = c.dim_head, F = c.ffn_inner;
   plan->qkv_buf = torch::empty({batch, S, 3 * H * dh}, copts);
   plan->h1_buf = torch::empty({batch, S, 2 * F}, copts);
@@ -241,9 +244,9 @@ torch::Tensor Vit3dDecoder::Forward(const torch::Tensor& z, TilePlan* plan) cons
   TORCH_CHECK(z.defined(), "h3 video decoder: z is undefined");
   TORCH_CHECK(z.dim() == 5 && z.size(1) == c.latent_channels, "h3 video decoder: z must be [B, ",
               c.latent_channels, ", t, h, w], got ", z.sizes());
-  TORCH_CHECK(z.scalar_type() == torch::kFloat && z.device().is_cpu(),
-              "h3 video decoder: z must be a float32 CPU tensor, got ", z.scalar_type(), " on ",
-              z.device());
+  TORCH_CHECK(z.scalar_type() == torch::kFloat && z.device() == device_,
+              "h3 video decoder: z must be a float32 tensor on ", device_, ", got ",
+              z.scalar_type(), " on ", z.device());
   TORCH_CHECK(z.size(0) >= 1 && z.size(2) >= 1 && z.size(3) >= 1 && z.size(4) >= 1,
               "h3 video decoder: z has an empty dim: ", z.sizes());
   torch::NoGradGuard no_grad;

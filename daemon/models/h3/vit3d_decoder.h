@@ -5,7 +5,8 @@
 //
 // Contract of Forward() (units: latent frames/cells in, pixel frames/pixels
 // out):
-//   input   float32 [B, latent_channels, t, h, w], contiguous, CPU, ALREADY
+//   input   float32 [B, latent_channels, t, h, w], contiguous, on device()
+//           (the decoder's; CPU unless created for another), ALREADY
 //           de-normalised (latent * latents_std + latents_mean per channel;
 //           the caller does it). B > 1 stacks independent tiles of the same
 //           shape ("stacked tiles"); each batch item is decoded on its own.
@@ -122,10 +123,15 @@ class Vit3dDecoder {
   //   kNotFound         a file is missing, or a decoder tensor is missing
   //                     from every file (named with its expected shape), when
   //                     no other problem was found;
-  //   kIoError / kResourceExhausted / kInternal  OS or LibTorch failures.
+  //   kIoError / kResourceExhausted / kInternal  OS or LibTorch failures,
+  //                     including moving the weights to `device`.
+  // The weights are read and converted on the host, then moved once to
+  // `device` (device_placement.h; the host copies are freed); on the CPU
+  // that move is the identity.
   static Result<std::unique_ptr<Vit3dDecoder>> Load(const VideoDecoderConfig& config,
                                                     const std::vector<std::string>& weight_files,
-                                                    torch::ScalarType compute_dtype);
+                                                    torch::ScalarType compute_dtype,
+                                                    torch::Device device = torch::kCPU);
 
   // Builds the architecture with deterministic weights drawn from a CPU
   // generator seeded with `seed` (same seed, build and thread count ->
@@ -135,20 +141,24 @@ class Vit3dDecoder {
   // one seeded pool of uniform values, copied in its storage dtype, so the
   // cost is writing the weights once (full 2.4B model in bf16: 38 s on the
   // 2-core dev VM, almost all first-touch page faults of the 4.9 GB).
+  // The weights are drawn on the host (so a seed gives the same values on
+  // every device), then moved once to `device` as Load() does.
   // For smoke tests and benchmarks. Errors: kInvalidArgument for
   // an invalid config or compute_dtype; LibTorch failures as
   // kResourceExhausted / kInternal.
   static Result<std::unique_ptr<Vit3dDecoder>> CreateRandom(const VideoDecoderConfig& config,
                                                             uint64_t seed,
-                                                            torch::ScalarType compute_dtype);
+                                                            torch::ScalarType compute_dtype,
+                                                            torch::Device device = torch::kCPU);
 
   ~Vit3dDecoder();
   Vit3dDecoder(const Vit3dDecoder&) = delete;
   Vit3dDecoder& operator=(const Vit3dDecoder&) = delete;
 
   // Decodes one stacked batch of tiles (contract at the top of this file).
-  // Preconditions, checked with TORCH_CHECK: z is a defined float32 CPU
-  // tensor of rank 5 with size(1) == latent_channels and B, t, h, w >= 1.
+  // Preconditions, checked with TORCH_CHECK: z is a defined float32
+  // tensor on device(), of rank 5, with size(1) == latent_channels and B,
+  // t, h, w >= 1.
   // Runs without autograd. Throws c10::Error on a broken precondition or a
   // LibTorch failure (e.g. out of memory); the caller translates it with
   // CurrentTorchErrorStatus() (daemon/models/torch_status.h).
@@ -165,7 +175,8 @@ class Vit3dDecoder {
   torch::Tensor Forward(const torch::Tensor& z, TilePlan* plan = nullptr) const;
 
   // Builds the compiled plan of decoder calls on [batch, latent_channels,
-  // t, h, w] (units: tiles per call, latent frames, latent cells): the RoPE
+  // t, h, w] (units: tiles per call, latent frames, latent cells), its
+  // tensors on device(): the RoPE
   // cos/sin of the tile-local grid ([1, S, 1, rope_dim], compute dtype) and
   // the workspace buffers (qkv [B, S, 3*dim], FFN [B, S, 3*ffn_inner],
   // attention scores/probs [S, S], heads [B, heads, S, dim_head]), S = t*h*w
@@ -177,6 +188,9 @@ class Vit3dDecoder {
   const VideoDecoderConfig& config() const { return config_; }
   // kFloat or kBFloat16, as passed at creation.
   torch::ScalarType compute_dtype() const { return compute_dtype_; }
+  // Where the weights are resident and Forward() runs, as passed at
+  // creation.
+  torch::Device device() const { return device_; }
   WeightLayout layout() const { return layout_; }
   // (path, lowercase hex SHA-256) of every file read at Load(): the index
   // first when one was given, then the safetensors files sorted by path;
@@ -188,12 +202,13 @@ class Vit3dDecoder {
   uint64_t resident_bytes() const { return resident_bytes_; }
 
  private:
-  Vit3dDecoder(VideoDecoderConfig config, torch::ScalarType compute_dtype, WeightLayout layout,
-               std::unique_ptr<vit3d::Weights> weights,
+  Vit3dDecoder(VideoDecoderConfig config, torch::ScalarType compute_dtype, torch::Device device,
+               WeightLayout layout, std::unique_ptr<vit3d::Weights> weights,
                std::vector<std::pair<std::string, std::string>> weight_sha256);
 
   VideoDecoderConfig config_;
   torch::ScalarType compute_dtype_;
+  torch::Device device_;
   WeightLayout layout_;
   std::unique_ptr<vit3d::Weights> weights_;
   std::vector<std::pair<std::string, std::string>> weight_sha256_;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "daemon/models/device_placement.h"
 #include "daemon/models/h3/vit3d_decoder.h"
 #include "daemon/models/h3/vit3d_weights.h"
 #include "daemon/models/torch_dtype.h"
@@ -310,7 +311,7 @@ Result<FileHashes> HashFiles(const std::vector<std::string>& files) {
 
 Result<std::unique_ptr<Vit3dDecoder>> Vit3dDecoder::Load(
     const VideoDecoderConfig& config, const std::vector<std::string>& weight_files,
-    torch::ScalarType compute_dtype) {
+    torch::ScalarType compute_dtype, torch::Device device) {
   VAED_RETURN_IF_ERROR(vit3d::CheckCreateArgs(config, compute_dtype));
   VAED_ASSIGN_OR_RETURN(CheckpointFiles files, ResolveFiles(weight_files));
   VAED_ASSIGN_OR_RETURN(OpenCheckpoint open, OpenFiles(files));
@@ -325,11 +326,13 @@ Result<std::unique_ptr<Vit3dDecoder>> Vit3dDecoder::Load(
   if (ignored > 0) {
     spdlog::info("{}: ignored {} encoder-side tensors (encoder.*, quant_conv.*)", kWhat, ignored);
   }
+  VAED_RETURN_IF_ERROR(vit3d::PlaceWeights(table, device));
   auto decoder = std::unique_ptr<Vit3dDecoder>(
-      new Vit3dDecoder(config, compute_dtype, layout, std::move(weights), std::move(sha)));
-  spdlog::info("{}: loaded {} layout, {} blocks, dim {}, compute {}, {} tensors, {} bytes resident",
-               kWhat, WeightLayoutName(layout), config.depth, config.dim,
-               c10::toString(compute_dtype), table.size(), decoder->resident_bytes());
+      new Vit3dDecoder(config, compute_dtype, device, layout, std::move(weights), std::move(sha)));
+  spdlog::info(
+      "{}: loaded {} layout, {} blocks, dim {}, compute {}, {} tensors, {} bytes resident on {}",
+      kWhat, WeightLayoutName(layout), config.depth, config.dim, c10::toString(compute_dtype),
+      table.size(), decoder->resident_bytes(), DeviceName(device));
   return decoder;
 }
 

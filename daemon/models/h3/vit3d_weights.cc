@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "daemon/models/device_placement.h"
 #include "daemon/models/h3/vit3d_decoder.h"
 #include "daemon/models/torch_status.h"
 
@@ -95,6 +96,13 @@ uint64_t ResidentBytes(const std::vector<WeightSpec>& table) {
   uint64_t bytes = 0;
   for (const WeightSpec& s : table) bytes += static_cast<uint64_t>(s.slot->nbytes());
   return bytes;
+}
+
+Status PlaceWeights(const std::vector<WeightSpec>& table, const torch::Device& device) {
+  std::vector<torch::Tensor*> slots;
+  slots.reserve(table.size());
+  for (const WeightSpec& spec : table) slots.push_back(spec.slot);
+  return MoveTensorsTo(slots, device, "h3 video decoder");
 }
 
 Status CheckCreateArgs(const VideoDecoderConfig& config, torch::ScalarType compute_dtype) {
@@ -185,7 +193,8 @@ class RandomPool {
 
 Result<std::unique_ptr<Vit3dDecoder>> Vit3dDecoder::CreateRandom(const VideoDecoderConfig& config,
                                                                  uint64_t seed,
-                                                                 torch::ScalarType compute_dtype) {
+                                                                 torch::ScalarType compute_dtype,
+                                                                 torch::Device device) {
   VAED_RETURN_IF_ERROR(vit3d::CheckCreateArgs(config, compute_dtype));
   auto weights = std::make_unique<vit3d::Weights>();
   std::vector<vit3d::WeightSpec> table = weights->Table(config);
@@ -198,12 +207,14 @@ Result<std::unique_ptr<Vit3dDecoder>> Vit3dDecoder::CreateRandom(const VideoDeco
   } catch (...) {
     return CurrentTorchErrorStatus("h3 video decoder: generating random weights");
   }
-  auto decoder = std::unique_ptr<Vit3dDecoder>(
-      new Vit3dDecoder(config, compute_dtype, WeightLayout::kRandom, std::move(weights), {}));
+  VAED_RETURN_IF_ERROR(vit3d::PlaceWeights(table, device));
+  auto decoder = std::unique_ptr<Vit3dDecoder>(new Vit3dDecoder(
+      config, compute_dtype, device, WeightLayout::kRandom, std::move(weights), {}));
   spdlog::info(
       "h3 video decoder: RANDOM weights (seed {}), {} blocks, dim {}, compute {}, {} bytes "
-      "resident; not a trained model",
-      seed, config.depth, config.dim, c10::toString(compute_dtype), decoder->resident_bytes());
+      "resident on {}; not a trained model",
+      seed, config.depth, config.dim, c10::toString(compute_dtype), decoder->resident_bytes(),
+      DeviceName(device));
   return decoder;
 }
 

@@ -94,6 +94,11 @@ inline torch::ScalarType StorageDtype(const WeightSpec& spec, torch::ScalarType 
   return spec.store == Store::kCompute ? compute_dtype : torch::kFloat;
 }
 
+// Moves every tensor the table's slots point to onto `device`
+// (device_placement.h MoveTensorsTo; the identity on the CPU). Errors:
+// LibTorch's, as a Status naming the h3 video decoder.
+Status PlaceWeights(const std::vector<WeightSpec>& table, const torch::Device& device);
+
 // The argument checks of Load() and CreateRandom(): a valid config and
 // compute_dtype kFloat or kBFloat16 (kInvalidArgument otherwise).
 Status CheckCreateArgs(const VideoDecoderConfig& config, torch::ScalarType compute_dtype);

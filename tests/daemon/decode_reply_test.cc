@@ -1,0 +1,35 @@
+// The engine's result on the wire (daemon/server/decode_reply.h): the host
+// copies a decode made reach DecodeReply.host_copies / host_copy_bytes
+// (issue 19 §3). That CPU decodes report 0 is checked through a daemon
+// (tests/integration/h3_video_test.cc).
+#include "daemon/server/decode_reply.h"
+
+#include <gtest/gtest.h>
+
+#include "daemon/models/taef2.h"
+
+namespace vaed::server {
+namespace {
+
+engine::DecodeJob DemoJob(models::VaeModel* model) {
+  engine::DecodeJob job;
+  job.request_id = 7;
+  job.model = model;
+  return job;
+}
+
+TEST(DecodeReplyTest, HostCopiesOfTheResultAreInTheReply) {
+  auto model = models::Taef2Decoder::CreateDemo("demo", 0);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const engine::DecodeJob job = DemoJob(model->get());
+  engine::DecodeResult result;
+  result.host_copies = 3;
+  result.host_copy_bytes = 123456789012ull;
+  const v1::Reply reply = FinishedReply(job, result);
+  ASSERT_TRUE(reply.has_decode());
+  EXPECT_EQ(reply.decode().host_copies(), 3u);
+  EXPECT_EQ(reply.decode().host_copy_bytes(), 123456789012ull);
+}
+
+}  // namespace
+}  // namespace vaed::server
