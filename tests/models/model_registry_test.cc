@@ -91,11 +91,11 @@ TEST(ModelRegistryTest, CompiledPlanKeysAreCheckedAndOnlyForH3Video) {
   c.warm_shapes = {"32x48", "16 x 16"};
   EXPECT_THAT(CreateStatus({c}, "h3").message(),
               HasSubstr("models.entry[0].warm_shapes[1] is '16 x 16'; must be \"HxW\" in latent "
-                        "cells, each in [1, 160]"));
+                        "cells, each in [1, 16384]"));
   c.warm_shapes = {"0x16"};
   EXPECT_THAT(CreateStatus({c}, "h3").message(), HasSubstr("warm_shapes[0] is '0x16'"));
-  c.warm_shapes = {"16x161"};
-  EXPECT_THAT(CreateStatus({c}, "h3").message(), HasSubstr("warm_shapes[0] is '16x161'"));
+  c.warm_shapes = {"16x16385"};
+  EXPECT_THAT(CreateStatus({c}, "h3").message(), HasSubstr("warm_shapes[0] is '16x16385'"));
   c.warm_shapes = {"16x16x"};
   EXPECT_THAT(CreateStatus({c}, "h3").message(), HasSubstr("warm_shapes[0] is '16x16x'"));
   c.warm_shapes = {};
