@@ -29,6 +29,15 @@ class CudaRegion {
   // The 64 handle bytes it was opened from: the allocation's identity
   // across clients and registrations.
   virtual const std::string& handle() const = 0;
+  // Closes the mapping now, before the last reference goes (idempotent;
+  // data() is null afterwards). CUDA leaves it undefined what happens when
+  // the exporting process frees an allocation that another process still
+  // has open, so the registry closes a region before it acknowledges its
+  // UnregisterRegion (client_registry.h). Precondition: no device work on
+  // it is pending (the rank waits for its stream before a job's result,
+  // cuda_region_io.h). Thread-safety: the registry's thread, when no job
+  // uses the region any more.
+  virtual void Close() = 0;
 };
 
 }  // namespace vaed::engine

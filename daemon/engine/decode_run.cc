@@ -7,11 +7,13 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/engine/cuda_region_io.h"
 #include "daemon/engine/decode_log.h"
 #include "daemon/engine/group_job.h"
 #include "daemon/engine/output_format.h"
 #include "daemon/engine/process_memory.h"
 #include "daemon/engine/region_io.h"
+#include "daemon/engine/torch_cuda.h"
 #include "daemon/engine/video_on_group.h"
 #include "daemon/models/postprocess.h"
 #include "daemon/models/tensor_memory.h"
@@ -83,6 +85,17 @@ class DecodeRun {
 
  private:
   Status CopyIn();
+  // One latent onto the rank's device, from a host region (a host copy,
+  // then to the device: counted) or a CUDA region (device to device).
+  Result<torch::Tensor> ReadLatent(const TensorRef& ref, const std::shared_ptr<HostRegion>& host,
+                                   const std::shared_ptr<CudaRegion>& cuda,
+                                   const torch::Device& device, const std::string& field);
+  // One formatted output into its host region (through the host: counted)
+  // or CUDA region (in place, on the rank's stream).
+  Status WriteOutput(const torch::Tensor& formatted, const TensorRef& ref,
+                     const std::shared_ptr<HostRegion>& host,
+                     const std::shared_ptr<CudaRegion>& cuda, const std::string& field);
+  bool UsesCudaRegions() const;
   Status DecodeVideo(RankWork* work);
   Status DecodeAudio();
   Status FormatOutputs();
@@ -124,21 +137,41 @@ Result<DecodeResult> DecodeRun::Run(RankWork* work) {
   return std::move(result_);
 }
 
+Result<torch::Tensor> DecodeRun::ReadLatent(const TensorRef& ref,
+                                            const std::shared_ptr<HostRegion>& host,
+                                            const std::shared_ptr<CudaRegion>& cuda,
+                                            const torch::Device& device, const std::string& field) {
+  if (cuda) return CopyLatentFromCuda(ref, *cuda, device, field);
+  VAED_ASSIGN_OR_RETURN(torch::Tensor copy, CopyLatentIn(ref, *host, field));
+  return ToRankDevice(copy, device, field, &host_copies_);
+}
+
+Status DecodeRun::WriteOutput(const torch::Tensor& formatted, const TensorRef& ref,
+                              const std::shared_ptr<HostRegion>& host,
+                              const std::shared_ptr<CudaRegion>& cuda, const std::string& field) {
+  if (cuda) return CopyOutToCuda(formatted, ref, *cuda, field);
+  VAED_ASSIGN_OR_RETURN(const torch::Tensor on_host, ToHost(formatted, field, &host_copies_));
+  return engine::CopyOut(on_host, ref, *host, field);
+}
+
+bool DecodeRun::UsesCudaRegions() const {
+  return (job_.video && (job_.video->latent_cuda || job_.video->output_cuda)) ||
+         (job_.audio && (job_.audio->latent_cuda || job_.audio->output_cuda));
+}
+
 Status DecodeRun::CopyIn() {
   const auto t0 = SteadyClock::now();
   // Host regions are read into host memory, then copied to the rank's
   // device when it is not the CPU (counted; nothing is copied on CPU ranks).
   const torch::Device device = ctx_.model->device();
   if (job_.video) {
-    VAED_ASSIGN_OR_RETURN(torch::Tensor host,
-                          CopyLatentIn(job_.video->latent, *job_.video->latent_region, "latent"));
-    VAED_ASSIGN_OR_RETURN(latent_, ToRankDevice(host, device, "latent", &host_copies_));
+    VAED_ASSIGN_OR_RETURN(latent_, ReadLatent(job_.video->latent, job_.video->latent_region,
+                                              job_.video->latent_cuda, device, "latent"));
   }
   if (job_.audio) {
-    VAED_ASSIGN_OR_RETURN(
-        torch::Tensor host,
-        CopyLatentIn(job_.audio->latent, *job_.audio->latent_region, "audio_latent"));
-    VAED_ASSIGN_OR_RETURN(audio_latent_, ToRankDevice(host, device, "audio_latent", &host_copies_));
+    VAED_ASSIGN_OR_RETURN(audio_latent_,
+                          ReadLatent(job_.audio->latent, job_.audio->latent_region,
+                                     job_.audio->latent_cuda, device, "audio_latent"));
   }
   result_.report.timings.Add("copy_in", SecondsSince(t0));
   if (job_.video) VAED_RETURN_IF_ERROR(CheckLatentFinite(latent_, "latent"));
@@ -189,15 +222,18 @@ Status DecodeRun::FormatOutputs() {
 Status DecodeRun::CopyOut() {
   const auto t0 = SteadyClock::now();
   if (job_.video) {
-    VAED_ASSIGN_OR_RETURN(const torch::Tensor host, ToHost(video_out_, "output", &host_copies_));
-    VAED_RETURN_IF_ERROR(
-        engine::CopyOut(host, job_.video->output, *job_.video->output_region, "output"));
+    VAED_RETURN_IF_ERROR(WriteOutput(video_out_, job_.video->output, job_.video->output_region,
+                                     job_.video->output_cuda, "output"));
   }
   if (job_.audio) {
-    VAED_ASSIGN_OR_RETURN(const torch::Tensor host,
-                          ToHost(audio_out_, "audio_output", &host_copies_));
-    VAED_RETURN_IF_ERROR(
-        engine::CopyOut(host, job_.audio->output, *job_.audio->output_region, "audio_output"));
+    VAED_RETURN_IF_ERROR(WriteOutput(audio_out_, job_.audio->output, job_.audio->output_region,
+                                     job_.audio->output_cuda, "audio_output"));
+  }
+  if (UsesCudaRegions()) {
+    // The copies into and out of the client's allocations are asynchronous:
+    // the result (and a deferred unregister behind it) goes out only when
+    // they are done (cuda_region_io.h, lifetime rule).
+    VAED_RETURN_IF_ERROR(SynchronizeCurrentStream(ctx_.model->device().index()));
   }
   result_.report.timings.Add("copy_out", SecondsSince(t0));
   return Status::Ok();

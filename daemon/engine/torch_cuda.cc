@@ -38,6 +38,12 @@ Result<void*> UseRankStream(int ordinal) {
   return stream;
 }
 
+Status SynchronizeCurrentStream(int ordinal) {
+  return Guarded("waiting for the rank's CUDA stream", [&] {
+    c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(ordinal)).synchronize();
+  });
+}
+
 Result<DeviceMemoryFigures> TorchDeviceMemory(int ordinal) {
   DeviceMemoryFigures f;
   VAED_RETURN_IF_ERROR(Guarded("reading the caching allocator's figures", [&] {

@@ -47,6 +47,11 @@ Result<DeviceMemoryFigures> TorchDeviceMemory(int ordinal);
 // Starts a new peak (per request: DecodeReply peak_device_bytes).
 Status ResetPeakDeviceBytes(int ordinal);
 
+// Waits (on the calling thread) until the work enqueued so far on its
+// current stream of device `ordinal` has finished. Errors as
+// UseRankStream().
+Status SynchronizeCurrentStream(int ordinal);
+
 // float32 math is exact float32 on the device: TF32 off for cuBLAS and
 // cuDNN (spec: the fp32 path is the reference; TF32 rounds inputs to 10
 // mantissa bits). Process-wide; call once at start-up for CUDA ranks.

@@ -109,6 +109,9 @@ std::vector<uint64_t> ClientRegistry::ReleaseRegions(ClientState* client,
 void ClientRegistry::Drop(ClientState* client,
                           std::map<uint64_t, RegisteredRegion>::iterator region) {
   client->region_bytes -= std::min(client->region_bytes, region->second.size());
+  // A CUDA region no decode uses is closed now, before the caller
+  // acknowledges the UnregisterRegion (cuda_region.h: Close()).
+  if (region->second.cuda && region->second.decodes == 0) region->second.cuda->Close();
   client->regions.erase(region);
 }
 

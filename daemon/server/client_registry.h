@@ -46,8 +46,12 @@
 // come just after the deferred acknowledgement: harmless for host shm (the
 // client's memory stays valid; the daemon's view of the segment is only
 // unmapped). A CUDA IPC region must be closed before the acknowledgement
-// (a worker may cudaFree it then): the engine will have to drop a job's
-// mappings before answering it.
+// (a worker may cudaFree it then, and CUDA leaves a free under an open
+// mapping undefined): Drop() closes it explicitly (CudaRegion::Close()),
+// which is safe because the rank waited for its stream before the last
+// decode's result was handed over (engine/cuda_region_io.h). A client that
+// goes while its decodes run has its CUDA regions closed by the jobs'
+// last references instead, after they stop.
 //
 // Thread-safety: none; owned and used by the control-loop thread only.
 #ifndef VAED_DAEMON_SERVER_CLIENT_REGISTRY_H_

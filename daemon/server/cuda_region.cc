@@ -14,14 +14,17 @@ class IpcCudaRegion final : public CudaRegion {
  public:
   IpcCudaRegion(std::unique_ptr<CudaIpcMapping> mapping, std::string handle)
       : mapping_(std::move(mapping)), handle_(std::move(handle)) {}
-  void* data() const override { return mapping_->data(); }
-  uint64_t size() const override { return mapping_->size(); }
-  int device() const override { return mapping_->device(); }
+  void* data() const override { return mapping_ ? mapping_->data() : nullptr; }
+  uint64_t size() const override { return size_; }
+  int device() const override { return device_; }
   const std::string& handle() const override { return handle_; }
+  void Close() override { mapping_.reset(); }  // cudaIpcCloseMemHandle
 
  private:
   std::unique_ptr<CudaIpcMapping> mapping_;
   std::string handle_;
+  uint64_t size_ = mapping_->size();
+  int device_ = mapping_->device();
 };
 
 std::string ListRankDevices(const std::vector<engine::RankDevice>& ranks) {

@@ -700,13 +700,18 @@ class CudaRegionTest : public RequestHandlerTest {
    public:
     FakeRegion(uint64_t size, int device, std::string handle, int* closes)
         : size_(size), device_(device), handle_(std::move(handle)), closes_(closes) {}
-    ~FakeRegion() override { ++*closes_; }
+    ~FakeRegion() override { Close(); }
     void* data() const override { return nullptr; }
     uint64_t size() const override { return size_; }
     int device() const override { return device_; }
     const std::string& handle() const override { return handle_; }
+    void Close() override {
+      if (!closed_) ++*closes_;
+      closed_ = true;
+    }
 
    private:
+    bool closed_ = false;
     uint64_t size_;
     int device_;
     std::string handle_;
@@ -857,17 +862,32 @@ TEST_F(CudaRegionTest, TheOpenersSizeCheckAndTheQuotasApply) {
   EXPECT_EQ(closes_, 0);
 }
 
-TEST_F(CudaRegionTest, ADecodeNamingACudaRegionIsRefusedClearly) {
+TEST_F(CudaRegionTest, ADecodeMayMixCudaAndHostRegions) {
   const PeerCredentials p = Peer(100);
   const uint64_t c = Hello("a", p);
   auto in = RegisterCuda("a", p, c, 'h', kLatentBytes);
   Regions r = MakeRegions();
   auto out = Register("a", p, c, r.out->name(), kOutputBytes);
   ASSERT_TRUE(in.ok() && out.ok());
-  const Status s = ErrorOf(Send("a", p, Decode(c, *in, *out)));
-  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.message(), HasSubstr("latent.region_id " + std::to_string(*in)));
-  EXPECT_THAT(s.message(), HasSubstr("is a CUDA region"));
+  EXPECT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());  // a job
+  ASSERT_EQ(sink_.jobs.size(), 1u);
+  const engine::VideoPart& video = *sink_.jobs[0]->video;
+  EXPECT_NE(video.latent_cuda, nullptr);
+  EXPECT_EQ(video.latent_region, nullptr);
+  EXPECT_NE(video.output_region, nullptr);
+  EXPECT_EQ(video.output_cuda, nullptr);
+  // The job holds the CUDA region: an unregister now waits for it.
+  EXPECT_FALSE(Send("a", p, UnregisterRequest(c, *in)).has_value());
+  EXPECT_EQ(closes_, 0);
+  RequestHandler::JobReplies done =
+      handler_->OnJobDone(*sink_.jobs[0], engine::DecodeResult{}, Clock::now());
+  ASSERT_EQ(done.unregistered.size(), 1u);
+  // Closed before the acknowledgement goes out, although the finished job
+  // still holds a reference.
+  EXPECT_EQ(closes_, 1);
+  EXPECT_EQ(video.latent_cuda.use_count(), 1);
+  sink_.jobs.clear();
+  EXPECT_EQ(closes_, 1);
 }
 
 TEST_F(CudaRegionTest, TensorsInCudaRegionsAreCheckedLikeHostOnes) {
@@ -889,12 +909,13 @@ TEST_F(CudaRegionTest, TensorsInCudaRegionsAreCheckedLikeHostOnes) {
   EXPECT_EQ(overlap.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(overlap.message(), HasSubstr("overlap latent"));
   EXPECT_THAT(overlap.message(), HasSubstr("CUDA allocation"));
-  // An event with a CUDA latent passes its own check (and meets the gate).
+  // An event with a CUDA latent passes its own check and is refused, not
+  // ignored, while the rank's wait on it is not wired in.
   v1::Request req = Decode(c, *first, *host_out);
   req.mutable_decode()->set_inputs_ready_event(std::string(64, 'e'));
-  const Status gated = ErrorOf(Send("a", p, req));
-  EXPECT_EQ(gated.code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(gated.message(), HasSubstr("is a CUDA region"));
+  const Status event = ErrorOf(Send("a", p, req));
+  EXPECT_EQ(event.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(event.message(), HasSubstr("synchronise the stream that wrote latent"));
   EXPECT_TRUE(sink_.jobs.empty());
 }
 
