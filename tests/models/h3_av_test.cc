@@ -137,6 +137,18 @@ h3::AudioVaeOptions GoldenAudio() {
   return {GoldenPath("audio_tiny_config.json"), GoldenPath("audio_tiny_weights.safetensors"), 0};
 }
 
+// The registry entry of a joint "h3" model on the golden tiny weights.
+ModelConfig GoldenAvConfig() {
+  ModelConfig av;
+  av.name = "av";
+  av.kind = "h3";
+  av.weights_path = GoldenPath("video_tiny_weights.safetensors");
+  av.config_path = GoldenPath("video_tiny_config.json");
+  av.audio_weights_path = GoldenPath("audio_tiny_weights.safetensors");
+  av.audio_config_path = GoldenPath("audio_tiny_config.json");
+  return av;
+}
+
 h3::VideoVaeOptions GoldenVideo() {
   h3::VideoVaeOptions v;
   v.config_path = GoldenPath("video_tiny_config.json");
@@ -313,13 +325,7 @@ TEST_F(H3VaeTest, AModelOnAnotherDeviceRefusesAHostLatent) {
 }
 
 TEST_F(H3VaeTest, RegistryPlacesEveryModelOnItsDevice) {
-  ModelConfig av;
-  av.name = "av";
-  av.kind = "h3";
-  av.weights_path = GoldenPath("video_tiny_weights.safetensors");
-  av.config_path = GoldenPath("video_tiny_config.json");
-  av.audio_weights_path = GoldenPath("audio_tiny_weights.safetensors");
-  av.audio_config_path = GoldenPath("audio_tiny_config.json");
+  const ModelConfig av = GoldenAvConfig();
   ModelConfig demo;
   demo.name = "demo";
   demo.kind = "demo";
@@ -347,13 +353,7 @@ TEST_F(H3VaeTest, VideoOnlyModelsRejectAudio) {
 }
 
 TEST_F(H3VaeTest, RegistryBuildsH3KindsFromConfig) {
-  ModelConfig av;
-  av.name = "av";
-  av.kind = "h3";
-  av.weights_path = GoldenPath("video_tiny_weights.safetensors");
-  av.config_path = GoldenPath("video_tiny_config.json");
-  av.audio_weights_path = GoldenPath("audio_tiny_weights.safetensors");
-  av.audio_config_path = GoldenPath("audio_tiny_config.json");
+  const ModelConfig av = GoldenAvConfig();
   ModelConfig audio;
   audio.name = "audio";
   audio.kind = "h3_audio";
