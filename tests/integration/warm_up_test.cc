@@ -173,11 +173,13 @@ TEST_F(WarmUpTest, TheFirstRequestOfAShapeNotWarmedIsColdTheNextWarm) {
 
 TEST(WarmUpFailureTest, AWarmShapeThatCannotBeDecodedStopsStartUpNamingTheEntry) {
   if (!testing::H3TinyVideoPresent()) GTEST_SKIP() << "../shared/golden/h3 is absent";
-  // 8 MiB hold the weights (3.5 MiB) and a decoded 1x1 canvas, but not one
-  // decoder call of a 16x8-cell tile (its 28 output frames of 256x128 px
-  // in float32 alone are 11 MiB).
+  // 12 MiB hold both ranks' weights (2 x 3.5 MiB) and a decoded 1x1 canvas
+  // on each rank at once, but not one decoder call of a 16x8-cell tile (its
+  // 28 output frames of 256x128 px in float32 alone are 11 MiB). (With 8
+  // MiB the two ranks' concurrent 1x1 warm-ups could already exceed it
+  // under load, and rank 0 then failed on entry [0] instead.)
   const std::string config = testing::WriteTempConfig(
-      "warmup", "budget", Config("memory_budget_mib = 8\n", "\"1x1\", \"17x8\""));
+      "warmup", "budget", Config("memory_budget_mib = 12\n", "\"1x1\", \"17x8\""));
   char dir[] = "/tmp/vaed-warmup-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const testing::RunResult r =
