@@ -97,7 +97,7 @@ class OutputEventRing {
   struct Event;  // the CUDA event and its handle, in the .cc
   explicit OutputEventRing(std::vector<std::unique_ptr<Event>> events);
   std::vector<std::unique_ptr<Event>> events_;
-  size_t next_ = 0;
+  [[maybe_unused]] size_t next_ = 0;  // unused by the CPU stand-in
 };
 
 }  // namespace vaed::engine
