@@ -366,6 +366,17 @@ Status DecodeAdmission::Place(const ClientState& client, const v1::Decode& d, Pl
     VAED_RETURN_IF_ERROR(CheckRegionRange(*region->mapping, ref, field));
     return Located{region->mapping, nullptr};
   };
+  // Locates `ref`, stores its region in the part, and lists it for the
+  // overlap check (`written`: the daemon writes it).
+  auto place = [&](const TensorRef& ref, const std::string& field, bool written,
+                   std::shared_ptr<HostRegion>* host,
+                   std::shared_ptr<engine::CudaRegion>* cuda) -> Status {
+    VAED_ASSIGN_OR_RETURN(Located at, locate(ref, field));
+    *host = std::move(at.host);
+    *cuda = std::move(at.cuda);
+    placed.push_back({field, &ref, host->get(), cuda->get(), written});
+    return Status::Ok();
+  };
   if (engine::VideoPart* video = p->video ? &*p->video : nullptr) {
     VAED_ASSIGN_OR_RETURN(video->latent, FromProto(d.latent(), "latent"));
     if (!d.has_output()) return InvalidArgument("output is required unless plan_only is set");
@@ -378,16 +389,10 @@ Status DecodeAdmission::Place(const ClientState& client, const v1::Decode& d, Pl
           " for latent " + ShapeToString(video->latent.shape));
     }
     video->output = std::move(output);
-    VAED_ASSIGN_OR_RETURN(Located in, locate(video->latent, "latent"));
-    VAED_ASSIGN_OR_RETURN(Located out, locate(video->output, "output"));
-    video->latent_region = std::move(in.host);
-    video->latent_cuda = std::move(in.cuda);
-    video->output_region = std::move(out.host);
-    video->output_cuda = std::move(out.cuda);
-    placed.push_back({"latent", &video->latent, video->latent_region.get(),
-                      video->latent_cuda.get(), false});
-    placed.push_back({"output", &video->output, video->output_region.get(),
-                      video->output_cuda.get(), true});
+    VAED_RETURN_IF_ERROR(place(video->latent, "latent", false, &video->latent_region,
+                               &video->latent_cuda));
+    VAED_RETURN_IF_ERROR(place(video->output, "output", true, &video->output_region,
+                               &video->output_cuda));
   }
   if (engine::AudioPart* audio = p->audio ? &*p->audio : nullptr) {
     VAED_ASSIGN_OR_RETURN(audio->latent, FromProto(d.audio_latent(), "audio_latent"));
@@ -403,16 +408,10 @@ Status DecodeAdmission::Place(const ClientState& client, const v1::Decode& d, Pl
                              ShapeToString(audio->latent.shape));
     }
     audio->output = std::move(output);
-    VAED_ASSIGN_OR_RETURN(Located in, locate(audio->latent, "audio_latent"));
-    VAED_ASSIGN_OR_RETURN(Located out, locate(audio->output, "audio_output"));
-    audio->latent_region = std::move(in.host);
-    audio->latent_cuda = std::move(in.cuda);
-    audio->output_region = std::move(out.host);
-    audio->output_cuda = std::move(out.cuda);
-    placed.push_back({"audio_latent", &audio->latent, audio->latent_region.get(),
-                      audio->latent_cuda.get(), false});
-    placed.push_back({"audio_output", &audio->output, audio->output_region.get(),
-                      audio->output_cuda.get(), true});
+    VAED_RETURN_IF_ERROR(place(audio->latent, "audio_latent", false, &audio->latent_region,
+                               &audio->latent_cuda));
+    VAED_RETURN_IF_ERROR(place(audio->output, "audio_output", true, &audio->output_region,
+                               &audio->output_cuda));
   }
   VAED_RETURN_IF_ERROR(CheckNoOverlap(placed));
   return CheckInputsReadyEvent(d, placed);
