@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "daemon/engine/cuda_devices.h"
 #include "daemon/engine/memory_policy.h"
 #include "daemon/engine/rank_devices.h"
 #include "daemon/engine/request_memory.h"
@@ -71,6 +72,7 @@ vaed::Result<RankModels> LoadRanks(vaed::server::DaemonOptions* options) {
   if (cuda) {
     // float32 stays exact float32 on the devices (before any model math).
     VAED_RETURN_IF_ERROR(vaed::engine::UseExactFloat32().WithContext("CUDA ranks"));
+    VAED_RETURN_IF_ERROR(vaed::engine::UseCudaEventTimings().WithContext("CUDA ranks"));
   }
   RankModels ranks;
   for (size_t r = 0; r < options->executor.rank_devices.size(); ++r) {
@@ -85,6 +87,33 @@ vaed::Result<RankModels> LoadRanks(vaed::server::DaemonOptions* options) {
     ranks.registries.push_back(std::move(registry).value());
   }
   return ranks;
+}
+
+// GPU ranks' devices for the request limit (request_memory.h): each one's
+// total memory (0 when unreadable) and the weights its models hold there.
+// Empty for CPU ranks.
+std::vector<vaed::engine::RankDeviceMemory> CudaRankMemory(
+    const vaed::server::DaemonOptions& options, const RankModels& ranks) {
+  std::vector<vaed::engine::RankDeviceMemory> out;
+  for (size_t r = 0; r < options.executor.rank_devices.size(); ++r) {
+    const vaed::engine::RankDevice& device = options.executor.rank_devices[r];
+    if (!device.is_cuda) continue;
+    vaed::engine::RankDeviceMemory m{.name = device.Describe()};
+    vaed::Result<vaed::engine::DeviceMemory> memory =
+        vaed::engine::CudaDeviceMemory(device.cuda.ordinal);
+    if (memory.ok()) {
+      m.total_bytes = memory->total_bytes;
+    } else {
+      spdlog::warn("rank {} on {}: reading its device memory: {}; requests are not refused on "
+                   "memory",
+                   r, device.Describe(), memory.status().ToString());
+    }
+    for (const vaed::models::VaeModel* model : ranks.registries[r]->models()) {
+      m.resident_bytes += model->info().resident_bytes;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace
@@ -179,8 +208,11 @@ int main(int argc, char** argv) {
   spdlog::info("tensor memory: {} MiB resident after loading; budget {}", resident >> 20,
                budget > 0 ? std::to_string(options.executor.memory_budget_mib) + " MiB"
                           : std::string("none"));
+  const std::vector<vaed::engine::RankDeviceMemory> devices = CudaRankMemory(options, *ranks);
   cli.options.executor.request_memory =
-      vaed::engine::RequestMemoryOf(budget, resident, vaed::engine::HostMemoryTotalBytes());
+      devices.empty()
+          ? vaed::engine::RequestMemoryOf(budget, resident, vaed::engine::HostMemoryTotalBytes())
+          : vaed::engine::DeviceRequestMemory(devices);
   if (options.executor.request_memory.known) {
     spdlog::info("a request may use up to {} MiB ({})",
                  options.executor.request_memory.bytes >> 20,

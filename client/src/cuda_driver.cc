@@ -83,7 +83,13 @@ bool ResolveAll(void* lib, CudaDriverApi* api, std::string* missing) {
          Resolve(lib, "cuEventDestroy_v2", &api->cuEventDestroy, missing) &&
          Resolve(lib, "cuIpcGetEventHandle", &api->cuIpcGetEventHandle, missing) &&
          Resolve(lib, "cuIpcOpenEventHandle", &api->cuIpcOpenEventHandle, missing) &&
-         Resolve(lib, "cuStreamWaitEvent", &api->cuStreamWaitEvent, missing);
+         Resolve(lib, "cuStreamWaitEvent", &api->cuStreamWaitEvent, missing) &&
+         Resolve(lib, "cuDevicePrimaryCtxRetain", &api->cuDevicePrimaryCtxRetain, missing) &&
+         Resolve(lib, "cuDevicePrimaryCtxRelease_v2", &api->cuDevicePrimaryCtxRelease, missing) &&
+         Resolve(lib, "cuMemAlloc_v2", &api->cuMemAlloc, missing) &&
+         Resolve(lib, "cuMemFree_v2", &api->cuMemFree, missing) &&
+         Resolve(lib, "cuMemsetD8_v2", &api->cuMemsetD8, missing) &&
+         Resolve(lib, "cuCtxSynchronize", &api->cuCtxSynchronize, missing);
 }
 
 Result<const CudaDriver*> LoadAndInit() {

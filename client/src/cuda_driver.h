@@ -21,7 +21,9 @@
 // Exported symbol names: cuda.h maps cuMemGetAddressRange to
 // cuMemGetAddressRange_v2, cuDeviceGetUuid to cuDeviceGetUuid_v2 (11.4;
 // the loader falls back to the unversioned one), cuCtxPushCurrent /
-// cuCtxPopCurrent to their _v2, cuEventDestroy to cuEventDestroy_v2. The
+// cuCtxPopCurrent to their _v2, cuEventDestroy to cuEventDestroy_v2,
+// cuDevicePrimaryCtxRelease, cuMemAlloc, cuMemFree and cuMemsetD8 to
+// their _v2. The
 // stream calls use the plain (legacy default stream) symbols, as code
 // compiled without --default-stream per-thread does.
 //
@@ -86,6 +88,13 @@ struct CudaDriverApi {
   CUresult (*cuIpcGetEventHandle)(CUipcEventHandle* handle, CUevent event);
   CUresult (*cuIpcOpenEventHandle)(CUevent* event, CUipcEventHandle handle);
   CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned int flags);
+  // Managed buffers (vaed/cuda_buffer.h).
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* ctx, CUdevice device);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device);
+  CUresult (*cuMemAlloc)(CUdeviceptr* ptr, size_t bytes);
+  CUresult (*cuMemFree)(CUdeviceptr ptr);
+  CUresult (*cuMemsetD8)(CUdeviceptr ptr, unsigned char value, size_t count);
+  CUresult (*cuCtxSynchronize)();
 };
 
 // The loaded driver: its function table and the translation of its errors.

@@ -35,6 +35,7 @@ Status ClientEventCache::StreamWait(uint64_t client_id, const std::string& handl
   auto key = std::make_pair(client_id, handle);
   auto it = events_.find(key);
   if (it == events_.end()) {
+    if (events_.size() >= kMaxOpenedEvents) events_.clear();  // bounded (cuda_events.h)
     cudaIpcEventHandle_t h;
     std::memcpy(&h, handle.data(), sizeof(h));
     auto opened = std::make_unique<Opened>();

@@ -16,14 +16,24 @@
 //            wait enqueued on the worker's stream does not start later
 //            work there until the rank's stream has reached the record.
 //
+// Known limit: a worker whose inputs_ready_event never completes (a hung
+// kernel, a stopped process) stalls the rank whose stream waits on it, and
+// with it that rank's later requests: a stream wait cannot be cancelled,
+// so deadline_ms does not end it. Only trusted, admitted workers reach
+// this (the socket's access rules, quarantine); a wedged rank shows as a
+// busy rank in `vaectl status` and is cleared by restarting the daemon.
+//
 // Event reuse: a rank records its events round robin from a ring of
 // kOutputEvents. Re-recording an event only makes a wait enqueued later
 // wait for the newer record (a superset of the work), never for less, so
 // reuse cannot break ordering; the ring keeps that extra waiting rare.
 //
 // Lifetimes: opened client events are closed (cudaEventDestroy) when the
-// cache is cleared for a client that goes or is destroyed; the ring's
-// events live as long as the rank.
+// cache is destroyed, or all at once when it holds kMaxOpenedEvents and
+// another is needed (a client that went leaves its events here until
+// then; a wait already enqueued stays valid after the destroy, CUDA
+// releases the event when it completes); the ring's events live as long
+// as the rank.
 //
 // Built from cuda_events.cc in GPU builds and cuda_events_unavailable.cc
 // in CPU builds (every call answers kFailedPrecondition there). Unrun: no
@@ -57,6 +67,10 @@ Status CheckIpcEventHandle(const std::string& handle, const std::string& field);
 // Events clients recorded, opened once per (client, handle).
 class ClientEventCache {
  public:
+  // Opened events kept per rank (a client library uses one per CUDA
+  // context, so this is many clients' worth).
+  static constexpr size_t kMaxOpenedEvents = 64;
+
   ClientEventCache();
   ~ClientEventCache();  // destroys every opened event
   ClientEventCache(const ClientEventCache&) = delete;

@@ -104,6 +104,11 @@ struct DecodeJob {
   // DecodeOptions.progress: report progress (ResultSink::OnProgress) after
   // each unit of work, before the result.
   bool progress = false;
+  // Decode.inputs_ready_event: the 64-byte cudaIpcEventHandle_t of an event
+  // the worker recorded after writing its CUDA latents (admission checked
+  // its size and that a latent is in a CUDA region); the output rank's
+  // stream waits on it before reading them (cuda_events.h). Empty: none.
+  std::string inputs_ready_event;
   std::chrono::steady_clock::time_point received;
   // Deadline (DecodeOptions.deadline_ms, from `received`) and cancellation
   // (client gone or quarantined, shutdown); never null for queued jobs.

@@ -51,8 +51,15 @@ struct DecodeResult {
   uint64_t peak_rss_bytes = 0;       // VmHWM during the request (process-wide)
   uint64_t peak_tensor_bytes = 0;    // peak LibTorch host tensor bytes (process-wide)
   uint64_t memory_budget_bytes = 0;  // executor.memory_budget_mib in bytes, 0 = none
-  // Peaks above count host memory only (tensor_memory.h); device memory
-  // peaks will come from the device's caching allocator.
+  // Peaks above count host memory only (tensor_memory.h). CUDA ranks: the
+  // highest bytes LibTorch's caching allocator had allocated on the rank's
+  // device during the request (torch_cuda.h TorchDeviceMemory; reset at
+  // its start); 0 on CPU ranks.
+  uint64_t peak_device_bytes = 0;
+  // CUDA outputs: the handle of the interprocess event the rank recorded on
+  // its stream after its last write to them (cuda_events.h
+  // OutputEventRing), for DecodeReply.outputs_ready_event; empty otherwise.
+  std::string outputs_ready_event;
   // Copies between host and device memory for this request and their bytes
   // (region_io.h HostCopies): 0 on CPU ranks.
   uint32_t host_copies = 0;

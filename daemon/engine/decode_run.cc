@@ -1,5 +1,7 @@
 #include "daemon/engine/decode_run.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -96,6 +98,19 @@ class DecodeRun {
                      const std::shared_ptr<HostRegion>& host,
                      const std::shared_ptr<CudaRegion>& cuda, const std::string& field);
   bool UsesCudaRegions() const;
+  bool WritesCudaRegions() const;
+  // Decode.inputs_ready_event: the rank's stream waits on the worker's
+  // event before its first read (cuda_events.h); refused on a rank without
+  // a stream (the admission lets it through only with CUDA latents).
+  Status WaitForInputs();
+  // CUDA outputs: records the rank's event after its last write to them,
+  // for DecodeReply.outputs_ready_event.
+  Status RecordOutputsReady();
+  // CUDA ranks: the caching allocator's peak starts again for this request
+  // (Run) and is read at the end (Finish). A figure, not the decode: a
+  // failure is logged and leaves peak_device_bytes 0.
+  void StartDevicePeak();
+  void ReadDevicePeak();
   Status DecodeVideo(RankWork* work);
   Status DecodeAudio();
   Status FormatOutputs();
@@ -118,6 +133,7 @@ class DecodeRun {
 Result<DecodeResult> DecodeRun::Run(RankWork* work) {
   ResetPeakRss();
   models::ResetPeakTensorBytes();
+  StartDevicePeak();
   result_.report.timings.Add("queue_wait",
                              std::chrono::duration<double>(start_ - job_.received).count());
   VAED_RETURN_IF_ERROR(CopyIn());
@@ -159,11 +175,58 @@ bool DecodeRun::UsesCudaRegions() const {
          (job_.audio && (job_.audio->latent_cuda || job_.audio->output_cuda));
 }
 
+bool DecodeRun::WritesCudaRegions() const {
+  return (job_.video && job_.video->output_cuda) || (job_.audio && job_.audio->output_cuda);
+}
+
+Status DecodeRun::WaitForInputs() {
+  if (job_.inputs_ready_event.empty()) return Status::Ok();
+  if (ctx_.client_events == nullptr || ctx_.cuda_stream == nullptr) {
+    return FailedPrecondition("inputs_ready_event: rank " + std::to_string(ctx_.global_rank) +
+                              " is not a CUDA rank (it has no stream to wait on the event)")
+        .WithField("inputs_ready_event");
+  }
+  return ctx_.client_events->StreamWait(job_.client_id, job_.inputs_ready_event,
+                                        ctx_.cuda_stream);
+}
+
+Status DecodeRun::RecordOutputsReady() {
+  if (!WritesCudaRegions()) return Status::Ok();
+  if (ctx_.output_events == nullptr || ctx_.cuda_stream == nullptr) {
+    return FailedPrecondition("CUDA outputs: rank " + std::to_string(ctx_.global_rank) +
+                              " is not a CUDA rank (it has no event to order them)");
+  }
+  VAED_ASSIGN_OR_RETURN(result_.outputs_ready_event, ctx_.output_events->Record(ctx_.cuda_stream));
+  return Status::Ok();
+}
+
+void DecodeRun::StartDevicePeak() {
+  const torch::Device device = ctx_.model->device();
+  if (!device.is_cuda()) return;
+  if (Status s = ResetPeakDeviceBytes(device.index()); !s.ok()) {
+    spdlog::warn("request {}: resetting the device's peak memory: {}", job_.request_id,
+                 s.ToString());
+  }
+}
+
+void DecodeRun::ReadDevicePeak() {
+  const torch::Device device = ctx_.model->device();
+  if (!device.is_cuda()) return;
+  Result<DeviceMemoryFigures> figures = TorchDeviceMemory(device.index());
+  if (figures.ok()) {
+    result_.peak_device_bytes = figures->peak_allocated_bytes;
+  } else {
+    spdlog::warn("request {}: reading the device's peak memory: {}", job_.request_id,
+                 figures.status().ToString());
+  }
+}
+
 Status DecodeRun::CopyIn() {
   const auto t0 = SteadyClock::now();
   // Host regions are read into host memory, then copied to the rank's
   // device when it is not the CPU (counted; nothing is copied on CPU ranks).
   const torch::Device device = ctx_.model->device();
+  VAED_RETURN_IF_ERROR(WaitForInputs());
   if (job_.video) {
     VAED_ASSIGN_OR_RETURN(latent_, ReadLatent(job_.video->latent, job_.video->latent_region,
                                               job_.video->latent_cuda, device, "latent"));
@@ -230,9 +293,11 @@ Status DecodeRun::CopyOut() {
                                      job_.audio->output_cuda, "audio_output"));
   }
   if (UsesCudaRegions()) {
+    VAED_RETURN_IF_ERROR(RecordOutputsReady());
     // The copies into and out of the client's allocations are asynchronous:
     // the result (and a deferred unregister behind it) goes out only when
-    // they are done (cuda_region_io.h, lifetime rule).
+    // they are done (cuda_region_io.h, lifetime rule), so the event sent
+    // with it is already complete when the worker's stream waits on it.
     VAED_RETURN_IF_ERROR(SynchronizeCurrentStream(ctx_.model->device().index()));
   }
   result_.report.timings.Add("copy_out", SecondsSince(t0));
@@ -272,6 +337,7 @@ void DecodeRun::Finish() {
   result_.memory_budget_bytes = models::TensorMemoryBudget();
   result_.host_copies = host_copies_.count;
   result_.host_copy_bytes = host_copies_.bytes;
+  ReadDevicePeak();
   LogFinishedDecode(job_, result_, seconds, ctx_.history);
 }
 

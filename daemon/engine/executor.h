@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "daemon/engine/cuda_devices.h"
+#include "daemon/engine/cuda_events.h"
 #include "daemon/engine/decode_history.h"
 #include "daemon/engine/decode_job.h"
 #include "daemon/engine/engine_options.h"
@@ -155,8 +156,12 @@ class Executor {
     std::unique_ptr<RankCommunicators> comms;
     std::thread thread;
     // CUDA ranks: the rank's own stream (torch_cuda.h UseRankStream), a
-    // cudaStream_t, current on the rank's thread from before its warm-up.
+    // cudaStream_t, current on the rank's thread from before its warm-up,
+    // and the events it waits on and records (cuda_events.h). Used by the
+    // rank's thread only.
     void* cuda_stream = nullptr;
+    std::unique_ptr<ClientEventCache> client_events;
+    std::unique_ptr<OutputEventRing> output_events;
   };
 
   Executor(const ExecutorOptions& options, const GroupOptions& group,
@@ -171,6 +176,9 @@ class Executor {
   // anything runs on it; a failure goes to warm_up_failures_ (start-up
   // stops, naming the rank and its device).
   void SetUpRankDevice(int local_rank);
+  // The stream and events of a CUDA rank on device `ordinal`, on the
+  // calling (rank) thread.
+  static Status SetUpCudaRank(Rank& rank, int ordinal);
   // The rank's warm-up (warm_up.h); a failure goes to warm_up_failures_.
   void RunWarmUp(int local_rank);
   // Waits for this rank's next task; null when stopping (after answering

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "daemon/engine/cuda_events.h"
 #include "daemon/engine/decode_history.h"
 #include "daemon/engine/decode_result.h"
 #include "daemon/engine/rank_communicators.h"
@@ -33,6 +34,12 @@ struct RankContext {
   bool spans_nodes = false;  // `spec` has ranks on other daemons
   DecodeHistory* history = nullptr;
   ProgressFn progress;  // null: the job asked for none
+  // CUDA ranks: the rank's stream (a cudaStream_t, current on its thread;
+  // torch_cuda.h UseRankStream) and its events (cuda_events.h), owned by
+  // the executor for the rank's life. Null on CPU ranks.
+  void* cuda_stream = nullptr;
+  ClientEventCache* client_events = nullptr;
+  OutputEventRing* output_events = nullptr;
 };
 
 // A rank's share of the work of one decode, for its status figures:

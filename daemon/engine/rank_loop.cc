@@ -86,16 +86,19 @@ void Executor::SetUpRankDevice(int local_rank) {
   const auto i = static_cast<size_t>(local_rank);
   if (i >= options_.rank_devices.size() || !options_.rank_devices[i].is_cuda) return;
   const RankDevice& device = options_.rank_devices[i];
-  Result<void*> stream = UseRankStream(device.cuda.ordinal);
-  if (stream.ok()) {
-    ranks_[i].cuda_stream = *stream;
-    return;
-  }
+  Status s = SetUpCudaRank(ranks_[i], device.cuda.ordinal);
+  if (s.ok()) return;
   MutexLock lock(&mu_);
-  warm_up_failures_.emplace(local_rank,
-                            stream.status().WithContext("rank " + std::to_string(GlobalRank(
-                                                                      local_rank)) +
-                                                        " on " + device.Describe()));
+  warm_up_failures_.emplace(
+      local_rank,
+      s.WithContext("rank " + std::to_string(GlobalRank(local_rank)) + " on " + device.Describe()));
+}
+
+Status Executor::SetUpCudaRank(Rank& rank, int ordinal) {
+  VAED_ASSIGN_OR_RETURN(rank.cuda_stream, UseRankStream(ordinal));
+  VAED_ASSIGN_OR_RETURN(rank.output_events, OutputEventRing::Create(ordinal));
+  rank.client_events = std::make_unique<ClientEventCache>();
+  return Status::Ok();
 }
 
 void Executor::RunWarmUp(int local_rank) {
@@ -277,7 +280,10 @@ Result<DecodeResult> Executor::Execute(int local_rank, const GroupRun& run,
                   .unavailable = unavailable,
                   .spans_nodes = membership_.SpansNodes(*run.spec),
                   .history = &history_,
-                  .progress = nullptr};
+                  .progress = nullptr,
+                  .cuda_stream = rank.cuda_stream,
+                  .client_events = rank.client_events.get(),
+                  .output_events = rank.output_events.get()};
   if (job.progress) {
     ctx.progress = [this, shared](const ProgressEvent& event) {
       try {

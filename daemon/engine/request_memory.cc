@@ -26,6 +26,26 @@ RequestMemory RequestMemoryOf(uint64_t budget_bytes, uint64_t resident_bytes,
   return m;
 }
 
+RequestMemory DeviceRequestMemory(const std::vector<RankDeviceMemory>& devices) {
+  RequestMemory m;
+  const RankDeviceMemory* smallest = nullptr;
+  uint64_t smallest_bytes = 0;
+  for (const RankDeviceMemory& d : devices) {
+    if (d.total_bytes == 0) return RequestMemory{};  // unreadable: no refusal on memory
+    const uint64_t bytes = d.total_bytes > d.resident_bytes ? d.total_bytes - d.resident_bytes : 0;
+    if (smallest == nullptr || bytes < smallest_bytes) {
+      smallest = &d;
+      smallest_bytes = bytes;
+    }
+  }
+  if (smallest == nullptr) return m;
+  m.known = true;
+  m.bytes = smallest_bytes;
+  m.source = "the device memory of " + smallest->name + ", " + GiB(smallest->total_bytes) +
+             " minus " + GiB(smallest->resident_bytes) + " of resident weights";
+  return m;
+}
+
 uint64_t HostMemoryTotalBytes() {
   std::ifstream in("/proc/meminfo");
   std::string key, unit;

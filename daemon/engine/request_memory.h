@@ -11,9 +11,10 @@
 // other programs hold memory at that moment (the budget check at allocation
 // time and the failure ladder handle that, tensor_memory.h).
 //
-// GPU ranks (unrun: no device here): the weights still load on the host, so
-// the figure is the host's; bounding by the rank's device memory comes with
-// device-resident weights (issue 19 §2).
+// GPU ranks (unrun: no device here): a decode's buffers live on its rank's
+// device, so the figure is the smallest rank device's total memory
+// (cudaMemGetInfo) minus the weights resident on it (DeviceRequestMemory);
+// the host budget still bounds host tensors at allocation time.
 //
 // Thread-safety: value type; HostMemoryTotalBytes() reads /proc.
 #ifndef VAED_DAEMON_ENGINE_REQUEST_MEMORY_H_
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace vaed::engine {
 
@@ -38,6 +40,19 @@ struct RequestMemory {
 // (start-up refuses such a budget before this).
 RequestMemory RequestMemoryOf(uint64_t budget_bytes, uint64_t resident_bytes,
                               uint64_t host_total_bytes);
+
+// One GPU rank's device for DeviceRequestMemory: its name for messages
+// ("cuda:0 GPU-..."), its total memory and the weights resident on it.
+struct RankDeviceMemory {
+  std::string name;
+  uint64_t total_bytes = 0;
+  uint64_t resident_bytes = 0;
+};
+
+// The figure for GPU ranks: the smallest total - resident over `devices`,
+// named with that device. Unknown (known = false) for an empty list or a
+// device whose total is 0 (unreadable).
+RequestMemory DeviceRequestMemory(const std::vector<RankDeviceMemory>& devices);
 
 // MemTotal of /proc/meminfo in bytes; 0 when unreadable.
 uint64_t HostMemoryTotalBytes();

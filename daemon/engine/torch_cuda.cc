@@ -4,9 +4,16 @@
 #include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 
 #include <exception>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/models/interval_timer.h"
+#include "vaed/cuda_status.h"
 
 namespace vaed::engine {
 namespace {
@@ -21,6 +28,91 @@ Status Guarded(const char* what, Fn&& fn) {
     return Internal(std::string(what) + ": " + e.what());
   }
 }
+
+// models::DeviceIntervals on a CUDA device: one timing event pair per
+// interval (CUDA runtime events on `device`, made current for each call),
+// recorded on the thread's current LibTorch stream of that device (the
+// rank's). A Start() without its Stop() leaves a pair without an end, which
+// Seconds() skips; so does any event an error left unrecorded. A failed
+// call clears the runtime's last error (cudaGetLastError), so a timing
+// failure never surfaces in LibTorch's next error check: timings must not
+// fail a decode.
+class CudaEventIntervals : public models::DeviceIntervals {
+ public:
+  explicit CudaEventIntervals(c10::DeviceIndex device) : device_(device) {}
+  ~CudaEventIntervals() override {
+    ScopedCudaDevice on_device;
+    (void)on_device.Set(device_);
+    for (const Pair& p : pairs_) {
+      if (p.start != nullptr) cudaEventDestroy(p.start);
+      if (p.end != nullptr) cudaEventDestroy(p.end);
+    }
+    (void)cudaGetLastError();
+  }
+  CudaEventIntervals(const CudaEventIntervals&) = delete;
+  CudaEventIntervals& operator=(const CudaEventIntervals&) = delete;
+
+  void Start() noexcept override {
+    try {
+      pairs_.push_back({Recorded(), nullptr});
+    } catch (...) {  // out of host memory: this interval is not timed
+    }
+  }
+
+  void Stop() noexcept override {
+    if (pairs_.empty() || pairs_.back().end != nullptr) return;
+    pairs_.back().end = Recorded();
+  }
+
+  double Seconds() noexcept override {
+    ScopedCudaDevice on_device;
+    if (!on_device.Set(device_).ok()) return 0;
+    double seconds = 0;
+    for (const Pair& p : pairs_) {
+      float ms = 0;
+      if (p.start == nullptr || p.end == nullptr || cudaEventSynchronize(p.end) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, p.start, p.end) != cudaSuccess) {
+        (void)cudaGetLastError();
+        continue;  // an unreadable pair counts 0
+      }
+      seconds += static_cast<double>(ms) / 1000.0;
+    }
+    return seconds;
+  }
+
+ private:
+  struct Pair {
+    cudaEvent_t start = nullptr;
+    cudaEvent_t end = nullptr;
+  };
+
+  // A timing event recorded on the current stream of `device_`; null on
+  // any error (the runtime's last error cleared).
+  cudaEvent_t Recorded() noexcept {
+    ScopedCudaDevice on_device;
+    if (!on_device.Set(device_).ok()) return nullptr;
+    cudaStream_t stream = nullptr;
+    try {
+      stream = c10::cuda::getCurrentCUDAStream(device_).stream();
+    } catch (...) {
+      return nullptr;
+    }
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreate(&e) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    if (cudaEventRecord(e, stream) != cudaSuccess) {
+      (void)cudaGetLastError();
+      cudaEventDestroy(e);
+      return nullptr;
+    }
+    return e;
+  }
+
+  const c10::DeviceIndex device_;
+  std::vector<Pair> pairs_;
+};
 
 }  // namespace
 
@@ -60,6 +152,15 @@ Status ResetPeakDeviceBytes(int ordinal) {
   return Guarded("resetting the caching allocator's peak", [&] {
     c10::cuda::CUDACachingAllocator::resetPeakStats(ordinal);
   });
+}
+
+Status UseCudaEventTimings() {
+  models::SetDeviceIntervalsFactory(
+      [](const torch::Device& device) -> std::unique_ptr<models::DeviceIntervals> {
+        if (!device.is_cuda()) return nullptr;
+        return std::make_unique<CudaEventIntervals>(device.index());
+      });
+  return Status::Ok();
 }
 
 Status UseExactFloat32() {

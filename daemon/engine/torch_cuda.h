@@ -57,6 +57,12 @@ Status SynchronizeCurrentStream(int ordinal);
 // mantissa bits). Process-wide; call once at start-up for CUDA ranks.
 Status UseExactFloat32();
 
+// Component timings on CUDA devices come from event pairs recorded on the
+// rank's current stream (models/interval_timer.h), read after the request's
+// work has finished. Process-wide; call once at start-up for CUDA ranks.
+// kFailedPrecondition without CUDA LibTorch.
+Status UseCudaEventTimings();
+
 }  // namespace vaed::engine
 
 #endif  // VAED_DAEMON_ENGINE_TORCH_CUDA_H_

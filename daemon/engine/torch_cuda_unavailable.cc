@@ -19,5 +19,6 @@ Result<DeviceMemoryFigures> TorchDeviceMemory(int) { return NoTorchCuda(); }
 Status ResetPeakDeviceBytes(int) { return NoTorchCuda(); }
 Status SynchronizeCurrentStream(int) { return NoTorchCuda(); }
 Status UseExactFloat32() { return NoTorchCuda(); }
+Status UseCudaEventTimings() { return NoTorchCuda(); }
 
 }  // namespace vaed::engine

@@ -40,7 +40,8 @@ struct ModelConfig {
   // Other kinds: empty.
   std::string audio_weights_path;
   std::string audio_config_path;
-  // `compute_dtype`: h3_video, h3 (video decoder): "float32" (exact) or
+  // `compute_dtype`: h3_video, h3 (video decoder): "float32" (exact),
+  // "float16" (the official recipe, spec §1.6; GPU ranks only) or
   // "bfloat16". Other kinds (and H3 audio): float32 only.
   std::string compute_dtype = "float32";
   // `stack_tiling`: h3_video, h3: tile scheduling when a request does not

@@ -45,9 +45,10 @@ Result<StackTiling> ParseStackTiling(const std::string& where, const std::string
 
 Result<torch::ScalarType> ParseComputeDtype(const std::string& where, const std::string& value) {
   if (value == "float32") return torch::kFloat;
+  if (value == "float16") return torch::kHalf;
   if (value == "bfloat16") return torch::kBFloat16;
   return InvalidArgument(where + ".compute_dtype is '" + value +
-                         "'; must be float32 or bfloat16");
+                         "'; must be float32, float16 (GPU ranks) or bfloat16");
 }
 
 // "HxW" latent canvases (latent cells per axis, 1..160).

@@ -1,6 +1,7 @@
 #include "daemon/models/torch_status.h"
 
 #include <c10/util/Exception.h>
+#include <torch/version.h>
 
 #include "daemon/models/cancel.h"
 #include "daemon/models/tile_group.h"
@@ -40,6 +41,22 @@ Status Make(StatusCode code, std::string_view context, std::string_view message)
   return Status(code, std::move(m));
 }
 
+#define VAED_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||        \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+#if VAED_TORCH_AT_LEAST(2, 8)
+// A CUDA error LibTorch reported with its code.
+Status FromCudaError(int code, std::string_view context, std::string_view message) {
+  const ErrorReason reason = CudaErrorReason(code);
+  if (reason == ErrorReason::kOutOfMemory) {
+    return Make(StatusCode::kResourceExhausted, context, message).WithReason(reason);
+  }
+  Status s = Make(StatusCode::kInternal, context, message);
+  return reason == ErrorReason::kStickyDevice ? s.WithReason(reason) : s;
+}
+#endif
+
 }  // namespace
 
 Status CurrentTorchErrorStatus(std::string_view context) noexcept {
@@ -50,6 +67,15 @@ Status CurrentTorchErrorStatus(std::string_view context) noexcept {
       return e.status().WithContext(context);
     } catch (const CollectiveFailed& e) {
       return e.status().WithContext(context);
+#if VAED_TORCH_AT_LEAST(2, 0)
+    } catch (const c10::OutOfMemoryError& e) {
+      return Make(StatusCode::kResourceExhausted, context, e.what_without_backtrace())
+          .WithReason(ErrorReason::kOutOfMemory);
+#endif
+#if VAED_TORCH_AT_LEAST(2, 8)
+    } catch (const c10::AcceleratorError& e) {
+      return FromCudaError(e.get_error_code(), context, e.what_without_backtrace());
+#endif
     } catch (const c10::Error& e) {
       const std::string_view message = e.what_without_backtrace();
       if (MentionsAllocationFailure(message)) {
@@ -73,6 +99,27 @@ Status CurrentTorchErrorStatus(std::string_view context) noexcept {
     // Building the message itself failed (out of memory).
     return Status(StatusCode::kResourceExhausted, std::string())
         .WithReason(ErrorReason::kOutOfMemory);
+  }
+}
+
+ErrorReason CudaErrorReason(int code) {
+  switch (code) {
+    case 2:
+      return ErrorReason::kOutOfMemory;
+    case 214:
+    case 700:
+    case 702:
+    case 709:
+    case 710:
+    case 714:
+    case 715:
+    case 716:
+    case 717:
+    case 718:
+    case 719:
+      return ErrorReason::kStickyDevice;
+    default:
+      return ErrorReason::kNone;
   }
 }
 

@@ -32,9 +32,12 @@ namespace vaed::models {
 //                       the daemon must restart (DESIGN.md §2 item 7);
 //   kInternal           any other c10::Error, std::exception or unknown
 //                       exception.
-// LibTorch has no error codes for these: its message is the only place they
-// are visible, so this adapter (and tensor_memory.cc's allocator, the other
-// LibTorch edge) are the only readers of message text.
+// By type and code where LibTorch gives them: c10::OutOfMemoryError
+// (LibTorch >= 2.0) is out of memory, and c10::AcceleratorError (>= 2.8)
+// carries the CUDA error code, classified by CudaErrorReason(). Otherwise
+// (LibTorch 1.13, errors without a code) the message is the only place
+// they are visible, so this adapter (and tensor_memory.cc's allocator, the
+// other LibTorch edge) are the only readers of message text.
 // Never throws.
 Status CurrentTorchErrorStatus(std::string_view context) noexcept;
 
@@ -55,6 +58,15 @@ auto RunTorch(std::string_view context, Fn&& fn) -> decltype(fn()) {
 // Tried to allocate ...", vaed's own "out of memory: vaed tensor memory
 // budget ..."). For the LibTorch adapters only (see above).
 bool MentionsAllocationFailure(std::string_view message);
+
+// What a CUDA runtime error code means for the daemon: kOutOfMemory for
+// cudaErrorMemoryAllocation (2); kStickyDevice for the errors after which
+// the CUDA context is unusable (cuda_runtime_api.h: ECC uncorrectable 214,
+// illegal address 700, launch timeout 702, context destroyed 709, device
+// assert 710, hardware stack error 714, illegal instruction 715,
+// misaligned address 716, invalid address space 717, invalid PC 718,
+// launch failure 719); kNone otherwise.
+ErrorReason CudaErrorReason(int code);
 
 }  // namespace vaed::models
 

@@ -157,7 +157,7 @@ const std::vector<Key<models::ModelConfig>>& EntryKeys() {
        {}, kUnlessEmpty},
       {"audio_config", &O::audio_config_path, kAny, "audio decoder config JSON (h3_audio, h3)",
        {}, kUnlessEmpty},
-      {"compute_dtype", &O::compute_dtype, kAny, "float32 or bfloat16 (h3_video, h3)", {},
+      {"compute_dtype", &O::compute_dtype, kAny, "float32, float16 (GPU ranks) or bfloat16 (h3_video, h3)", {},
        OnlyFor({"h3_video", "h3"})},
       {"stack_tiling", &O::stack_tiling, kAny, "off, on or auto (h3_video, h3)", {},
        OnlyFor({"h3_video", "h3"})},

@@ -187,20 +187,15 @@ Status CheckCudaRange(const engine::CudaRegion& region, const TensorRef& ref,
 }
 
 // Decode.inputs_ready_event orders a worker's device writes before the
-// rank's reads. It is checked, and refused rather than ignored: with host
-// latents it would order nothing, and with CUDA latents the rank's wait on
-// it (engine/cuda_events.h ClientEventCache) is not wired into the decode
-// yet, so the worker synchronises the stream that wrote the latent first.
+// rank's reads: the rank's stream waits on it before reading the CUDA
+// latents (engine/cuda_events.h ClientEventCache). Checked here for its
+// size, and refused rather than ignored with host latents only: there it
+// would order nothing.
 Status CheckInputsReadyEvent(const v1::Decode& d, const std::vector<Placed>& placed) {
   if (d.inputs_ready_event().empty()) return Status::Ok();
   VAED_RETURN_IF_ERROR(engine::CheckIpcEventHandle(d.inputs_ready_event(), "inputs_ready_event"));
   for (const Placed& p : placed) {
-    if (p.written || p.cuda == nullptr) continue;
-    return FailedPrecondition("inputs_ready_event is not served by this version of vaed yet: "
-                              "synchronise the stream that wrote " +
-                              p.field + " (cudaStreamSynchronize) before sending the request "
-                              "and leave the event empty")
-        .WithField("inputs_ready_event");
+    if (!p.written && p.cuda != nullptr) return Status::Ok();
   }
   return InvalidArgument("inputs_ready_event is set but the latents are in host regions: an "
                          "event orders device writes only; finish writing host memory before "
@@ -435,6 +430,7 @@ std::unique_ptr<engine::DecodeJob> DecodeAdmission::MakeJob(const ClientState& c
   job->settings.tiling = p.options.tiling;
   job->requested_group_size = options.group_size();
   job->progress = options.progress();
+  job->inputs_ready_event = req.decode().inputs_ready_event();
   job->video = std::move(p.video);
   job->audio = std::move(p.audio);
   job->av = std::move(p.av);

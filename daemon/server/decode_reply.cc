@@ -59,6 +59,8 @@ void FillDecodeResult(const engine::DecodeJob& job, const engine::DecodeResult& 
   out->set_memory_budget_bytes(result.memory_budget_bytes);
   out->set_host_copies(result.host_copies);
   out->set_host_copy_bytes(result.host_copy_bytes);
+  out->set_peak_device_bytes(result.peak_device_bytes);
+  out->set_outputs_ready_event(result.outputs_ready_event);
   if (result.video_sanity) {
     out->set_nonfinite_outputs(static_cast<uint64_t>(result.video_sanity->nonfinite));
     FillSanity(*result.video_sanity, out->mutable_video_sanity());

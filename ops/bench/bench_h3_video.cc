@@ -1,17 +1,21 @@
-// vaed_bench_h3_video: what stacked tiles and bf16 buy for the H3 video
-// decoder on this machine, and how close the decoder gets to the machine's
-// matmul speed.
+// vaed_bench_h3_video: what stacked tiles and reduced compute dtypes buy
+// for the H3 video decoder on this machine (CPU, or one GPU with
+// --device cuda), and how close the decoder gets to the machine's matmul
+// speed.
 //
 // One run measures, on the same seeded random latent and the same seeded
 // random weights (ViT3D at full width 2048 / 32 heads / FFN 8192 by default,
 // with --layers blocks instead of 36 so that it finishes on a laptop-class
 // CPU; the per-block cost is the released model's):
 //   * decode time (warm, in-process VideoVae) for every combination of
-//     compute dtype {float32, bfloat16} x tile scheduling {sequential,
-//     stacked}, split into tile_decode and tile_merge;
+//     compute dtype (--dtypes: float32, float16 = the official recipe, GPU
+//     only, bfloat16) x tile scheduling {sequential, stacked}, split into
+//     tile_decode and tile_merge; on a GPU the decode time is wall time up
+//     to a synchronised stream, and the caching allocator's peak bytes per
+//     mode are reported (peak_device_bytes);
 //   * whether stacked output bytes equal sequential bytes (per dtype), and
-//     the bf16 error against fp32 (max/mean abs of the raw output, PSNR of
-//     the uint8 frames);
+//     each reduced dtype's error against fp32 (max/mean abs of the raw
+//     output, PSNR of the uint8 frames);
 //   * the FLOP rate the decoder achieves (analytic FLOPs of all decoder
 //     calls / tile_decode seconds) against a plain matmul of the FFN's w1
 //     shape [tokens, dim] x [dim, 2*ffn] timed in the same run and dtype.
@@ -30,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/engine/torch_cuda.h"
 #include "daemon/models/h3/video_tiling.h"
 #include "daemon/models/h3/video_vae.h"
 #include "daemon/models/postprocess.h"
@@ -64,8 +69,8 @@ struct BenchOptions {
   int threads = 2;
   int iterations = 1;
   uint64_t seed = 1;
-  bool skip_bf16 = false;
-  bool skip_fp32 = false;
+  std::vector<std::string> dtypes = {"float32", "bfloat16"};
+  std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
   bool json = false;
   bool glibc_default_malloc = false;
 };
@@ -94,17 +99,39 @@ struct ModeResult {
   std::string dtype;
   std::string scheduling;
   double decode_latent = 0, tile_decode = 0, tile_merge = 0;
+  uint64_t peak_device_bytes = 0;  // CUDA: caching allocator peak over the mode; CPU: 0
   int64_t decoder_calls = 0, max_tiles_per_call = 0;
   double gflops = 0;  // achieved in tile_decode
   torch::Tensor raw;  // last output, [F, 3, H, W] float32
   torch::Tensor u8;   // the same as uint8 frames [F, H, W, 3]
 };
 
+// Waits for the work queued on `device` (CUDA: the current stream); nothing
+// to wait for on the CPU.
+Status Synchronize(const torch::Device& device) {
+  return device.is_cuda() ? vaed::engine::SynchronizeCurrentStream(device.index()) : Status::Ok();
+}
+
+// One timed decode. On a GPU decode_latent is the wall time to a
+// synchronised stream (what a caller waits); the model's tile_decode and
+// tile_merge come from its CUDA event timings.
+Result<torch::Tensor> TimedDecode(VideoVae& model, const torch::Tensor& latent,
+                                  const DecodeSettings& settings, DecodeReport* report,
+                                  double* wall) {
+  VAED_RETURN_IF_ERROR(Synchronize(latent.device()));
+  const auto t0 = Clock::now();
+  VAED_ASSIGN_OR_RETURN(torch::Tensor out, model.Decode(latent, settings, report));
+  VAED_RETURN_IF_ERROR(Synchronize(latent.device()));
+  *wall = Seconds(t0);
+  return out;
+}
+
 // Median-free: with one iteration per mode (the default) the figure is that
 // run; with more, the minimum (least disturbed by other load).
 Result<ModeResult> RunMode(VideoVae& model, const torch::Tensor& latent, StackTiling stack,
                            int iterations, double flops_per_tile) {
   ModeResult r;
+  const torch::Device device = latent.device();
   r.dtype = model.info().compute_dtype;
   r.scheduling = stack == StackTiling::kOn ? "stacked" : "sequential";
   DecodeSettings settings;
@@ -115,11 +142,16 @@ Result<ModeResult> RunMode(VideoVae& model, const torch::Tensor& latent, StackTi
     (void)out;
   }
   r.decode_latent = r.tile_decode = r.tile_merge = 1e300;
+  if (device.is_cuda()) VAED_RETURN_IF_ERROR(vaed::engine::ResetPeakDeviceBytes(device.index()));
   for (int i = 0; i < iterations; ++i) {
     DecodeReport report;
-    VAED_ASSIGN_OR_RETURN(torch::Tensor out, model.Decode(latent, settings, &report));
+    double wall = 0;
+    VAED_ASSIGN_OR_RETURN(torch::Tensor out, TimedDecode(model, latent, settings, &report, &wall));
+    if (device.is_cuda()) r.decode_latent = std::min(r.decode_latent, wall);
     for (const auto& [name, s] : report.timings.entries()) {
-      if (name == "video_vae.decode_latent") r.decode_latent = std::min(r.decode_latent, s);
+      if (name == "video_vae.decode_latent" && !device.is_cuda()) {
+        r.decode_latent = std::min(r.decode_latent, s);
+      }
       if (name == "video_vae.tile_decode") r.tile_decode = std::min(r.tile_decode, s);
       if (name == "video_vae.tile_merge") r.tile_merge = std::min(r.tile_merge, s);
     }
@@ -131,25 +163,34 @@ Result<ModeResult> RunMode(VideoVae& model, const torch::Tensor& latent, StackTi
     VAED_ASSIGN_OR_RETURN(torch::Tensor unit, model.ToUnitRange(r.raw));
     VAED_ASSIGN_OR_RETURN(r.u8, vaed::models::ToUint8Nhwc(unit));
   }
+  if (device.is_cuda()) {
+    VAED_ASSIGN_OR_RETURN(vaed::engine::DeviceMemoryFigures memory,
+                          vaed::engine::TorchDeviceMemory(device.index()));
+    r.peak_device_bytes = memory.peak_allocated_bytes;
+  }
   return r;
 }
 
-// GFLOP/s of [m, k] x [k, n] in `dtype` (best of `reps`).
-double MatmulGflops(int64_t m, int64_t k, int64_t n, torch::ScalarType dtype, int reps) {
+// GFLOP/s of [m, k] x [k, n] in `dtype` on `device` (best of `reps`).
+Result<double> MatmulGflops(int64_t m, int64_t k, int64_t n, torch::ScalarType dtype,
+                            const torch::Device& device, int reps) {
   torch::NoGradGuard no_grad;
-  torch::Tensor a = torch::randn({m, k}).to(dtype);
-  torch::Tensor b = torch::randn({n, k}).to(dtype);  // weight layout, as nn.Linear
-  torch::Tensor c = torch::linear(a, b);             // warm-up
+  torch::Tensor a = torch::randn({m, k}).to(device, dtype);
+  torch::Tensor b = torch::randn({n, k}).to(device, dtype);  // weight layout, as nn.Linear
+  torch::Tensor c = torch::linear(a, b);                     // warm-up
+  VAED_RETURN_IF_ERROR(Synchronize(device));
   double best = 1e300;
   for (int i = 0; i < reps; ++i) {
     const auto t0 = Clock::now();
     c = torch::linear(a, b);
+    VAED_RETURN_IF_ERROR(Synchronize(device));
     best = std::min(best, Seconds(t0));
   }
   return 2.0 * double(m) * double(k) * double(n) / best / 1e9;
 }
 
-Result<std::unique_ptr<VideoVae>> BuildModel(const BenchOptions& o, torch::ScalarType dtype) {
+Result<std::unique_ptr<VideoVae>> BuildModel(const BenchOptions& o, torch::ScalarType dtype,
+                                             const torch::Device& device) {
   static VideoDecoderConfig config = VideoDecoderConfig::Official();
   config.depth = o.layers;
   VideoVaeOptions options;
@@ -157,6 +198,7 @@ Result<std::unique_ptr<VideoVae>> BuildModel(const BenchOptions& o, torch::Scala
   options.config = &config;
   options.seed = o.seed;
   options.compute_dtype = dtype;
+  options.device = device;
   options.default_stack_tiling = StackTiling::kOff;
   return VideoVae::Create(options);
 }
@@ -180,7 +222,13 @@ struct Geometry {
 };
 
 std::string DtypeName(torch::ScalarType dtype) {
+  if (dtype == torch::kHalf) return "float16";
   return dtype == torch::kFloat ? "float32" : "bfloat16";
+}
+
+torch::ScalarType DtypeOf(const std::string& name) {  // --dtypes checked the names
+  if (name == "float16") return torch::kHalf;
+  return name == "float32" ? torch::kFloat : torch::kBFloat16;
 }
 
 // What a compiled plan saves per decoder call: building it (RoPE tables +
@@ -191,22 +239,28 @@ void MeasurePlanCost(const VideoVae& model, const Geometry& geo, torch::ScalarTy
   torch::NoGradGuard no_grad;
   const vaed::models::h3::Vit3dDecoder& vit = model.decoder();
   const vaed::models::h3::TileRect tile = geo.grid.tile(0);
+  const torch::Device device = model.device();
   const torch::Tensor z =
-      torch::randn({1, geo.cfg.latent_channels, 7, tile.height_latent, tile.width_latent});
+      torch::randn({1, geo.cfg.latent_channels, 7, tile.height_latent, tile.width_latent})
+          .to(device);
   double build = 1e300, eager = 1e300, planned = 1e300;
   std::shared_ptr<vaed::models::h3::Vit3dDecoder::TilePlan> plan;
+  // On a GPU each figure waits for the stream (a failure to wait leaves
+  // the host-side figure; the decode modes already reported any error).
+  auto timed = [&](auto&& work) {
+    const auto t0 = Clock::now();
+    work();
+    (void)Synchronize(device);
+    return Seconds(t0);
+  };
   for (int i = 0; i < 3; ++i) {
-    auto t0 = Clock::now();
-    plan = vit.BuildTilePlan(1, 7, tile.height_latent, tile.width_latent);
-    build = std::min(build, Seconds(t0));
+    build = std::min(build, timed([&] {
+      plan = vit.BuildTilePlan(1, 7, tile.height_latent, tile.width_latent);
+    }));
   }
   for (int i = 0; i < 3; ++i) {
-    auto t0 = Clock::now();
-    (void)vit.Forward(z);
-    eager = std::min(eager, Seconds(t0));
-    t0 = Clock::now();
-    (void)vit.Forward(z, plan.get());
-    planned = std::min(planned, Seconds(t0));
+    eager = std::min(eager, timed([&] { (void)vit.Forward(z); }));
+    planned = std::min(planned, timed([&] { (void)vit.Forward(z, plan.get()); }));
   }
   const std::string name = DtypeName(dtype);
   std::cout << "  " << name << " compiled plan: build " << vaed::ops::FormatFixed(build * 1e3, 2)
@@ -226,7 +280,8 @@ void MeasurePlanCost(const VideoVae& model, const Geometry& geo, torch::ScalarTy
 // decoding.
 Status MeasureDtype(const BenchOptions& o, const Geometry& geo, const torch::Tensor& latent,
                     torch::ScalarType dtype, Figures* figures) {
-  VAED_ASSIGN_OR_RETURN(std::unique_ptr<VideoVae> model, BuildModel(o, dtype));
+  const torch::Device device = latent.device();
+  VAED_ASSIGN_OR_RETURN(std::unique_ptr<VideoVae> model, BuildModel(o, dtype, device));
   for (StackTiling s : {StackTiling::kOff, StackTiling::kOn}) {
     VAED_ASSIGN_OR_RETURN(ModeResult r,
                           RunMode(*model, latent, s, o.iterations, geo.flops_per_tile));
@@ -236,14 +291,16 @@ Status MeasureDtype(const BenchOptions& o, const Geometry& geo, const torch::Ten
     figures->modes.push_back(std::move(r));
   }
   MeasurePlanCost(*model, geo, dtype, figures);
-  figures->matmul[DtypeName(dtype)] =
-      MatmulGflops(geo.tokens, geo.cfg.dim, 2 * geo.cfg.ffn_inner, dtype, 3);
+  VAED_ASSIGN_OR_RETURN(figures->matmul[DtypeName(dtype)],
+                        MatmulGflops(geo.tokens, geo.cfg.dim, 2 * geo.cfg.ffn_inner, dtype,
+                                     device, 3));
   // What a truly batched GEMM over the stacked tiles would run at (the
   // decoder keeps one GEMM per tile: CPU GEMM bits depend on the row
   // count, see vit3d_decoder.h).
   const int64_t stacked_rows = geo.tokens * geo.grid.num_tiles();
-  figures->batched[DtypeName(dtype)] =
-      MatmulGflops(stacked_rows, geo.cfg.dim, 2 * geo.cfg.ffn_inner, dtype, 2);
+  VAED_ASSIGN_OR_RETURN(figures->batched[DtypeName(dtype)],
+                        MatmulGflops(stacked_rows, geo.cfg.dim, 2 * geo.cfg.ffn_inner, dtype,
+                                     device, 2));
   return Status::Ok();
 }
 
@@ -281,7 +338,7 @@ const ModeResult* FindMode(const Figures& figures, const std::string& dtype,
 
 // Per dtype: stacked vs sequential speed and bitwise equality.
 void CompareScheduling(Figures* figures) {
-  for (const std::string dtype : {"float32", "bfloat16"}) {
+  for (const std::string dtype : {"float32", "float16", "bfloat16"}) {
     const ModeResult* seq = FindMode(*figures, dtype, "sequential");
     const ModeResult* st = FindMode(*figures, dtype, "stacked");
     if (seq == nullptr || st == nullptr) continue;
@@ -298,31 +355,37 @@ void CompareScheduling(Figures* figures) {
   }
 }
 
-// bfloat16 vs float32 (sequential): speed, raw error, uint8 PSNR.
-void CompareDtypes(Figures* figures) {
+// A reduced dtype (float16, bfloat16) vs float32 (sequential): speed, raw
+// error, uint8 PSNR; under summary "<bf16|fp16>_vs_fp32".
+void CompareDtype(const std::string& reduced, const std::string& key, Figures* figures) {
   const ModeResult* f32 = FindMode(*figures, "float32", "sequential");
-  const ModeResult* b16 = FindMode(*figures, "bfloat16", "sequential");
-  if (f32 == nullptr || b16 == nullptr) return;
-  const torch::Tensor diff = (f32->raw - b16->raw).abs();
+  const ModeResult* low = FindMode(*figures, reduced, "sequential");
+  if (f32 == nullptr || low == nullptr) return;
+  const torch::Tensor diff = (f32->raw - low->raw).abs();
   const double max_abs = diff.max().item<double>();
   const double mean_abs = diff.mean().item<double>();
   const double mse =
-      (f32->u8.to(torch::kDouble) - b16->u8.to(torch::kDouble)).pow(2).mean().item<double>();
+      (f32->u8.to(torch::kDouble) - low->u8.to(torch::kDouble)).pow(2).mean().item<double>();
   const double psnr = mse == 0 ? INFINITY : 10 * std::log10(255.0 * 255.0 / mse);
-  const double speedup = f32->decode_latent / b16->decode_latent;
-  std::cout << "bfloat16 vs float32 (sequential): speed-up " << vaed::ops::FormatFixed(speedup, 3)
+  const double speedup = f32->decode_latent / low->decode_latent;
+  std::cout << reduced << " vs float32 (sequential): speed-up " << vaed::ops::FormatFixed(speedup, 3)
             << "x; raw output max abs error " << max_abs << ", mean abs " << mean_abs
             << "; uint8 frames PSNR " << vaed::ops::FormatFixed(psnr, 2) << " dB\n";
-  figures->summary["bf16_vs_fp32"] = {
+  figures->summary[key] = {
       {"speedup", speedup},
       {"max_abs_error", max_abs},
       {"mean_abs_error", mean_abs},
       {"uint8_psnr_db", std::isfinite(psnr) ? nlohmann::json(psnr) : nlohmann::json(nullptr)}};
 }
 
+void CompareDtypes(Figures* figures) {
+  CompareDtype("bfloat16", "bf16_vs_fp32", figures);
+  CompareDtype("float16", "fp16_vs_fp32", figures);
+}
+
 // --json: {modes [{dtype, scheduling, decoder_calls, decode_latent_s,
-// tile_decode_s, tile_merge_s, gflops}], matmul_gflops, compiled_plan_cost,
-// batched_matmul_gflops, summary}.
+// tile_decode_s, tile_merge_s, gflops, peak_device_bytes}], matmul_gflops,
+// compiled_plan_cost, batched_matmul_gflops, summary}.
 nlohmann::json FiguresToJson(const Figures& figures) {
   nlohmann::json modes = nlohmann::json::array();
   for (const ModeResult& r : figures.modes) {
@@ -332,7 +395,8 @@ nlohmann::json FiguresToJson(const Figures& figures) {
                      {"decode_latent_s", r.decode_latent},
                      {"tile_decode_s", r.tile_decode},
                      {"tile_merge_s", r.tile_merge},
-                     {"gflops", r.gflops}});
+                     {"gflops", r.gflops},
+                     {"peak_device_bytes", r.peak_device_bytes}});
   }
   return {{"modes", modes},
           {"matmul_gflops", figures.matmul},
@@ -352,8 +416,26 @@ int Run(const BenchOptions& o) {
               << (grid.ok() ? temporal.status() : grid.status()).ToString() << "\n";
     return 2;
   }
+  if (o.dtypes.empty()) {
+    std::cerr << "vaed_bench_h3_video: --dtypes is empty: name at least one compute dtype\n";
+    return 2;
+  }
   at::set_num_threads(o.threads);
   torch::NoGradGuard no_grad;
+  const torch::Device device(o.device);  // --device checked the form
+  if (device.is_cuda() && !vaed::engine::TorchCudaAvailable()) {
+    std::cerr << "vaed_bench_h3_video: --device " << o.device
+              << " needs a LibTorch built with CUDA (this one is CPU only)\n";
+    return 2;
+  }
+  if (device.is_cuda()) {
+    Status s = vaed::engine::UseExactFloat32();
+    if (s.ok()) s = vaed::engine::UseCudaEventTimings();
+    if (!s.ok()) {
+      std::cerr << "vaed_bench_h3_video: " << s.ToString() << "\n";
+      return 1;
+    }
+  }
   Geometry geo{*grid, *temporal, VideoDecoderConfig::Official()};
   geo.cfg.depth = o.layers;
   const auto tile0 = geo.grid.tile(0);
@@ -362,7 +444,8 @@ int Run(const BenchOptions& o) {
 
   torch::Generator g = at::detail::createCPUGenerator(o.seed);
   const torch::Tensor latent =
-      torch::randn({1, 24, o.latent_frames, o.height_latent, o.width_latent}, g, torch::kFloat);
+      torch::randn({1, 24, o.latent_frames, o.height_latent, o.width_latent}, g, torch::kFloat)
+          .to(device);
 
   std::cout << "H3 video decoder benchmark: latent [1, 24, " << o.latent_frames << ", "
             << o.height_latent << ", " << o.width_latent << "] -> "
@@ -370,17 +453,14 @@ int Run(const BenchOptions& o) {
             << o.height_latent * 16 << " px; " << geo.grid.num_tiles() << " tiles x "
             << geo.temporal.num_windows() << " windows; ViT3D " << o.layers << " layers x "
             << geo.cfg.dim << " (full model: 36), random weights; " << o.threads
-            << " intra-op threads\n"
+            << " intra-op threads; device " << device.str() << "\n"
             << "analytic decoder FLOPs per tile call: " << geo.flops_per_tile / 1e12 << " TFLOP ("
             << geo.tokens << " tokens)\n"
             << std::flush;
 
   Figures figures;
-  std::vector<torch::ScalarType> dtypes;
-  if (!o.skip_fp32) dtypes.push_back(torch::kFloat);
-  if (!o.skip_bf16) dtypes.push_back(torch::kBFloat16);
-  for (torch::ScalarType dtype : dtypes) {
-    if (Status s = MeasureDtype(o, geo, latent, dtype, &figures); !s.ok()) {
+  for (const std::string& name : o.dtypes) {
+    if (Status s = MeasureDtype(o, geo, latent, DtypeOf(name), &figures); !s.ok()) {
       std::cerr << "vaed_bench_h3_video: " << s.ToString() << "\n";
       return 1;
     }
@@ -395,7 +475,8 @@ int Run(const BenchOptions& o) {
 // Describes the program and declares every option, bound to `*o`.
 void DefineOptions(CLI::App& app, BenchOptions* o) {
   app.description(
-      "H3 video decoder benchmark: sequential vs stacked tiles, float32 vs bfloat16, and the "
+      "H3 video decoder benchmark: sequential vs stacked tiles, float32 vs float16/bfloat16, and "
+      "the "
       "decoder's FLOP rate against a plain matmul, all measured in one run (random weights)");
   vaed::bench::AddRangeOption(app, "--layers", &o->layers,
                               "ViT3D blocks (the released model has 36)", 1, 36);
@@ -414,9 +495,24 @@ void DefineOptions(CLI::App& app, BenchOptions* o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--seed", o->seed, "seed of the latent and the weights")->capture_default_str();
-  // Both together would measure nothing and print an empty table.
-  auto* skip_bf16 = app.add_flag("--skip-bf16", o->skip_bf16, "measure float32 only");
-  app.add_flag("--skip-fp32", o->skip_fp32, "measure bfloat16 only")->excludes(skip_bf16);
+  app.add_option("--dtypes", o->dtypes,
+                 "compute dtypes to measure, comma-separated: float32 (exact), float16 (the "
+                 "official recipe, spec 1.6; GPU only), bfloat16")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"float32", "float16", "bfloat16"}))
+      ->capture_default_str();
+  app.add_option("--device", o->device, "where the decoder runs: cpu, cuda or cuda:N (a GPU "
+                 "build with a CUDA LibTorch)")
+      ->check([](const std::string& v) -> std::string {
+        if (v == "cpu" || v == "cuda") return "";
+        const std::string prefix = "cuda:";
+        if (v.rfind(prefix, 0) == 0 && v.size() > prefix.size() &&
+            v.find_first_not_of("0123456789", prefix.size()) == std::string::npos) {
+          return "";
+        }
+        return "must be cpu, cuda or cuda:N";
+      })
+      ->capture_default_str();
   app.add_flag("--json", o->json, "also print the figures as JSON");
   app.add_flag("--glibc-default-malloc", o->glibc_default_malloc,
                "keep glibc's default malloc settings instead of the daemon's memory policy "

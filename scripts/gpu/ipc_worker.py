@@ -21,9 +21,13 @@ the ``cudaStream_t`` as an int, here torch's current stream). It then:
   the end of the caller's stream work) against the daemon's own ``decode``
   timing; their difference is the sidecar overhead (IPC, events, socket);
 * reads how many host copies the daemon made for the request from its reply
-  (``host_copies``, or ``host_copy_bytes``), when the reply has such a field.
+  (``host_copies``, or ``host_copy_bytes``), when the reply has such a field,
+  and its ``peak_device_bytes`` and whether it carried an outputs-ready event;
+* decodes once more through managed buffers, when ``Client.alloc_latent``
+  takes ``device=``: latent and output in device memory the client library
+  allocated, compared with the host-path frames as well.
 
-Output tensor: when ``Client.decode`` takes ``out=``, the frames go into a
+Output tensor: when ``Client.decode`` takes ``output=``, the frames go into a
 uint8 [F, H, W, 3] CUDA tensor allocated here; otherwise into the output
 buffer the client library allocates (``result.frames``, read with
 ``torch.from_dlpack``).
@@ -70,10 +74,34 @@ def decode_cuda(client, latent, out, o, stream):
     kwargs = {"model": o.model, "stream": stream.cuda_stream}
     if out is not None:
         out.fill_(POISON)
-        result = client.decode(latent, out=out, **kwargs)
+        result = client.decode(latent, output=out, **kwargs)
         return result, out
     result = client.decode(latent, **kwargs)
     return result, torch.from_dlpack(result.frames)
+
+
+def decode_managed(client, latent, expected, o, stream, figures):
+    """The managed-buffer path (Client.alloc_latent(device=...)): whether its
+    frames equal the host path's; None when the client has no such path."""
+    import numpy as np
+    import torch
+    if "device" not in inspect.signature(client.alloc_latent).parameters:
+        figures["managed"] = "Client.alloc_latent takes no device= (not built)"
+        return None
+    device = f"cuda:{torch.cuda.current_device()}"
+    latent_buf = client.alloc_latent(tuple(latent.shape), np.float32, device=device)
+    output_buf = client.alloc_latent(tuple(expected.shape), np.uint8, device=device)
+    torch.as_tensor(latent_buf, device="cuda").copy_(latent)
+    frames = torch.as_tensor(output_buf, device="cuda")
+    frames.fill_(POISON)
+    result = client.decode(latent_buf, output=output_buf, model=o.model,
+                           stream=stream.cuda_stream)
+    stream.synchronize()
+    same = bool(torch.equal(frames.cpu(), expected))
+    figures["managed_frames_equal_host_path"] = same
+    figures["managed_host_copies"] = host_copies(result.info)[1]
+    client.release_cuda()
+    return same
 
 
 def run(o, figures):
@@ -103,7 +131,7 @@ def run(o, figures):
         expected = torch.from_numpy(np.ascontiguousarray(host.frames))
         figures["frames_shape"] = list(expected.shape)
         out = None
-        if "out" in parameters:
+        if "output" in parameters:
             out = torch.empty(tuple(expected.shape), dtype=torch.uint8, device="cuda")
         figures["output"] = "worker tensor (out=)" if out is not None else "client-managed buffer"
         result, frames = decode_cuda(client, latent, out, o, stream)
@@ -119,6 +147,8 @@ def run(o, figures):
         field, copies = host_copies(result.info)
         figures["host_copies_field"] = field
         figures["host_copies"] = copies
+        figures["peak_device_bytes"] = result.info.get("peak_device_bytes")
+        figures["outputs_ready_event_sent"] = bool(result.info.get("outputs_ready_event"))
         round_trips, decodes = [], []
         for _ in range(o.iterations):
             t0 = time.perf_counter()
@@ -131,8 +161,16 @@ def run(o, figures):
                         "daemon_decode_s_median": dec, "overhead_s": rt - dec,
                         "overhead_fraction_of_decode": (rt - dec) / dec if dec > 0 else None,
                         "warm": result.warm})
+        try:
+            managed = decode_managed(client, latent, expected, o, stream, figures)
+        except Exception as e:  # the figures above still go out
+            figures["managed"] = f"{type(e).__name__}: {e}"
+            managed = False
     if not same:
         figures["reason"] = "CUDA-path frames differ from the host-path frames"
+        return EXIT_FAILED
+    if managed is False:
+        figures["reason"] = "managed-buffer frames differ from the host-path frames"
         return EXIT_FAILED
     return EXIT_PASSED
 

@@ -3,7 +3,7 @@
 # library exports its public API and nothing else.
 #   - every function vaed/vaed_c.h declares (VAED_C_API) is exported, and no
 #     other C symbol;
-#   - C++: members of vaed::client::Client and vaed::client::SharedRegion
+#   - C++: members of vaed::client::Client, SharedRegion and CudaBuffer
 #     (not of their internal Impl / Segment), the vaed/status.h and
 #     vaed/tensor_ref.h functions that API exposes, and the generated
 #     vaed::v1 protocol classes it returns (with their type information,
@@ -44,7 +44,7 @@ if [ -n "$extra_c" ]; then
   status=1
 fi
 
-public_cxx='^(vaed::client::(Client|SharedRegion)::'
+public_cxx='^(vaed::client::(Client|SharedRegion|CudaBuffer)::'
 public_cxx+='|vaed::Status::'
 public_cxx+='|vaed::(StatusCodeName|ErrnoStatus|DTypeSize|DTypeName|ParseDType|ShapeToString'
 public_cxx+='|NumElements|ContiguousBytes|CheckByteRange)(\[abi:cxx11\])?\('

@@ -17,6 +17,7 @@
 #include "cuda_driver.h"
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
+#include "vaed/cuda_buffer.h"
 #include "vaed/vaed_c.h"
 
 namespace vaed {
@@ -55,6 +56,39 @@ TEST(CudaDriverLoaderTest, ALibraryWithoutTheDriverSymbolsNamesTheMissingOne) {
   EXPECT_EQ(driver.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(driver.status().message(), HasSubstr("libc.so.6 has no symbol cu"));
   EXPECT_THAT(driver.status().message(), HasSubstr("older than vaed's client library needs"));
+}
+
+// --- managed buffers (vaed/cuda_buffer.h) ------------------------------------
+
+TEST(CudaBufferTest, ArgumentsAreCheckedBeforeTheDriver) {
+  Result<client::CudaBuffer> empty = client::CudaBuffer::Allocate(0, 0);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(empty.status().message(), "CudaBuffer: bytes is 0; must be at least 1");
+  Result<client::CudaBuffer> negative = client::CudaBuffer::Allocate(-1, 16);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().message(), "CudaBuffer: device ordinal is -1; must be >= 0");
+}
+
+TEST(CudaBufferTest, WithoutADriverAllocationSaysSo) {
+  if (CudaDriver::Load("libcuda.so.1").ok()) {
+    GTEST_SKIP() << "this machine has libcuda.so.1 (an NVIDIA driver)";
+  }
+  Result<client::CudaBuffer> buffer = client::CudaBuffer::Allocate(0, 16);
+  ASSERT_FALSE(buffer.ok());
+  EXPECT_EQ(buffer.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(buffer.status().message(), StartsWith("libcuda.so.1 could not be loaded ("));
+  EXPECT_THAT(buffer.status().message(), HasSubstr("this machine has no NVIDIA driver"));
+}
+
+TEST(CudaBufferTest, AnEmptyBufferOwnsNothingAndMovesAsEmpty) {
+  client::CudaBuffer empty;
+  EXPECT_EQ(empty.data(), nullptr);
+  EXPECT_EQ(empty.size(), 0u);
+  EXPECT_EQ(empty.device_ordinal(), -1);
+  client::CudaBuffer moved(std::move(empty));
+  EXPECT_EQ(moved.data(), nullptr);
+  EXPECT_TRUE(moved.device_uuid().empty());
 }
 
 // The CUDA toolkit's stub libcuda.so has every symbol and fails every

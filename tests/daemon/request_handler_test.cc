@@ -909,14 +909,14 @@ TEST_F(CudaRegionTest, TensorsInCudaRegionsAreCheckedLikeHostOnes) {
   EXPECT_EQ(overlap.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(overlap.message(), HasSubstr("overlap latent"));
   EXPECT_THAT(overlap.message(), HasSubstr("CUDA allocation"));
-  // An event with a CUDA latent passes its own check and is refused, not
-  // ignored, while the rank's wait on it is not wired in.
+  EXPECT_TRUE(sink_.jobs.empty());
+  // An event with a CUDA latent passes its own check and travels with the
+  // job to the rank, which waits on it before reading the latent.
   v1::Request req = Decode(c, *first, *host_out);
   req.mutable_decode()->set_inputs_ready_event(std::string(64, 'e'));
-  const Status event = ErrorOf(Send("a", p, req));
-  EXPECT_EQ(event.code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(event.message(), HasSubstr("synchronise the stream that wrote latent"));
-  EXPECT_TRUE(sink_.jobs.empty());
+  EXPECT_FALSE(Send("a", p, req).has_value());  // a job
+  ASSERT_EQ(sink_.jobs.size(), 1u);
+  EXPECT_EQ(sink_.jobs[0]->inputs_ready_event, std::string(64, 'e'));
 }
 
 // Decode.inputs_ready_event is never ignored: malformed, it is named with

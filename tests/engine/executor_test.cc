@@ -118,6 +118,27 @@ class WarmRecordingSink : public ResultSink {
   std::map<uint64_t, bool> warm;
 };
 
+// Records the status of every finished job, by request id.
+class StatusRecordingSink : public ResultSink {
+ public:
+  void OnProgress(const std::shared_ptr<const DecodeJob>&, const ProgressEvent&) override {}
+  void OnFinished(std::shared_ptr<const DecodeJob> job, Result<DecodeResult> result) override {
+    std::lock_guard<std::mutex> lock(mu);
+    statuses.emplace(job->request_id, result.status());
+    cv.notify_all();
+  }
+  // The status of request `id` once it finished (kDeadlineExceeded after 60 s).
+  Status StatusOf(uint64_t id) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(60), [&] { return statuses.count(id) > 0; });
+    return statuses.count(id) > 0 ? statuses.at(id) : DeadlineExceeded("no answer in 60 s");
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<uint64_t, Status> statuses;
+};
+
 // The demo model's warm shape `h` x `w` (one latent frame), warmed with
 // the default settings.
 WarmUp DemoWarmUp(int64_t h, int64_t w, int64_t latent_channels) {
@@ -293,6 +314,24 @@ TEST_F(ExecutorEdgeTest, AStickyDeviceErrorMakesTheExecutorRefuseWork) {
   EXPECT_THAT(executor_->fatal_error(), ::testing::HasSubstr("illegal memory access"));
   const Status refused = executor_->Submit(MakeJob(2));
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+}
+
+using ExecutorEventTest = ExecutorTestBase<StatusRecordingSink>;
+
+// Decode.inputs_ready_event is never ignored by a rank: one without a CUDA
+// stream (every CPU rank) answers the job with an error naming the field
+// instead of reading latents the event was meant to order.
+TEST_F(ExecutorEventTest, AnInputsReadyEventOnACpuRankIsRefusedNotIgnored) {
+  auto job = MakeJob(1);
+  job->progress = false;
+  job->inputs_ready_event = std::string(64, 'e');
+  ASSERT_TRUE(executor_->Submit(job).ok());
+  const Status s = sink_.StatusOf(1);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("inputs_ready_event: rank 0 is not a CUDA rank"));
+  // The rank serves on.
+  ASSERT_TRUE(executor_->Submit(MakeJob(2)).ok());
+  EXPECT_TRUE(sink_.StatusOf(2).ok()) << sink_.StatusOf(2).ToString();
 }
 
 TEST(ErrorReasonTest, ReasonsSurviveContextAndAreNamed) {

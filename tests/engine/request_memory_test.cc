@@ -40,5 +40,21 @@ TEST(RequestMemoryTest, HostTotalIsReadFromProc) {
   EXPECT_GT(HostMemoryTotalBytes(), 64ull << 20);  // any machine this runs on
 }
 
+// GPU ranks: the smallest device's total minus the weights on it, named.
+TEST(RequestMemoryTest, GpuRanksAreBoundedByTheSmallestDevice) {
+  const RequestMemory m = DeviceRequestMemory({{"cuda:0 GPU-a", 140ull << 30, 10ull << 30},
+                                               {"cuda:1 GPU-b", 80ull << 30, 10ull << 30}});
+  EXPECT_TRUE(m.known);
+  EXPECT_EQ(m.bytes, 70ull << 30);
+  EXPECT_EQ(m.source, "the device memory of cuda:1 GPU-b, 80.0 GiB minus 10.0 GiB of resident "
+                      "weights");
+}
+
+TEST(RequestMemoryTest, GpuRanksWithAnUnreadableDeviceRefuseNothing) {
+  EXPECT_FALSE(DeviceRequestMemory({}).known);
+  EXPECT_FALSE(DeviceRequestMemory({{"cuda:0 GPU-a", 140ull << 30, 1}, {"cuda:1 GPU-b", 0, 1}})
+                   .known);
+}
+
 }  // namespace
 }  // namespace vaed::engine

@@ -324,6 +324,34 @@ TEST_F(H3VaeTest, AModelOnAnotherDeviceRefusesAHostLatent) {
   EXPECT_EQ(audio.status().message(), "audio_latent.device is cpu; model 'elsewhere' runs on meta");
 }
 
+// compute_dtype float16 is the official GPU recipe (spec §1.6): refused for
+// a model on the CPU, naming the dtype and the device; on another device
+// (`meta` stands for a GPU) the block weights are resident once in fp16:
+// the same bytes as bf16, fewer than fp32 (the tiny golden model's fp32
+// norms, embedder and projection keep the ratio at 0.72).
+TEST_F(H3VaeTest, Float16IsTheGpuRecipeWithBlockWeightsResidentInFp16) {
+  h3::VideoVaeOptions v = GoldenVideo();
+  v.name = "fp16";
+  v.compute_dtype = torch::kHalf;
+  auto on_cpu = h3::VideoVae::Create(v);
+  ASSERT_FALSE(on_cpu.ok());
+  EXPECT_EQ(on_cpu.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(on_cpu.status().message(), HasSubstr("compute_dtype float16 is the GPU recipe"));
+  EXPECT_THAT(on_cpu.status().message(), HasSubstr("this model is on the CPU"));
+
+  v.device = torch::Device(torch::kMeta);
+  auto fp16 = h3::VideoVae::Create(v);
+  ASSERT_TRUE(fp16.ok()) << fp16.status().ToString();
+  EXPECT_EQ((*fp16)->info().compute_dtype, "float16");
+  v.compute_dtype = torch::kBFloat16;
+  auto bf16 = h3::VideoVae::Create(v);
+  v.compute_dtype = torch::kFloat;
+  auto fp32 = h3::VideoVae::Create(v);
+  ASSERT_TRUE(bf16.ok() && fp32.ok());
+  EXPECT_EQ((*fp16)->info().resident_bytes, (*bf16)->info().resident_bytes);
+  EXPECT_LT((*fp16)->info().resident_bytes, (*fp32)->info().resident_bytes * 3 / 4);
+}
+
 TEST_F(H3VaeTest, RegistryPlacesEveryModelOnItsDevice) {
   const ModelConfig av = GoldenAvConfig();
   ModelConfig demo;

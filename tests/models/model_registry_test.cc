@@ -74,9 +74,10 @@ TEST(ModelRegistryTest, CreateRejectsBadH3VideoOptionsBeforeLoading) {
   EXPECT_THAT(CreateStatus({c}, "h3").message(),
               HasSubstr("models.entry[0].stack_tiling is 'sometimes'; must be off, on or auto"));
   c.stack_tiling = "auto";
-  c.compute_dtype = "float16";
+  c.compute_dtype = "half";
   EXPECT_THAT(CreateStatus({c}, "h3").message(),
-              HasSubstr("models.entry[0].compute_dtype is 'float16'; must be float32 or bfloat16"));
+              HasSubstr("models.entry[0].compute_dtype is 'half'; must be float32, float16 (GPU "
+                        "ranks) or bfloat16"));
   c.compute_dtype = "float32";
   c.weights_path = "/nonexistent/h3.safetensors";
   Status s = CreateStatus({c}, "h3");

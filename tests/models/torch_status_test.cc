@@ -41,6 +41,20 @@ TEST(TorchStatusTest, OtherTorchErrorIsInternalWithoutBacktrace) {
   EXPECT_THAT(s.message(), Not(HasSubstr("frame #")));  // no C++ backtrace
 }
 
+// CUDA error codes (as LibTorch >= 2.8 reports them, c10::AcceleratorError)
+// are classified by number, not text: out of memory feeds the failure
+// ladder, context-killing errors make the daemon restart, the rest are
+// plain internal errors.
+TEST(TorchStatusTest, CudaErrorCodesAreClassifiedByNumber) {
+  EXPECT_EQ(CudaErrorReason(2), ErrorReason::kOutOfMemory);
+  for (int sticky : {214, 700, 702, 709, 710, 714, 715, 716, 717, 718, 719}) {
+    EXPECT_EQ(CudaErrorReason(sticky), ErrorReason::kStickyDevice) << sticky;
+  }
+  for (int other : {0, 1, 98, 100, 400, 701, 999}) {
+    EXPECT_EQ(CudaErrorReason(other), ErrorReason::kNone) << other;
+  }
+}
+
 TEST(TorchStatusTest, StandardExceptionsAreTranslated) {
   Status s;
   try {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "vaed/client.h"
+#include "vaed/cuda_buffer.h"
 #include "vaed/status.h"
 #include "vaed/tensor_ref.h"
 
@@ -460,6 +461,28 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("name", &Region::name)
       .def_property_readonly("address", &Region::address)
       .def_buffer(&Region::Buffer);
+
+  // vaed/cuda_buffer.h: device memory the library allocates
+  // (Client.alloc_latent(device="cuda:N") wraps it with
+  // __cuda_array_interface__). Freed when the object is collected.
+  py::class_<vaed::client::CudaBuffer>(m, "CudaBuffer")
+      .def_static(
+          "allocate",
+          [](int device_ordinal, uint64_t nbytes) {
+            vaed::Result<vaed::client::CudaBuffer> buffer = [&] {
+              py::gil_scoped_release release;
+              return vaed::client::CudaBuffer::Allocate(device_ordinal, nbytes);
+            }();
+            return ValueOrThrow(std::move(buffer));
+          },
+          py::arg("device_ordinal"), py::arg("nbytes"))
+      .def_property_readonly("ptr",
+                             [](const vaed::client::CudaBuffer& b) {
+                               return reinterpret_cast<uintptr_t>(b.data());
+                             })
+      .def_property_readonly("nbytes", &vaed::client::CudaBuffer::size)
+      .def_property_readonly("device_ordinal", &vaed::client::CudaBuffer::device_ordinal)
+      .def_property_readonly("device_uuid", &vaed::client::CudaBuffer::device_uuid);
 
   py::class_<DecodeArgs>(m, "DecodeArgs")
       .def(py::init(&MakeArgs), py::kw_only(), py::arg("model") = "",

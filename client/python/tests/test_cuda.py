@@ -173,3 +173,64 @@ def test_cuda_arrays_are_checked_without_importing_torch(daemon):
                          timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.split() == ["failed_precondition", "True", "False"], run.stdout
+
+
+# --- managed device buffers: alloc_latent(device="cuda:N") ------------------
+
+def test_alloc_latent_on_a_device_is_refused_by_a_daemon_without_cuda_ranks(client):
+    with pytest.raises(vaed_client.ValidationError) as e:
+        client.alloc_latent((1, 32, 8, 8), device="cuda:0")
+    assert e.value.code_name == "failed_precondition", e.value
+    assert e.value.message.startswith("alloc_latent: device cuda:0; this daemon has no CUDA "
+                                      "ranks"), e.value
+    # The host path is unchanged.
+    assert isinstance(client.alloc_latent((1, 32, 8, 8)), np.ndarray)
+
+
+@pytest.mark.parametrize("device", ["gpu:0", "cuda:", "cuda:x", "cuda:-1", 0, None])
+def test_alloc_latent_names_a_bad_device(client, device):
+    with pytest.raises(vaed_client.ValidationError) as e:
+        client.alloc_latent((1, 32, 8, 8), device=device)
+    assert e.value.code_name == "invalid_argument", e.value
+    assert e.value.message.startswith(f"alloc_latent: device {device!r} must be"), e.value
+
+
+def test_the_library_allocator_checks_its_arguments_before_the_driver():
+    core = vaed_client._core
+    with pytest.raises(vaed_client.ValidationError) as e:
+        core.CudaBuffer.allocate(0, 0)
+    assert "bytes is 0" in e.value.message, e.value
+    with pytest.raises(vaed_client.ValidationError) as e:
+        core.CudaBuffer.allocate(-1, 16)
+    assert "device ordinal is -1" in e.value.message, e.value
+
+
+def test_the_library_allocator_says_when_the_machine_has_no_driver():
+    try:
+        vaed_client._core.CudaBuffer.allocate(0, 16)
+    except vaed_client.ValidationError as e:
+        if "no NVIDIA driver" not in e.message:
+            raise
+        assert e.code_name == "failed_precondition", e
+        return
+    pytest.skip("this machine has an NVIDIA driver and a device")
+
+
+class FakeBuffer:
+    """What vaed_client._core.CudaBuffer gives a CudaArray (never dereferenced)."""
+    ptr = 0x7F0000001000
+    device_uuid = "GPU-00000000-0000-0000-0000-000000000000"
+
+
+def test_a_cuda_array_describes_its_memory_as_cuda_array_interface_v3():
+    a = vaed_client.CudaArray(FakeBuffer(), (1, 24, 7, 16, 16), np.float32, 0)
+    assert a.__cuda_array_interface__ == {
+        "shape": (1, 24, 7, 16, 16), "typestr": "<f4", "data": (0x7F0000001000, False),
+        "version": 3, "strides": None, "stream": None}
+    assert a.nbytes == 24 * 7 * 16 * 16 * 4
+    assert a.device == "cuda:0" and a.device_uuid == FakeBuffer.device_uuid
+
+
+def test_a_cuda_array_goes_the_cuda_path_of_decode(client):
+    a = vaed_client.CudaArray(FakeBuffer(), (1, 32, 8, 8), np.float32, 0)
+    expect_no_cuda_ranks(lambda: client.decode(a, model="demo"), "video_latent")

@@ -21,6 +21,7 @@ from .errors import (Busy, ClientFault, DaemonUnavailable, DeadlineExceeded, Not
                      PermissionDenied, Quarantined, ResourceExhausted, VaedError,
                      ValidationError, VersionMismatch)
 from ._client import DEFAULT_SOCKET, Client
+from ._cuda_buffer import CudaArray
 from ._regions import SharedRegion, sweep_stale_segments
 from ._result import DecodeResult
 from .safetensors import read_safetensors
@@ -28,7 +29,7 @@ from .safetensors import read_safetensors
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "DecodeResult", "SharedRegion", "DEFAULT_SOCKET", "read_safetensors",
+    "Client", "CudaArray", "DecodeResult", "SharedRegion", "DEFAULT_SOCKET", "read_safetensors",
     "sweep_stale_segments",
     "VaedError", "ValidationError", "NotFound", "Quarantined", "Busy", "DaemonUnavailable",
     "ResourceExhausted", "DeadlineExceeded", "PermissionDenied", "ClientFault",

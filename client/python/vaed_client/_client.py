@@ -41,6 +41,7 @@ import numpy as np
 from . import _convert as convert
 from . import _core
 from ._convert import TensorLike, invalid
+from ._cuda_buffer import CudaArray
 from ._regions import ClientRegions, SharedRegion, align, sweep_stale_segments
 from ._result import DecodeResult
 from .errors import NotFound, ValidationError, VaedError
@@ -65,6 +66,18 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _cuda_ordinal(device: Any) -> Optional[int]:
+    """None for "cpu"; N for "cuda" (0) or "cuda:N"; ValidationError
+    naming ``device`` otherwise."""
+    if device == "cpu":
+        return None
+    if isinstance(device, str) and device == "cuda":
+        return 0
+    if isinstance(device, str) and device.startswith("cuda:") and device[5:].isdigit():
+        return int(device[5:])
+    raise invalid(f"alloc_latent: device {device!r} must be \"cpu\", \"cuda\" or \"cuda:N\"")
 
 
 class Client:
@@ -207,15 +220,31 @@ class Client:
         with self._lock:
             self._regions.unregister(self._core, region)
 
-    def alloc_latent(self, shape: Sequence[int], dtype: Any = np.float32) -> np.ndarray:
-        """A zero-filled numpy array of ``shape`` and ``dtype`` in a region of
-        its own, registered with the daemon. Write the latent into it (e.g.
-        ``np.copyto(buf, x)`` or ``torch.from_numpy(buf).copy_(t)``) and pass
-        it to :meth:`decode`: the daemon reads it in place, no copy.
-        Layout: C-contiguous, e.g. H3 video float32 [1, 24, T, h, w]
-        (T latent frames, h x w latent cells), H3 audio float32
-        [channels, 32, T], TAEF2 float32 [N, 32, h, w]. dtype: float32,
-        float16 or uint8."""
+    def alloc_latent(self, shape: Sequence[int], dtype: Any = np.float32,
+                     device: str = "cpu") -> Union[np.ndarray, CudaArray]:
+        """A zero-filled array of ``shape`` and ``dtype`` that the daemon reads
+        in place, no copy. Write the latent into it and pass it to
+        :meth:`decode`. Layout: C-contiguous, e.g. H3 video float32
+        [1, 24, T, h, w] (T latent frames, h x w latent cells), H3 audio
+        float32 [channels, 32, T], TAEF2 float32 [N, 32, h, w]. dtype:
+        float32, float16 or uint8.
+
+        ``device="cpu"`` (default): a numpy array in a shared-memory region of
+        its own, registered now (write with ``np.copyto(buf, x)`` or
+        ``torch.from_numpy(buf).copy_(t)``).
+
+        ``device="cuda:N"`` (``"cuda"`` = ``"cuda:0"``; N is this process's
+        ordinal): a :class:`CudaArray` in device memory the client library
+        allocates itself (``torch.as_tensor(buf, device="cuda").copy_(t)``
+        writes it; order that write before the decode with ``stream=``). It
+        is registered at its first decode and stays alive while registered
+        (:meth:`release_cuda` ends that). The same call makes a managed
+        output buffer: ``alloc_latent(plan["output_shape"], np.uint8,
+        device="cuda:0")`` passed as ``output=``. Raises ValidationError
+        (``failed_precondition``) when the daemon has no CUDA ranks or this
+        machine no NVIDIA driver, and (``invalid_argument``) for a bad
+        ``device`` or a device the daemon does not decode on. Unrun on a
+        GPU."""
         try:
             dt = np.dtype(dtype)
         except TypeError as e:
@@ -225,6 +254,9 @@ class Client:
         nbytes = math.prod(shape) * dt.itemsize
         if nbytes >= 2**63:
             raise invalid(f"alloc_latent shape {shape} of {dt} needs {nbytes} bytes, over 2^63")
+        ordinal = _cuda_ordinal(device)
+        if ordinal is not None:
+            return self._alloc_cuda(shape, dt, ordinal, nbytes)
         with self._lock:
             self._regions.free_pending(self._core)
             region = self.register_region(nbytes)
@@ -234,6 +266,21 @@ class Client:
         # collector's thread, which may interrupt a call of this client).
         weakref.finalize(array, self._regions.pending_free.append, region.region_id)
         return array
+
+    def _alloc_cuda(self, shape: Tuple[int, ...], dt: np.dtype, ordinal: int,
+                    nbytes: int) -> CudaArray:
+        """alloc_latent on a device: the daemon must decode on it."""
+        self._check_not_in_callback()
+        devices = self.cuda_devices
+        if not devices:
+            raise convert.failed_precondition(
+                f"alloc_latent: device cuda:{ordinal}; this daemon has no CUDA ranks (its Hello "
+                "lists no cuda_devices): allocate the latent on the CPU")
+        buffer = _core.CudaBuffer.allocate(ordinal, max(nbytes, 1))
+        if buffer.device_uuid not in devices:
+            raise invalid(f"alloc_latent: device cuda:{ordinal} is {buffer.device_uuid}, which "
+                          f"the daemon does not decode on (its devices: {', '.join(devices)})")
+        return CudaArray(buffer, shape, dt, ordinal)
 
     def free_latent(self, array: np.ndarray) -> None:
         """Unregisters the region of an :meth:`alloc_latent` array now

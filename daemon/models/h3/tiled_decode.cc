@@ -1,7 +1,6 @@
 #include "daemon/models/h3/tiled_decode.h"
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <utility>
 #include <vector>
@@ -13,12 +12,6 @@ namespace vaed::models::h3 {
 
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
-double SecondsSince(SteadyClock::time_point t0) {
-  return std::chrono::duration<double>(SteadyClock::now() - t0).count();
-}
-
 // The official blend weights for e positions: (1 - p/e, p/e), p/e computed
 // in the tile dtype as positions / e, and 1 - that (no fused operation).
 std::pair<torch::Tensor, torch::Tensor> RampWeights(int64_t e, const torch::TensorOptions& o) {
@@ -29,9 +22,9 @@ std::pair<torch::Tensor, torch::Tensor> RampWeights(int64_t e, const torch::Tens
 // Runs the decoder on `batch`, accounting for the call.
 torch::Tensor TimedDecode(const TileDecodeFn& decode, const torch::Tensor& batch, int64_t tiles,
                           TiledDecodeStats* stats) {
-  const auto t0 = SteadyClock::now();
+  stats->decode_time.Start();
   torch::Tensor out = decode(batch);
-  stats->tile_decode_seconds += SecondsSince(t0);
+  stats->decode_time.Stop();
   stats->decoder_calls += 1;
   stats->max_tiles_per_call = std::max(stats->max_tiles_per_call, tiles);
   return out;
@@ -178,15 +171,11 @@ torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
                            const TileDecodeFn& decode, int64_t tiles_per_call,
                            TiledDecodeStats* stats, BlendRamps* ramps, TileGroup* group) {
   TORCH_CHECK(tiles_per_call >= 1, "tiles_per_call is ", tiles_per_call, "; must be >= 1");
-  const auto t0 = SteadyClock::now();
-  const double decode_before = stats->tile_decode_seconds;
-  const double communication_before = stats->communication.seconds;
+  stats->span_time.Start();
   stats->final_tiles_per_call = tiles_per_call;
   torch::Tensor window = DecodeWindowImpl(z_window, grid, decode, stats, ramps, group);
   stats->windows += 1;
-  stats->tile_merge_seconds +=
-      std::max(0.0, SecondsSince(t0) - (stats->tile_decode_seconds - decode_before) -
-                        (stats->communication.seconds - communication_before));
+  stats->span_time.Stop();
   return window;
 }
 
@@ -196,9 +185,7 @@ torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, cons
                           BlendRamps* ramps, TileGroup* group) {
   TORCH_CHECK(tiles_per_call >= 1, "tiles_per_call is ", tiles_per_call, "; must be >= 1");
   stats->final_tiles_per_call = tiles_per_call;
-  const auto t0 = SteadyClock::now();
-  const double decode_before = stats->tile_decode_seconds;
-  const double communication_before = stats->communication.seconds;
+  stats->span_time.Start();
   torch::Tensor stream = z;
   if (plan.pad_latent_frames > 0) {
     // Official: repeat the last latent frame P times.
@@ -238,11 +225,12 @@ torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, cons
     prev_tail = dec.narrow(2, kTailBeginFrame, kTailPixelFrames).clone();
     if (progress) progress(w.index + 1, plan.num_windows());
   }
-  stats->tile_merge_seconds +=
-      std::max(0.0, SecondsSince(t0) - (stats->tile_decode_seconds - decode_before) -
-                        (stats->communication.seconds - communication_before));
-  if (!out.defined()) return out;  // not the output rank
+  if (!out.defined()) {
+    stats->span_time.Stop();
+    return out;  // not the output rank
+  }
   write(prev_tail);
+  stats->span_time.Stop();
   TORCH_CHECK(write_pos == plan.output_pixel_frames, "temporal assembly wrote ", write_pos,
               " frames, the plan has ", plan.output_pixel_frames);
   return out;

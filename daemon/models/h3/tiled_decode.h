@@ -25,6 +25,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "daemon/models/h3/video_tiling.h"
+#include "daemon/models/interval_timer.h"
 #include "daemon/models/tile_group.h"
 
 namespace vaed::models::h3 {
@@ -58,10 +60,20 @@ struct TiledDecodeStats {
   int64_t tiles_per_window = 0;
   int64_t decoder_calls = 0;
   int64_t max_tiles_per_call = 0;
-  // Wall-clock seconds spent inside TileDecodeFn calls, and in everything
-  // else of the tiled decode (slicing, blending, assembly, copies).
-  double tile_decode_seconds = 0;
-  double tile_merge_seconds = 0;
+  // Time inside TileDecodeFn calls, and of the whole DecodeVideo /
+  // DecodeWindow call (interval_timer.h: CUDA event pairs on a device with
+  // a registered backend, the host clock otherwise; set them for the
+  // latent's device before the call, read them after it).
+  IntervalTimer decode_time;
+  IntervalTimer span_time;
+  // Seconds inside the decoder calls, and in everything else of the tiled
+  // decode (slicing, blending, assembly, copies), without the gathers. The
+  // gathers' seconds are host-clocked (tile_group.h): on a GPU group the
+  // merge figure is approximate (clamped at 0).
+  double TileDecodeSeconds() const { return decode_time.Seconds(); }
+  double TileMergeSeconds() const {
+    return std::max(0.0, span_time.Seconds() - decode_time.Seconds() - communication.seconds);
+  }
   // The failure ladder (DecodeVideo/DecodeWindow): tiles per call in effect
   // at the end, and one line per step down, e.g. "4 -> 2 tiles per call:
   // out of memory: ...".

@@ -20,8 +20,6 @@ namespace vaed::models::h3 {
 
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
 // ImageNet statistics of the pixel normalisation (spec §1.1 "Output space").
 constexpr double kPixelMean[3] = {0.485, 0.456, 0.406};
 constexpr double kPixelStd[3] = {0.229, 0.224, 0.225};
@@ -33,6 +31,7 @@ std::string DimName(size_t i) {
 }
 
 const char* DtypeName(torch::ScalarType t) {
+  if (t == torch::kHalf) return "float16";
   return t == torch::kBFloat16 ? "bfloat16" : "float32";
 }
 
@@ -41,8 +40,15 @@ const char* DtypeName(torch::ScalarType t) {
 Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& options) {
   if (options.name.empty()) return InvalidArgument("h3 video model: name is empty");
   const std::string what = "model '" + options.name + "'";
-  if (options.compute_dtype != torch::kFloat && options.compute_dtype != torch::kBFloat16) {
-    return InvalidArgument(what + ": compute_dtype must be float32 or bfloat16");
+  if (options.compute_dtype != torch::kFloat && options.compute_dtype != torch::kHalf &&
+      options.compute_dtype != torch::kBFloat16) {
+    return InvalidArgument(what + ": compute_dtype must be float32, float16 or bfloat16");
+  }
+  if (options.compute_dtype == torch::kHalf && options.device.is_cpu()) {
+    // LibTorch's CPU kernels have no fp16 GEMM, conv or softmax to speak of
+    // (1.13); fp16 is the official GPU recipe (spec §1.6).
+    return InvalidArgument(what + ": compute_dtype float16 is the GPU recipe (spec §1.6) and "
+                           "this model is on the CPU; use float32 (exact) or bfloat16 there");
   }
   if (options.default_stack_tiling == StackTiling::kDefault) {
     return InvalidArgument(what + ": default_stack_tiling must be off, on or auto");
@@ -468,11 +474,16 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
   ctx.compile = settings.compile;
   ctx.faults = settings.faults;
   TiledDecodeStats stats;
-  auto fill_report = [&](double total) {
-    if (report == nullptr) return;
+  // Component timings of the work on the latent's device (interval_timer.h).
+  stats.decode_time = IntervalTimer(latent.device());
+  stats.span_time = IntervalTimer(latent.device());
+  IntervalTimer total_time(latent.device());
+  auto fill_report = [&]() {
+    if (report == nullptr) return;  // nothing read: no wait for the device
+    const double total = total_time.Seconds();
     report->timings.Add("video_vae.decode_latent", total);
-    report->timings.Add("video_vae.tile_decode", stats.tile_decode_seconds);
-    report->timings.Add("video_vae.tile_merge", stats.tile_merge_seconds);
+    report->timings.Add("video_vae.tile_decode", stats.TileDecodeSeconds());
+    report->timings.Add("video_vae.tile_merge", stats.TileMergeSeconds());
     if (stats.communication.collectives > 0) {
       report->timings.Add("video_vae.tile_communication", stats.communication.seconds);
     }
@@ -503,7 +514,7 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
                                ? stats.communication.tiles_decoded_here
                                : stats.windows * grid.num_tiles();
   };
-  const auto start = SteadyClock::now();
+  total_time.Start();
   try {
     torch::NoGradGuard no_grad;
     const torch::Tensor z = Denormalize(latent.contiguous());
@@ -529,7 +540,8 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
                              .tiles_total = total * grid.num_tiles()});
         },
         settings.compile == CompileMode::kOff ? nullptr : &ramps_, settings.group);
-    fill_report(std::chrono::duration<double>(SteadyClock::now() - start).count());
+    total_time.Stop();
+    fill_report();
     if (!video.defined()) return video;  // a rank other than the group's output rank
     if (video.size(2) != plan.frames) {
       return Internal("model '" + info_.name + "' assembled " + std::to_string(video.size(2)) +
@@ -540,7 +552,8 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
   } catch (...) {
     Status s = CurrentTorchErrorStatus("model '" + info_.name + "': decode of latent " +
                                        ShapeToString(latent.sizes().vec()));
-    fill_report(std::chrono::duration<double>(SteadyClock::now() - start).count());
+    total_time.Stop();
+    fill_report();
     if (s.code() == StatusCode::kResourceExhausted) {
       std::string ladder;
       for (const std::string& f : stats.fallbacks) ladder += "; " + f;

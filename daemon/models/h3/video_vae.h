@@ -39,9 +39,10 @@
 //   stack auto      memory-gated with peaks measured per tile bucket
 //                   (ChooseTilesPerCall).
 //
-// Compute dtype: float32 (exact path) or bfloat16 (the official
-// fp16-autocast recipe with bf16, spec §1.6; faster on CPUs with oneDNN
-// bf16, error against float32 measured in the tests and benchmark).
+// Compute dtype: float32 (exact path), float16 (the official fp16-autocast
+// recipe, spec §1.6; GPU only) or bfloat16 (the same recipe with bf16;
+// faster on CPUs with oneDNN bf16, error against float32 measured in the
+// tests and benchmark).
 //
 // Thread-safety: Plan(), info(), TilesPerUnit(), ToUnitRange(),
 // ChooseTilesPerCall(), EstimateCallBytes() and plan_cache() may be called
@@ -84,7 +85,7 @@ struct VideoVaeOptions {
   // `seed` (demo; flagged in info() and every reply).
   std::vector<std::string> weights;
   uint64_t seed = 0;
-  // torch::kFloat (exact) or torch::kBFloat16.
+  // torch::kFloat (exact), torch::kHalf (GPU only) or torch::kBFloat16.
   torch::ScalarType compute_dtype = torch::kFloat;
   // Tile scheduling when a request does not choose (kDefault means kOff).
   StackTiling default_stack_tiling = StackTiling::kOff;
@@ -130,7 +131,8 @@ class VideoVae final : public VaeModel {
   // Loads the configuration and weights (or builds random ones). Errors:
   // the config loader's and weight loader's (kInvalidArgument naming the
   // field or tensor, kNotFound for missing files), kInvalidArgument for an
-  // empty name, a compute dtype other than float32/bfloat16, or
+  // empty name, a compute dtype other than float32/float16/bfloat16,
+  // float16 on the CPU, or
   // default_stack_tiling kDefault; LibTorch's (kResourceExhausted /
   // kInternal) when the tensors cannot be placed on options.device.
   static Result<std::unique_ptr<VideoVae>> Create(const VideoVaeOptions& options);

@@ -3,6 +3,8 @@
 // vit3d_weights.h; loading: vit3d_load.cc.
 #include "daemon/models/h3/vit3d_decoder.h"
 
+#include <torch/version.h>
+
 #include <cmath>
 #include <utility>
 
@@ -63,14 +65,14 @@ torch::Tensor ApplyRope(const torch::Tensor& x, const torch::Tensor& cos,
 // token: z [B, C, t, h, w] -> the fp32 residual stream [B, S, D].
 torch::Tensor EmbedTokens(const torch::Tensor& z, const vit3d::Weights& w,
                           const VideoDecoderConfig& c, torch::ScalarType cdt) {
-  const bool bf16 = cdt == torch::kBFloat16;
+  const bool reduced = cdt != torch::kFloat;  // fp16 or bf16 recipe
   const int64_t B = z.size(0), N = z.size(2) * z.size(3) * z.size(4), D = c.dim;
-  // 1. post_quant_conv (autocast conv: bf16 under kBFloat16). One call per
+  // 1. post_quant_conv (autocast conv: in the compute dtype when reduced). One call per
   // batch item: LibTorch's CPU conv3d gives different bits for an item when
   // the batch size changes, which would break stacked == sequential tiles.
   torch::Tensor x;
   {
-    const torch::Tensor zin = bf16 ? z.to(cdt) : z;
+    const torch::Tensor zin = reduced ? z.to(cdt) : z;
     if (B == 1) {
       x = torch::conv3d(zin, w.pqc_w, w.pqc_b);
     } else {
@@ -93,6 +95,46 @@ torch::Tensor EmbedTokens(const torch::Tensor& z, const vit3d::Weights& w,
                     1);
 }
 
+// SDPA of q, k, v [B, H, S, dh] into `out` [B, H, S, dh]: LibTorch 2.x's
+// fused kernel (flash / memory-efficient attention, as the official code's
+// F.scaled_dot_product_attention runs under fp16 autocast on a GPU: no
+// rounding of the scores to the compute dtype). Used for the reduced
+// recipes on CUDA only; true when it ran. LibTorch 1.13 has no fused SDPA
+// (false: the caller runs the explicit form). Unrun: needs LibTorch 2.x
+// and a GPU.
+bool FusedAttentionInto(torch::Tensor& out, const torch::Tensor& q, const torch::Tensor& k,
+                        const torch::Tensor& v) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (!q.is_cuda() || q.scalar_type() == torch::kFloat) return false;
+  out.copy_(at::scaled_dot_product_attention(q, k, v));
+  return true;
+#else
+  (void)out, (void)q, (void)k, (void)v;
+  return false;
+#endif
+}
+
+// SDPA without mask as the explicit softmax((q k^T) * scale) v of q, k, v
+// [B, S, H, dh] into plan.heads_out [B, H, S, dh], one (item, head) at a
+// time. The operands are laid out as the official 4-D matmul lays them out
+// before its per-matrix GEMMs: q and v as contiguous [S, dh], k^T as
+// contiguous [dh, S].
+void ExplicitAttentionInto(Vit3dDecoder::TilePlan& plan, const torch::Tensor& q,
+                           const torch::Tensor& k, const torch::Tensor& v, double scale) {
+  const torch::Tensor qh = q.transpose(1, 2).contiguous();        // [B, H, S, dh]
+  const torch::Tensor kt = k.permute({0, 2, 3, 1}).contiguous();  // [B, H, dh, S]
+  const torch::Tensor vh = v.transpose(1, 2).contiguous();
+  for (int64_t i = 0; i < q.size(0); ++i) {
+    for (int64_t j = 0; j < q.size(2); ++j) {
+      MmGemmInto(plan.scores, qh[i][j], kt[i][j]);
+      plan.scores.mul_(scale);
+      torch::softmax_out(plan.probs, plan.scores, -1);
+      torch::Tensor out_ij = plan.heads_out[i][j];
+      MmGemmInto(out_ij, plan.probs, vh[i][j]);
+    }
+  }
+}
+
 // 7. Attention of one block on the fp32 stream `x` [B, S, D]: norm1, to_qkv,
 // Q/K RMSNorm, RoPE, SDPA, to_out. Returns [B, S, D] (before scale1).
 torch::Tensor Attention(const torch::Tensor& x, const vit3d::BlockWeights& b,
@@ -100,7 +142,7 @@ torch::Tensor Attention(const torch::Tensor& x, const vit3d::BlockWeights& b,
                         Vit3dDecoder::TilePlan& plan) {
   const int64_t B = x.size(0), S = x.size(1), D = c.dim, H = c.heads, dh = c.dim_head;
   torch::Tensor xn = RmsNorm(x, c.norm_eps) * b.norm1_w;
-  if (cdt == torch::kBFloat16) xn = xn.to(cdt);
+  if (cdt != torch::kFloat) xn = xn.to(cdt);
   LinearInto(plan.qkv_buf, xn, b.qkv_w, b.qkv_b);
   const torch::Tensor qkv = plan.qkv_buf.view({B, S, H, 3 * dh});
   // Per-head interleaved q/k/v (spec §1.2 step 7); Q/K RMSNorm in fp32.
@@ -108,22 +150,9 @@ torch::Tensor Attention(const torch::Tensor& x, const vit3d::BlockWeights& b,
   torch::Tensor k = RmsNorm(qkv.narrow(-1, dh, dh).to(torch::kFloat), c.norm_eps).to(cdt);
   q = ApplyRope(q, plan.cos, plan.sin);
   k = ApplyRope(k, plan.cos, plan.sin);
-  // SDPA without mask as the explicit softmax((q k^T) * scale) v, one
-  // (item, head) at a time. The operands are laid out as the official
-  // 4-D matmul lays them out before its per-matrix GEMMs: q and v as
-  // contiguous [S, dh], k^T as contiguous [dh, S].
-  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-  const torch::Tensor qh = q.transpose(1, 2).contiguous();        // [B, H, S, dh]
-  const torch::Tensor kt = k.permute({0, 2, 3, 1}).contiguous();  // [B, H, dh, S]
-  const torch::Tensor vh = qkv.narrow(-1, 2 * dh, dh).transpose(1, 2).contiguous();
-  for (int64_t i = 0; i < B; ++i) {
-    for (int64_t j = 0; j < H; ++j) {
-      MmGemmInto(plan.scores, qh[i][j], kt[i][j]);
-      plan.scores.mul_(scale);
-      torch::softmax_out(plan.probs, plan.scores, -1);
-      torch::Tensor out_ij = plan.heads_out[i][j];
-      MmGemmInto(out_ij, plan.probs, vh[i][j]);
-    }
+  const torch::Tensor v = qkv.narrow(-1, 2 * dh, dh);
+  if (!FusedAttentionInto(plan.heads_out, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))) {
+    ExplicitAttentionInto(plan, q, k, v, 1.0 / std::sqrt(static_cast<double>(dh)));
   }
   plan.heads_out.nan_to_num_(0.0);
   return Linear(plan.heads_out.transpose(1, 2).reshape({B, S, D}), b.out_w, b.out_b);
@@ -136,7 +165,7 @@ torch::Tensor FeedForward(const torch::Tensor& x, const vit3d::BlockWeights& b,
                           Vit3dDecoder::TilePlan& plan) {
   const int64_t F = c.ffn_inner;
   torch::Tensor xn = RmsNorm(x, c.norm_eps) * b.norm2_w;
-  if (cdt == torch::kBFloat16) xn = xn.to(cdt);
+  if (cdt != torch::kFloat) xn = xn.to(cdt);
   LinearInto(plan.h1_buf, xn, b.w1_w, b.w1_b);
   // Gate = first half of w1's output, value = second half.
   torch::silu_out(plan.act_buf, plan.h1_buf.narrow(-1, 0, F)).mul_(plan.h1_buf.narrow(-1, F, F));
@@ -217,7 +246,7 @@ std::shared_ptr<Vit3dDecoder::TilePlan> Vit3dDecoder::BuildTilePlan(int64_t batc
         ((ids * (2.0 * M_PI)).unsqueeze(-1) * inv_freq).reshape({S, 3 * nf}).repeat({1, 2});
     plan->cos = angles.cos().view({1, S, 1, c.rope_dim});
     plan->sin = angles.sin().view({1, S, 1, c.rope_dim});
-    if (compute_dtype_ == torch::kBFloat16) {
+    if (compute_dtype_ != torch::kFloat) {  // fp16 / bf16 cos and sin (spec §1.4)
       plan->cos = plan->cos.to(compute_dtype_);
       plan->sin = plan->sin.to(compute_dtype_);
     }

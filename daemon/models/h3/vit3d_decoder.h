@@ -27,14 +27,24 @@
 //              softmax((q @ k^T) * (1/sqrt(d))) @ v, nan_to_num(0) on the
 //              attention output. Reproduces the golden tile_raw bitwise on
 //              this build (tests/models/h3_vit3d_test.cc).
+//   kHalf      the official recipe of spec §1.6 (fp32 weights under fp16
+//              autocast), with the autocast GEMM and conv weights kept
+//              resident once in fp16 (the one-time cast gives the bits
+//              autocast's per-call cast gives): as kBFloat16 below with fp16
+//              in place of bf16, and attention through LibTorch 2.x's fused
+//              SDPA on CUDA (as the official F.scaled_dot_product_attention;
+//              the explicit form on 1.13). GPU ranks only (VideoVae::Create
+//              refuses it on the CPU). Unrun: no GPU has executed it.
 //   kBFloat16  the official fp16-autocast recipe of spec §1.6 with bf16 in
-//              place of fp16: post_quant_conv in bf16, x_embedder in fp32
+//              place of fp16 (fused SDPA on CUDA with LibTorch 2.x, as
+//              kHalf): post_quant_conv in bf16, x_embedder in fp32
 //              (output rounded to bf16), fp32 residual stream, block norms
 //              and Q/K norms computed in fp32, to_qkv/to_out/w1/w2 GEMMs in
 //              bf16 (weights stored in bf16), RoPE in bf16 with bf16 cos/sin
 //              built from fp32 coordinates (as diffusers does; the official
 //              code rounds coordinates to fp16, spec §1.4), attention in
-//              bf16 (bf16 scores, softmax, PV), norm_out and proj_out in fp32,
+//              bf16 (bf16 scores, softmax, PV; on CUDA with LibTorch 2.x the
+//              fused SDPA instead), norm_out and proj_out in fp32,
 //              output fp32. Measured on the golden one_tile case (tiny
 //              weights): max abs 0.0147, mean abs 0.0020 vs the fp32 tile_raw
 //              (output std 1.16).
@@ -102,8 +112,8 @@ class Vit3dDecoder {
   // a sharded checkpoint (any order), or exactly one "*.safetensors.index.json"
   // whose shards are resolved next to it. Tensors may be F32, F16 or BF16;
   // they are converted to the storage dtype (compute_dtype kFloat: all
-  // fp32; kBFloat16: post_quant_conv and the to_qkv/to_out/w1/w2 weights and
-  // biases in bf16, everything else fp32). The layout (original or diffusers)
+  // fp32; kHalf / kBFloat16: post_quant_conv and the to_qkv/to_out/w1/w2
+  // weights and biases in that dtype, everything else fp32). The layout (original or diffusers)
   // is detected from the names; diffusers tensors are converted to the
   // original layout (to_q/k/v re-interleaved per head, ff.net.0.proj halves
   // swapped). decoder.mask_token is accepted and ignored; keys starting with
@@ -112,7 +122,8 @@ class Vit3dDecoder {
   // shard).
   // Errors:
   //   kInvalidArgument  invalid `config` (VideoDecoderConfig::Validate());
-  //                     compute_dtype not kFloat/kBFloat16; no weight file,
+  //                     compute_dtype not kFloat/kHalf/kBFloat16; no weight
+  //                     file,
   //                     or an index mixed with other files; a file that is not
   //                     valid safetensors; one tensor in two files; both
   //                     layouts in one checkpoint (names one key of each);
@@ -186,7 +197,7 @@ class Vit3dDecoder {
   std::shared_ptr<TilePlan> BuildTilePlan(int64_t batch, int64_t t, int64_t h, int64_t w) const;
 
   const VideoDecoderConfig& config() const { return config_; }
-  // kFloat or kBFloat16, as passed at creation.
+  // kFloat, kHalf or kBFloat16, as passed at creation.
   torch::ScalarType compute_dtype() const { return compute_dtype_; }
   // Where the weights are resident and Forward() runs, as passed at
   // creation.

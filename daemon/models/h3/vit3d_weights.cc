@@ -108,9 +108,11 @@ Status PlaceWeights(const std::vector<WeightSpec>& table, const torch::Device& d
 Status CheckCreateArgs(const VideoDecoderConfig& config, torch::ScalarType compute_dtype) {
   Status valid = config.Validate();
   if (!valid.ok()) return valid.WithContext("h3 video decoder config");
-  if (compute_dtype != torch::kFloat && compute_dtype != torch::kBFloat16) {
+  if (compute_dtype != torch::kFloat && compute_dtype != torch::kHalf &&
+      compute_dtype != torch::kBFloat16) {
     return InvalidArgument(std::string("h3 video decoder: compute_dtype ") +
-                           c10::toString(compute_dtype) + " is not supported (float32, bfloat16)");
+                           c10::toString(compute_dtype) +
+                           " is not supported (float32, float16, bfloat16)");
   }
   return Status::Ok();
 }

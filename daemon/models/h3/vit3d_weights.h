@@ -10,7 +10,8 @@
 // Layout of the stored tensors (what Forward() uses): the original
 // checkpoint's, e.g. attn.to_qkv per-head interleaved [q k v] rows and ff.w1
 // [gate; value] rows. Storage dtype: all fp32 under compute dtype kFloat;
-// under kBFloat16 the tensors marked Store::kCompute are bf16.
+// under kHalf / kBFloat16 the tensors marked Store::kCompute are in that
+// dtype.
 //
 // Thread-safety: written only while the decoder is built; read-only after.
 #ifndef VAED_DAEMON_MODELS_H3_VIT3D_WEIGHTS_H_
@@ -35,8 +36,9 @@ enum class Convert {
   kSwapHalves,     // ff.net.0.proj [value; gate] -> ff.w1 [gate; value] (dim 0)
 };
 
-// Storage dtype of a tensor under compute_dtype kBFloat16 (kFloat stores all
-// in fp32). Follows spec §1.6: autocast GEMMs and the conv take bf16 weights
+// Storage dtype of a tensor under a reduced compute_dtype (kHalf, kBFloat16;
+// kFloat stores all in fp32). Follows spec §1.6: autocast GEMMs and the conv
+// take weights
 // and biases; x_embedder/proj_out run with autocast off (fp32); norms,
 // LayerScale and registers meet the fp32 residual stream.
 enum class Store { kFp32, kCompute };
@@ -100,7 +102,7 @@ inline torch::ScalarType StorageDtype(const WeightSpec& spec, torch::ScalarType 
 Status PlaceWeights(const std::vector<WeightSpec>& table, const torch::Device& device);
 
 // The argument checks of Load() and CreateRandom(): a valid config and
-// compute_dtype kFloat or kBFloat16 (kInvalidArgument otherwise).
+// compute_dtype kFloat, kHalf or kBFloat16 (kInvalidArgument otherwise).
 Status CheckCreateArgs(const VideoDecoderConfig& config, torch::ScalarType compute_dtype);
 
 }  // namespace vaed::models::h3::vit3d
