@@ -21,7 +21,7 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   exit 0
 fi
 cmake --preset cuda >/dev/null
-targets=(vaed shm_cuda_ipc_device_test nccl_communicator_test "$@")
+targets=(vaed shm_cuda_ipc_device_test nccl_communicator_test cuda_events_device_test "$@")
 # LibTorch's CUDA side is linked only against a CUDA LibTorch; with
 # Debian's CPU LibTorch it is compiled as a check (daemon/CMakeLists.txt).
 if grep -q 'vaed_torch_cuda_check' build-cuda/build.ninja; then

@@ -789,8 +789,9 @@ TEST_F(H3Vit3dGoldenTest, BadArgumentsAreRejected) {
   EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(d.status().message(),
               AllOf(HasSubstr("heads (3)"), HasSubstr("must equal dim (128)")));
-  d = Vit3dDecoder::Load(config_, {weights_}, torch::kHalf);
-  EXPECT_THAT(d.status().message(), HasSubstr("compute_dtype Half is not supported"));
+  d = Vit3dDecoder::Load(config_, {weights_}, torch::kDouble);
+  EXPECT_THAT(d.status().message(),
+              HasSubstr("compute_dtype Double is not supported (float32, float16, bfloat16)"));
   d = Vit3dDecoder::Load(config_, {}, torch::kFloat);
   EXPECT_THAT(d.status().message(), HasSubstr("no weight files"));
   d = Vit3dDecoder::Load(config_, {dir_.path() + "/absent.safetensors"}, torch::kFloat);
