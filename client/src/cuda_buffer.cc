@@ -2,11 +2,9 @@
 // driver (cuda_driver.h) in the device's primary context. Unrun on a GPU.
 #include "vaed/cuda_buffer.h"
 
-#include <cstring>
 #include <utility>
 
 #include "cuda_driver.h"
-#include "vaed/device_uuid.h"
 
 namespace vaed::client {
 
@@ -15,15 +13,6 @@ using internal::CUdevice;
 using internal::CUdeviceptr;
 
 namespace {
-
-Result<std::string> UuidOf(const CudaDriver& driver, CUdevice device) {
-  internal::CUuuid raw{};
-  VAED_RETURN_IF_ERROR(
-      driver.Check(driver.api().cuDeviceGetUuid(&raw, device), "reading the device's UUID"));
-  DeviceUuid uuid;
-  std::memcpy(uuid.bytes.data(), raw.bytes, uuid.bytes.size());
-  return FormatDeviceUuid(uuid);
-}
 
 // cuMemAlloc + zero fill in `ctx` (current for the scope). cuMemsetD8 on
 // device memory is asynchronous (the legacy default stream): the context
@@ -63,7 +52,8 @@ Result<CudaBuffer> CudaBuffer::Allocate(int device_ordinal, uint64_t bytes) {
   // CUDA_ERROR_INVALID_DEVICE (101): no such ordinal in this process.
   if (got == 101) return InvalidArgument(found.message());
   VAED_RETURN_IF_ERROR(found);
-  VAED_ASSIGN_OR_RETURN(std::string uuid, UuidOf(*driver, device));
+  VAED_ASSIGN_OR_RETURN(std::string uuid,
+                        driver->DeviceUuid(device, "cuda:" + std::to_string(device_ordinal)));
   internal::CUcontext ctx = nullptr;
   VAED_RETURN_IF_ERROR(driver->Check(driver->api().cuDevicePrimaryCtxRetain(&ctx, device),
                                      what + ": retaining the primary context"));

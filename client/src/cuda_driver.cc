@@ -5,6 +5,9 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstring>
+
+#include "vaed/device_uuid.h"
 
 namespace vaed::client::internal {
 
@@ -130,6 +133,15 @@ Result<const CudaDriver*> CudaDriver::Get() {
 }
 
 bool CudaDriver::LoadAttempted() { return g_load_attempted.load(); }
+
+Result<std::string> CudaDriver::DeviceUuid(CUdevice device, std::string_view what) const {
+  CUuuid raw{};
+  VAED_RETURN_IF_ERROR(Check(api_.cuDeviceGetUuid(&raw, device),
+                             std::string(what) + ": reading the device's UUID"));
+  vaed::DeviceUuid uuid;
+  std::memcpy(uuid.bytes.data(), raw.bytes, uuid.bytes.size());
+  return FormatDeviceUuid(uuid);
+}
 
 Status CudaDriver::Check(CUresult result, std::string_view what) const {
   if (result == kCudaSuccess) return Status::Ok();

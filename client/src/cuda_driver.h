@@ -135,6 +135,10 @@ class CudaDriver {
   // "exporting an IPC handle: CUDA_ERROR_INVALID_VALUE (1): invalid argument".
   Status Check(CUresult result, std::string_view what) const;
 
+  // "GPU-..." (vaed/device_uuid.h) of `device`. Errors: Check()'s, with
+  // "<what>: reading the device's UUID".
+  Result<std::string> DeviceUuid(CUdevice device, std::string_view what) const;
+
  private:
   explicit CudaDriver(const CudaDriverApi& api) : api_(api) {}
   CudaDriverApi api_;

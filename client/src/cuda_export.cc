@@ -1,8 +1,6 @@
 #include "cuda_export.h"
 
-#include <cstring>
-
-#include "vaed/device_uuid.h"
+#include <string>
 
 namespace vaed::client::internal {
 
@@ -50,12 +48,7 @@ Result<std::string> DeviceUuidOf(const CudaDriver& driver, CUdeviceptr ptr,
   VAED_RETURN_IF_ERROR(
       driver.Check(driver.api().cuDeviceGet(&device, ordinal),
                    std::string(field) + ": opening device " + std::to_string(ordinal)));
-  CUuuid raw{};
-  VAED_RETURN_IF_ERROR(driver.Check(driver.api().cuDeviceGetUuid(&raw, device),
-                                    std::string(field) + ": reading the device's UUID"));
-  DeviceUuid uuid;
-  std::memcpy(uuid.bytes.data(), raw.bytes, uuid.bytes.size());
-  return FormatDeviceUuid(uuid);
+  return driver.DeviceUuid(device, field);
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 #include "daemon/models/torch_status.h"
 
 #include <c10/util/Exception.h>
-#include <torch/version.h>
 
 #include "daemon/models/cancel.h"
 #include "daemon/models/tile_group.h"
+#include "daemon/models/torch_version.h"
 
 #include <new>
 #include <string>
@@ -40,10 +40,6 @@ Status Make(StatusCode code, std::string_view context, std::string_view message)
   m += message;
   return Status(code, std::move(m));
 }
-
-#define VAED_TORCH_AT_LEAST(major, minor) \
-  (TORCH_VERSION_MAJOR > (major) ||        \
-   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 #if VAED_TORCH_AT_LEAST(2, 8)
 // A CUDA error LibTorch reported with its code.

@@ -225,12 +225,9 @@ torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, cons
     prev_tail = dec.narrow(2, kTailBeginFrame, kTailPixelFrames).clone();
     if (progress) progress(w.index + 1, plan.num_windows());
   }
-  if (!out.defined()) {
-    stats->span_time.Stop();
-    return out;  // not the output rank
-  }
-  write(prev_tail);
   stats->span_time.Stop();
+  if (!out.defined()) return out;  // not the output rank
+  write(prev_tail);
   TORCH_CHECK(write_pos == plan.output_pixel_frames, "temporal assembly wrote ", write_pos,
               " frames, the plan has ", plan.output_pixel_frames);
   return out;

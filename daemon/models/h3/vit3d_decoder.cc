@@ -3,13 +3,12 @@
 // vit3d_weights.h; loading: vit3d_load.cc.
 #include "daemon/models/h3/vit3d_decoder.h"
 
-#include <torch/version.h>
-
 #include <cmath>
 #include <utility>
 
 #include "daemon/models/gemm.h"
 #include "daemon/models/h3/vit3d_weights.h"
+#include "daemon/models/torch_version.h"
 
 namespace vaed::models::h3 {
 namespace {
@@ -104,7 +103,7 @@ torch::Tensor EmbedTokens(const torch::Tensor& z, const vit3d::Weights& w,
 // and a GPU.
 bool FusedAttentionInto(torch::Tensor& out, const torch::Tensor& q, const torch::Tensor& k,
                         const torch::Tensor& v) {
-#if TORCH_VERSION_MAJOR >= 2
+#if VAED_TORCH_AT_LEAST(2, 0)
   if (!q.is_cuda() || q.scalar_type() == torch::kFloat) return false;
   out.copy_(at::scaled_dot_product_attention(q, k, v));
   return true;
