@@ -21,6 +21,7 @@
 #include "daemon/server/command_line.h"
 #include "daemon/server/control_loop.h"
 #include "daemon/server/logging.h"
+#include "daemon/server/startup_checks.h"
 
 namespace {
 
@@ -140,6 +141,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   spdlog::info("vaed {} starting (config: {})", VAED_VERSION, options.source);
+  // Everything that can fail without loading anything, before anything
+  // slow (the weights can take minutes).
+  if (vaed::Status s = vaed::server::CheckBeforeLoading(options); !s.ok()) {
+    spdlog::critical("{}", s.ToString());
+    return 1;
+  }
   at::set_num_threads(options.executor.intra_op_threads);
   // Count tensor memory from the first weight on (peaks in replies, the
   // budget, stack_tiling auto's measured estimates).

@@ -11,6 +11,11 @@ VAED_CLIENT_ONLY=ON.
 
   pip install --break-system-packages ./client/python      # Debian's system Python (PEP 668)
   python3 -m venv --system-site-packages venv && venv/bin/pip install ./client/python
+  venv/bin/pip wheel --no-deps -w dist ./client/python     # a wheel to install elsewhere
+
+A wheel carries the extension: it installs on the same Python version and
+architecture, with the shared libraries it links (Debian 12: libprotobuf32,
+libzmq5, libacl1) and python3-numpy present.
 
 Environment:
   VAED_BUILD_DIR   reuse the extension of an existing CMake build of the
@@ -19,16 +24,26 @@ Environment:
                    `cmake --build --preset default`; a relative path is taken
                    from the repository root).
   VAED_CMAKE_ARGS  extra arguments for the CMake configure step.
+
+The checkout stays clean: pip (since 21.3) builds in the source directory,
+so setuptools' build/ and vaed_client.egg-info/ (and the CMake build of the
+extension, under build/) go to a temporary directory that is removed when
+setup.py exits. `--build-base`/`--egg-base` on the command line or in a
+setup.cfg still choose other places. Editable installs (`pip install -e`,
+`setup.py develop`) keep setuptools' defaults: they need the egg-info beside
+the package.
 """
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -82,6 +97,18 @@ class CMakeBuild(build_ext):
         return self.find_core(build_dir / "python" / "vaed_client")
 
 
+def out_of_tree_options() -> dict:
+    """Default options that send setuptools' build tree and egg-info to a
+    temporary directory instead of client/python (issue 21 §8). They are
+    defaults: command-line options and setup.cfg override them."""
+    if {"develop", "editable_wheel"} & set(sys.argv[1:]):
+        return {}
+    scratch = tempfile.mkdtemp(prefix="vaed-client-setup-")
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    return {"build": {"build_base": os.path.join(scratch, "build")},
+            "egg_info": {"egg_base": scratch}}
+
+
 setup(
     name="vaed-client",
     version="0.1.0",
@@ -94,4 +121,5 @@ setup(
     python_requires=">=3.9",
     install_requires=["numpy>=1.22"],
     zip_safe=False,
+    options=out_of_tree_options(),
 )

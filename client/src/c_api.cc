@@ -3,8 +3,11 @@
 // whatever the body throws and reports it as a status and message: no C++
 // exception crosses into a C caller.
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "exception_status.h"
 #include "fault_points.h"
@@ -97,9 +100,268 @@ vaed_status Decode(vaed_client* client, const char* model, const vaed_tensor* la
   return 0;
 }
 
+// --- growing structs (vaed_request, vaed_reply, vaed_progress) -----------
+
+// The first published size of each growing struct: the end of its last
+// field in the first version of vaed_c.h. Fields appended later are beyond
+// these; callers built against that first header pass exactly these sizes
+// (or more, with tail padding).
+constexpr size_t kRequestSizeV1 = offsetof(vaed_request, cuda_stream) + sizeof(void*);
+constexpr size_t kReplySizeV1 = offsetof(vaed_reply, timings) + sizeof(vaed_timing) * VAED_MAX_TIMINGS;
+static_assert(kRequestSizeV1 <= sizeof(vaed_request));
+static_assert(kReplySizeV1 <= sizeof(vaed_reply));
+static_assert(offsetof(vaed_request, struct_size) == 0 && offsetof(vaed_reply, struct_size) == 0 &&
+              offsetof(vaed_progress, struct_size) == 0);
+
+vaed::Status BadSize(const char* what, uint32_t size, size_t min) {
+  return vaed::InvalidArgument(std::string(what) + "->struct_size is " + std::to_string(size) +
+                               "; must be at least " + std::to_string(min) +
+                               " (initialise it with VAED_" +
+                               (std::strcmp(what, "request") == 0 ? "REQUEST" : "REPLY") +
+                               "_INIT or vaed_" + what + "_init)");
+}
+
+// Copies the caller's request into a zeroed vaed_request of this library's
+// layout: the fields within request->struct_size; the rest keep their
+// zero defaults. Bytes past this library's layout must be zero.
+vaed::Status ReadRequest(const vaed_request* in, vaed_request* out) {
+  if (!in) return vaed::InvalidArgument("request is NULL");
+  const uint32_t size = in->struct_size;
+  if (size < kRequestSizeV1) return BadSize("request", size, kRequestSizeV1);
+  std::memset(out, 0, sizeof(*out));
+  std::memcpy(out, in, std::min<size_t>(size, sizeof(*out)));
+  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
+  for (size_t i = sizeof(*out); i < size; ++i) {
+    if (bytes[i] != 0) {
+      return vaed::InvalidArgument(
+          "request sets fields this library version does not know (struct_size " +
+          std::to_string(size) + ", this library's vaed_request has " +
+          std::to_string(sizeof(*out)) + " bytes; byte " + std::to_string(i) +
+          " is not zero): use a libvaed_client.so.0 at least as new as vaed_c.h");
+    }
+  }
+  return vaed::Status::Ok();
+}
+
+vaed::Status CheckReplySize(const vaed_reply* reply) {
+  if (reply && reply->struct_size < kReplySizeV1) {
+    return BadSize("reply", reply->struct_size, kReplySizeV1);
+  }
+  return vaed::Status::Ok();
+}
+
+// Writes `full` into the caller's reply, within its struct_size (which it
+// keeps); bytes this library does not know are zeroed.
+void WriteReply(const vaed_reply& full, vaed_reply* out) {
+  if (!out) return;
+  const uint32_t size = out->struct_size;
+  const size_t known = std::min<size_t>(size, sizeof(full));
+  std::memcpy(out, &full, known);
+  if (size > known) std::memset(reinterpret_cast<unsigned char*>(out) + known, 0, size - known);
+  out->struct_size = size;
+}
+
+template <size_t N>
+void CopyString(const std::string& from, char (&to)[N]) {
+  const size_t n = std::min(from.size(), N - 1);
+  std::memcpy(to, from.data(), n);
+  to[n] = '\0';
+}
+
+template <typename Repeated>
+int32_t CopyShape(const Repeated& from, int64_t (&to)[VAED_MAX_DIMS]) {
+  const int n = std::min(static_cast<int>(from.size()), VAED_MAX_DIMS);
+  for (int i = 0; i < n; ++i) to[i] = from.Get(i);
+  return n;
+}
+
+void FillReply(const vaed::v1::DecodeReply& r, vaed_reply* out) {
+  std::memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
+  out->planned_only = r.planned_only() ? 1 : 0;
+  out->output_ndim = CopyShape(r.output_shape(), out->output_shape);
+  out->output_dtype = r.output_dtype();
+  out->output_bytes = r.output_bytes();
+  out->frames = r.frames();
+  out->height_px = r.height_px();
+  out->width_px = r.width_px();
+  out->warm = r.warm() ? 1 : 0;
+  out->demo_weights = r.demo_weights() ? 1 : 0;
+  out->independent_lengths = r.independent_lengths() ? 1 : 0;
+  out->nonfinite_outputs = r.nonfinite_outputs();
+  out->fps = r.fps();
+  out->video_seconds = r.video_seconds();
+  out->expected_audio_latent_frames = r.expected_audio_latent_frames();
+  if (r.has_audio()) {
+    const vaed::v1::AudioInfo& a = r.audio();
+    out->has_audio = 1;
+    out->audio_output_ndim = CopyShape(a.output_shape(), out->audio_output_shape);
+    out->audio_output_bytes = a.output_bytes();
+    out->audio_channels = a.channels();
+    out->audio_sample_rate_hz = a.sample_rate_hz();
+    out->audio_latent_frames = a.latent_frames();
+    out->audio_samples = a.samples();
+    out->audio_seconds = a.seconds();
+    out->audio_nonfinite = a.sanity().nonfinite();
+    out->audio_constant = a.sanity().constant() ? 1 : 0;
+    out->audio_rms = a.sanity().rms();
+    out->audio_peak_abs = a.sanity().peak_abs();
+    out->audio_clipped_fraction = a.sanity().clipped_fraction();
+  }
+  CopyString(r.model(), out->model);
+  CopyString(r.profile(), out->profile);
+  CopyString(r.compile_decision(), out->compile_decision);
+  CopyString(r.has_tiling() && !r.tiling().stack_decision().empty() ? r.tiling().stack_decision()
+                                                                     : r.stack_decision(),
+             out->stack_decision);
+  out->tile_rows = r.tiling().tile_rows();
+  out->tile_cols = r.tiling().tile_cols();
+  out->windows = r.tiling().windows();
+  out->decoder_calls = r.tiling().decoder_calls();
+  out->group_size = r.group().size();
+  out->group_ranks = static_cast<uint32_t>(r.group().ranks_size());
+  out->group_imbalance = r.group().imbalance();
+  CopyString(r.group().name(), out->group_name);
+  CopyString(r.group().fallback(), out->group_fallback);
+  out->peak_rss_bytes = r.peak_rss_bytes();
+  out->peak_device_bytes = r.peak_device_bytes();
+  out->host_copy_bytes = r.host_copy_bytes();
+  out->host_copies = r.host_copies();
+  out->num_timings = std::min(r.timings_size(), VAED_MAX_TIMINGS);
+  for (int i = 0; i < out->num_timings; ++i) {
+    CopyString(r.timings(i).component(), out->timings[i].component);
+    out->timings[i].seconds = r.timings(i).seconds();
+  }
+}
+
+vaed::Status CheckEnum(const char* field, int32_t value, int32_t max, const char* names) {
+  if (value >= 0 && value <= max) return vaed::Status::Ok();
+  return vaed::InvalidArgument(std::string("request->") + field + " is " + std::to_string(value) +
+                               "; must be " + names);
+}
+
+// The C request as a vaed::client::DecodeRequest: checks what the daemon
+// cannot name the C way (NULL pointers, enum ranges, ndim) and, for a
+// decode (`decode` true), that every latent comes with its output.
+vaed::Status ToDecodeRequest(const vaed_request& c, bool decode,
+                             vaed::client::DecodeRequest* req) {
+  if (!c.latent && !c.audio_latent) {
+    return vaed::InvalidArgument(
+        "request->latent and request->audio_latent are both NULL: nothing to decode");
+  }
+  if (decode) {
+    if (c.latent && !c.output) {
+      return vaed::InvalidArgument("request->output is NULL but request->latent is set");
+    }
+    if (!c.latent && c.output) {
+      return vaed::InvalidArgument("request->output is set but request->latent is NULL");
+    }
+    if (c.audio_latent && !c.audio_output) {
+      return vaed::InvalidArgument(
+          "request->audio_output is NULL but request->audio_latent is set");
+    }
+    if (!c.audio_latent && c.audio_output) {
+      return vaed::InvalidArgument(
+          "request->audio_output is set but request->audio_latent is NULL");
+    }
+  }
+  VAED_RETURN_IF_ERROR(CheckEnum("output_format", c.output_format, VAED_OUTPUT_FLOAT32_NCHW_UNIT,
+                                 "0 (default: VAED_OUTPUT_UINT8_NHWC) or a VAED_OUTPUT_* value"));
+  VAED_RETURN_IF_ERROR(CheckEnum("stack_tiling", c.stack_tiling, VAED_STACK_TILING_AUTO,
+                                 "a VAED_STACK_TILING_* value (0..3)"));
+  VAED_RETURN_IF_ERROR(
+      CheckEnum("compile", c.compile, VAED_COMPILE_AUTO, "a VAED_COMPILE_* value (0..3)"));
+  if (c.reserved0 != 0) return vaed::InvalidArgument("request->reserved0 must be 0");
+  if (std::isnan(c.fps)) return vaed::InvalidArgument("request->fps is NaN");
+  struct Named {
+    const vaed_tensor* tensor;
+    const char* name;
+    vaed::client::TensorView* view;
+  };
+  const Named tensors[] = {{c.latent, "request->latent", &req->latent},
+                           {decode ? c.output : nullptr, "request->output", &req->output},
+                           {c.audio_latent, "request->audio_latent", &req->audio_latent},
+                           {decode ? c.audio_output : nullptr, "request->audio_output",
+                            &req->audio_output}};
+  for (const Named& t : tensors) {
+    if (!t.tensor) continue;
+    VAED_RETURN_IF_ERROR(CheckTensor(t.tensor, t.name));
+    *t.view = ToView(*t.tensor);
+  }
+  req->model = c.model ? c.model : "";
+  req->format = static_cast<vaed::client::OutputFormat>(
+      c.output_format == 0 ? VAED_OUTPUT_UINT8_NHWC : c.output_format);
+  req->stack_tiling = static_cast<vaed::client::StackTiling>(c.stack_tiling);
+  req->compile = static_cast<vaed::client::Compile>(c.compile);
+  req->profile = c.profile ? c.profile : "";
+  req->group_size = c.group_size;
+  req->deadline_ms = c.deadline_ms;
+  req->fps = c.fps;
+  req->independent_lengths = c.independent_lengths != 0;
+  req->cuda_stream = c.cuda_stream;
+  if (decode && c.progress) {
+    req->progress = [fn = c.progress, user = c.progress_user_data](const vaed::v1::Progress& p) {
+      vaed_progress e;
+      std::memset(&e, 0, sizeof(e));
+      e.struct_size = sizeof(e);
+      e.done = p.done();
+      e.total = p.total();
+      e.tiles_done = p.tiles_done();
+      e.tiles_total = p.tiles_total();
+      CopyString(p.stage(), e.stage);
+      CopyString(p.unit(), e.unit);
+      e.fraction = p.fraction();
+      e.elapsed_seconds = p.elapsed_seconds();
+      e.eta_seconds = p.eta_seconds();
+      fn(&e, user);
+    };
+  }
+  return vaed::Status::Ok();
+}
+
+// The body of vaed_plan_decode_ex (decode false) and vaed_decode_ex.
+vaed_status RunRequest(vaed_client* client, const vaed_request* request, vaed_reply* reply,
+                       bool decode, char* err, size_t err_len) {
+  if (!client) return Fail(vaed::InvalidArgument("client is NULL"), err, err_len);
+  if (!decode && !reply) return Fail(vaed::InvalidArgument("reply is NULL"), err, err_len);
+  vaed_request c;
+  if (auto s = ReadRequest(request, &c); !s.ok()) return Fail(s, err, err_len);
+  if (auto s = CheckReplySize(reply); !s.ok()) return Fail(s, err, err_len);
+  vaed::client::DecodeRequest req;
+  if (auto s = ToDecodeRequest(c, decode, &req); !s.ok()) return Fail(s, err, err_len);
+  auto r = decode ? client->impl->Decode(req) : client->impl->PlanDecode(req);
+  if (!r.ok()) return Fail(r.status(), err, err_len);
+  if (reply) {
+    auto full = std::make_unique<vaed_reply>();
+    FillReply(*r, full.get());
+    WriteReply(*full, reply);
+  }
+  return 0;
+}
+
 }  // namespace
 
 extern "C" {
+
+const char* vaed_status_name(vaed_status status) VAED_C_NOEXCEPT {
+  // StatusCodeName returns string literals (NUL-terminated, static).
+  return vaed::StatusCodeName(static_cast<vaed::StatusCode>(status)).data();
+}
+
+vaed_status vaed_plan_decode_ex(vaed_client* client, const vaed_request* request,
+                                vaed_reply* reply, char* err, size_t err_len) VAED_C_NOEXCEPT {
+  return CApiCall("vaed_plan_decode_ex", err, err_len, [&]() -> vaed_status {
+    return RunRequest(client, request, reply, /*decode=*/false, err, err_len);
+  });
+}
+
+vaed_status vaed_decode_ex(vaed_client* client, const vaed_request* request, vaed_reply* reply,
+                           char* err, size_t err_len) VAED_C_NOEXCEPT {
+  return CApiCall("vaed_decode_ex", err, err_len, [&]() -> vaed_status {
+    return RunRequest(client, request, reply, /*decode=*/true, err, err_len);
+  });
+}
+
 
 vaed_status vaed_connect(const char* socket, const char* client_name, vaed_client** out, char* err,
                          size_t err_len) VAED_C_NOEXCEPT {
@@ -139,10 +401,9 @@ void vaed_region_free(vaed_region* region) VAED_C_NOEXCEPT { delete region; }
 vaed_status vaed_register_region(vaed_client* client, const vaed_region* region,
                                  uint64_t* region_id, char* err, size_t err_len) VAED_C_NOEXCEPT {
   return CApiCall("vaed_register_region", err, err_len, [&]() -> vaed_status {
-    if (!client || !region || !region_id) {
-      return Fail(vaed::InvalidArgument("client, region and region_id must not be NULL"), err,
-                  err_len);
-    }
+    if (!client) return Fail(vaed::InvalidArgument("client is NULL"), err, err_len);
+    if (!region) return Fail(vaed::InvalidArgument("region is NULL"), err, err_len);
+    if (!region_id) return Fail(vaed::InvalidArgument("region_id is NULL"), err, err_len);
     auto id = client->impl->RegisterRegion(*region->impl);
     if (!id.ok()) return Fail(id.status(), err, err_len);
     *region_id = *id;
@@ -195,9 +456,8 @@ vaed_status vaed_register_cuda_region(vaed_client* client, const void* device_pt
                                       vaed_cuda_region* out, char* err,
                                       size_t err_len) VAED_C_NOEXCEPT {
   return CApiCall("vaed_register_cuda_region", err, err_len, [&]() -> vaed_status {
-    if (!client || !out) {
-      return Fail(vaed::InvalidArgument("client and out must not be NULL"), err, err_len);
-    }
+    if (!client) return Fail(vaed::InvalidArgument("client is NULL"), err, err_len);
+    if (!out) return Fail(vaed::InvalidArgument("out is NULL"), err, err_len);
     auto r = client->impl->RegisterCudaRegion(device_ptr, bytes);
     if (!r.ok()) return Fail(r.status(), err, err_len);
     std::memset(out, 0, sizeof(*out));

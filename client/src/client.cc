@@ -4,6 +4,7 @@
 // back what the user's progress callback threw.
 #include "vaed/client.h"
 
+#include <cstdlib>
 #include <exception>
 #include <utility>
 
@@ -51,8 +52,10 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
       return InvalidArgument("ClientOptions.wait_heartbeat_interval_ms is " +
                              std::to_string(options.wait_heartbeat_interval_ms) + "; must be > 0");
     }
-    VAED_RETURN_IF_ERROR(CheckSocketFile(options.socket));
-    auto impl = std::make_unique<Impl>(options);
+    ClientOptions resolved = options;
+    resolved.socket = SocketPath(options.socket);
+    VAED_RETURN_IF_ERROR(CheckSocketFile(resolved.socket));
+    auto impl = std::make_unique<Impl>(resolved);
     {
       MutexLock lock(&impl->mu);
       VAED_RETURN_IF_ERROR(
@@ -61,6 +64,13 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
     VAED_RETURN_IF_ERROR(impl->StartHeartbeats());
     return std::unique_ptr<Client>(new Client(std::move(impl)));
   });
+}
+
+std::string Client::SocketPath(const std::string& requested) {
+  if (!requested.empty()) return requested;
+  const char* from_environment = std::getenv(kSocketEnvironmentVariable);
+  if (from_environment != nullptr && *from_environment != '\0') return from_environment;
+  return kDefaultSocket;
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

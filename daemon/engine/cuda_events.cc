@@ -4,7 +4,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
-#include <iterator>
 
 #include "vaed/cuda_status.h"
 
@@ -51,12 +50,6 @@ Status ClientEventCache::StreamWait(uint64_t client_id, const std::string& handl
     return CudaStatus(err, "waiting for inputs_ready_event (cudaStreamWaitEvent)");
   }
   return Status::Ok();
-}
-
-void ClientEventCache::ForgetClient(uint64_t client_id) {
-  for (auto it = events_.begin(); it != events_.end();) {
-    it = it->first.first == client_id ? events_.erase(it) : std::next(it);
-  }
 }
 
 size_t ClientEventCache::size() const { return events_.size(); }

@@ -68,7 +68,10 @@ Status CheckIpcEventHandle(const std::string& handle, const std::string& field);
 class ClientEventCache {
  public:
   // Opened events kept per rank (a client library uses one per CUDA
-  // context, so this is many clients' worth).
+  // context, so this is many clients' worth). This cap is the only bound:
+  // a departed client's events are not destroyed when it leaves, but the
+  // cache is cleared whenever it is full (destroying an event that a
+  // stream still waits on is allowed; CUDA releases it after the wait).
   static constexpr size_t kMaxOpenedEvents = 64;
 
   ClientEventCache();
@@ -81,8 +84,6 @@ class ClientEventCache {
   // runtime's (cuda_status.h), kInvalidArgument when the handle is not an
   // interprocess event.
   Status StreamWait(uint64_t client_id, const std::string& handle, void* stream);
-  // Destroys the events opened for `client_id` (the client is gone).
-  void ForgetClient(uint64_t client_id);
   size_t size() const;
 
  private:

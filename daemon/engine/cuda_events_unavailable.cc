@@ -21,7 +21,6 @@ Status ClientEventCache::StreamWait(uint64_t, const std::string& handle, void*) 
   return NoCuda();
 }
 
-void ClientEventCache::ForgetClient(uint64_t) {}
 size_t ClientEventCache::size() const { return events_.size(); }
 
 OutputEventRing::OutputEventRing(std::vector<std::unique_ptr<Event>> events)

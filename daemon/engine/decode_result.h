@@ -33,7 +33,7 @@ struct GroupReport {
   int size = 1;            // ranks the request ran on (after group.few_tiles)
   uint64_t generation = 0; // communicator generation used
   std::vector<RankFigures> ranks;  // group order; ranks[0] is the output rank
-  double imbalance = 1.0;  // max / mean of the ranks' decode_seconds
+  double imbalance = 1.0;  // max / mean of decode_seconds over ranks with tiles
   // Non-empty when the group failed or was unavailable and the output rank
   // decoded alone: why.
   std::string fallback;

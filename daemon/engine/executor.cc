@@ -129,7 +129,8 @@ Status Executor::Start(std::vector<models::ModelRegistry*> registries) {
                                   .shared_store = store_,
                                   .incarnation = NewIncarnation()};
   for (size_t r = 0; r < ranks_.size(); ++r) {
-    ranks_[r].comms = std::make_unique<RankCommunicators>(&membership_, static_cast<int>(r));
+    ranks_[r].comms = std::make_unique<RankCommunicators>(&membership_, static_cast<int>(r),
+                                                          CudaOrdinalOfRank(options_.rank_devices, r));
   }
   for (size_t r = 0; r < ranks_.size(); ++r) {
     ranks_[r].thread = std::thread([this, r] { RankLoop(static_cast<int>(r)); });

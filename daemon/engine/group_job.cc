@@ -118,11 +118,17 @@ GroupReport MakeGroupReport(const parallel::GroupSpec& spec, uint64_t generation
   out.size = spec.size;
   out.generation = generation;
   double max_s = 0, sum_s = 0;
-  for (const RankFigures& f : figures) {
+  int working = 0;
+  for (RankFigures& f : figures) {
+    if (f.tiles == 0) {
+      f.decode_seconds = 0;  // no tile work: its wall time was waiting
+      continue;
+    }
+    ++working;
     max_s = std::max(max_s, f.decode_seconds);
     sum_s += f.decode_seconds;
   }
-  const double mean = figures.empty() ? 0 : sum_s / static_cast<double>(figures.size());
+  const double mean = working == 0 ? 0 : sum_s / working;
   out.imbalance = mean > 0 ? max_s / mean : 1.0;
   out.ranks = std::move(figures);
   return out;

@@ -65,7 +65,10 @@ Result<std::vector<RankFigures>> GatherFigures(parallel::Communicator& comm,
                                                const RankFigures& mine);
 
 // A GroupReport of `figures` (group order): imbalance = max / mean of the
-// decode seconds (1.0 when they are all 0).
+// decode seconds of the ranks that decoded tiles (1.0 when fewer than two
+// did work or all took 0 s). A rank that decoded no tile (a 1-tile request
+// on a group of 2) reports 0 s and is left out of the imbalance: its
+// measured time was spent waiting in collectives, not decoding.
 GroupReport MakeGroupReport(const parallel::GroupSpec& spec, uint64_t generation,
                             std::vector<RankFigures> figures);
 

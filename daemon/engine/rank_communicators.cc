@@ -13,9 +13,10 @@ bool MembershipContext::SpansNodes(const parallel::GroupSpec& spec) const {
                      [&](int r) { return !layout->IsLocal(r); });
 }
 
-RankCommunicators::RankCommunicators(const MembershipContext* context, int local_rank)
+RankCommunicators::RankCommunicators(const MembershipContext* context, int local_rank,
+                                     int nccl_device)
     : context_(context),
-      local_rank_(local_rank),
+      nccl_device_(nccl_device),
       global_rank_(context->layout->GlobalRank(local_rank)) {}
 
 GroupChannel* RankCommunicators::Live(const parallel::GroupSpec& spec, uint64_t generation) {
@@ -100,8 +101,16 @@ Result<std::unique_ptr<parallel::Communicator>> RankCommunicators::Build(
       .timeout = std::chrono::milliseconds(o.collective_timeout_ms),
       .host = o.host};
   // group.backend = "nccl" (GPU builds; configuration refuses it in CPU
-  // builds): local rank r drives device r.
-  if (o.backend == "nccl") return parallel::CreateNcclCommunicator(store, options, local_rank_);
+  // builds): the communicator runs on the rank's own device (its UUID-ordered
+  // device, rank_devices.h CudaOrdinalOfRank), where its tensors live.
+  if (o.backend == "nccl") {
+    if (nccl_device_ < 0) {
+      return FailedPrecondition("group.backend \"nccl\" needs CUDA ranks; rank " +
+                                std::to_string(global_rank_) +
+                                " decodes on the CPU (executor.device)");
+    }
+    return parallel::CreateNcclCommunicator(store, options, nccl_device_);
+  }
   return parallel::CreateGlooCommunicator(store, options);
 }
 

@@ -54,8 +54,11 @@ struct MembershipContext {
 
 class RankCommunicators {
  public:
-  // `context` must outlive this object.
-  RankCommunicators(const MembershipContext* context, int local_rank);
+  // `context` must outlive this object. `nccl_device`: the CUDA ordinal of
+  // this rank's device (its models' device, from the UUID order of
+  // rank_devices.h; never assumed to equal local_rank), where an NCCL
+  // communicator runs; -1 for a CPU rank.
+  RankCommunicators(const MembershipContext* context, int local_rank, int nccl_device = -1);
 
   // The live communicator of `spec` at `generation`, building it when this
   // rank has none of that generation (or it was aborted), or always when
@@ -85,7 +88,7 @@ class RankCommunicators {
                                                         const c10::intrusive_ptr<c10d::Store>& store);
 
   const MembershipContext* const context_;
-  [[maybe_unused]] const int local_rank_;  // the device of NCCL builds
+  [[maybe_unused]] const int nccl_device_;  // CUDA ordinal; -1 on a CPU rank
   const int global_rank_;
   std::map<std::string, GroupChannel> channels_;  // by group name
   bool last_failure_was_build_ = false;

@@ -107,4 +107,9 @@ Result<std::vector<RankDevice>> ResolveRankDevices(const std::string& device,
   return out;
 }
 
+int CudaOrdinalOfRank(const std::vector<RankDevice>& rank_devices, size_t local_rank) {
+  if (local_rank >= rank_devices.size() || !rank_devices[local_rank].is_cuda) return -1;
+  return rank_devices[local_rank].cuda.ordinal;
+}
+
 }  // namespace vaed::engine

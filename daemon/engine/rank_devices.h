@@ -76,6 +76,13 @@ Result<std::vector<RankDevice>> ResolveRankDevices(const std::string& device,
                                                    const std::vector<std::string>& configured,
                                                    uint32_t ranks);
 
+// The CUDA ordinal (as this process numbers devices) of local rank
+// `local_rank`'s device in `rank_devices` (ResolveRankDevices' result), or
+// -1 when that rank is on the CPU or out of range. Ranks are numbered in
+// device-UUID order, so rank r's device is ordinal r only by chance: the
+// rank's NCCL communicator and its models must use this ordinal.
+int CudaOrdinalOfRank(const std::vector<RankDevice>& rank_devices, size_t local_rank);
+
 }  // namespace vaed::engine
 
 #endif  // VAED_DAEMON_ENGINE_RANK_DEVICES_H_

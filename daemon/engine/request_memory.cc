@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "daemon/models/byte_units.h"
+#include "vaed/tensor_ref.h"
 
 namespace vaed::engine {
 using models::GiB;
@@ -54,6 +55,16 @@ uint64_t HostMemoryTotalBytes() {
     if (key == "MemTotal:") return kib << 10;
   }
   return 0;
+}
+
+Status CheckRequestMemory(uint64_t estimate_bytes, const std::string& estimate_terms,
+                          const std::vector<int64_t>& latent_shape, const RequestMemory& memory) {
+  if (!memory.known || estimate_bytes <= memory.bytes) return Status::Ok();
+  return ResourceExhausted("latent " + ShapeToString(latent_shape) + " needs about " +
+                           GiB(estimate_bytes) + " to decode (" + estimate_terms +
+                           "; an estimate), more than the " + GiB(memory.bytes) +
+                           " a request may use here (" + memory.source +
+                           "); decode a shorter or smaller latent, or raise the budget");
 }
 
 }  // namespace vaed::engine

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "vaed/status.h"
+
 namespace vaed::engine {
 
 struct RequestMemory {
@@ -53,6 +55,15 @@ struct RankDeviceMemory {
 // named with that device. Unknown (known = false) for an empty list or a
 // device whose total is 0 (unreadable).
 RequestMemory DeviceRequestMemory(const std::vector<RankDeviceMemory>& devices);
+
+// The check admission and the start-up warm-up make before anything is
+// allocated: OK when `memory` is unknown or `estimate_bytes` (a plan's
+// DecodePlan::peak_bytes_estimate, whose terms are `estimate_terms`) fits
+// memory.bytes; otherwise kResourceExhausted naming the latent
+// (`latent_shape`), the estimate with its terms, the limit and its source.
+// Not a client fault: the same request fits a larger daemon.
+Status CheckRequestMemory(uint64_t estimate_bytes, const std::string& estimate_terms,
+                          const std::vector<int64_t>& latent_shape, const RequestMemory& memory);
 
 // MemTotal of /proc/meminfo in bytes; 0 when unreadable.
 uint64_t HostMemoryTotalBytes();

@@ -76,6 +76,9 @@ Result<OutputStats> SummarizeValues(const torch::Tensor& x, double clip_level) {
   if (finite > 0) {
     st.rms = std::sqrt(sum_sq / static_cast<double>(finite));
     st.peak_abs = std::max(std::fabs(lo), std::fabs(hi));
+  } else if (st.values > 0) {
+    st.rms = std::numeric_limits<double>::quiet_NaN();
+    st.peak_abs = std::numeric_limits<double>::quiet_NaN();
   }
   if (st.values > 0) {
     st.clipped_fraction = static_cast<double>(clipped) / static_cast<double>(st.values);

@@ -29,8 +29,11 @@ Result<torch::Tensor> ToUint8Nhwc(const torch::Tensor& nchw_float);
 struct OutputStats {
   int64_t values = 0;
   int64_t nonfinite = 0;      // NaN, +Inf or -Inf
-  double rms = 0;             // sqrt(mean(x^2)) over the finite values, in double
-  double peak_abs = 0;        // max |x| over the finite values
+  // sqrt(mean(x^2)) and max |x| over the finite values, in double; NaN
+  // when there are values but none is finite (an all-NaN output is not
+  // silence), 0 for an empty tensor.
+  double rms = 0;
+  double peak_abs = 0;
   double clipped_fraction = 0;  // finite values with |x| >= clip_level, / values
   bool constant = false;      // values > 0, all finite and all equal
 };

@@ -85,6 +85,14 @@ struct DecodePlan {
   // The estimate's terms, for that refusal ("output 5.1 GiB, one temporal
   // window 2.6 GiB, ...").
   std::string peak_bytes_terms;
+  // The tiles a tiled model (Capabilities::tiled) decodes this latent in,
+  // known before decoding: tile_rows x tile_cols tiles per temporal window,
+  // `windows` temporal windows (H3: h3/video_tiling.h PlanTileGrid and
+  // PlanTemporal). 0 for untiled models. Plan-only replies show it
+  // (DecodeReply.tiling), so a caller sees the grid without decoding.
+  int64_t tile_rows = 0;
+  int64_t tile_cols = 0;
+  int64_t windows = 0;
 };
 
 // What a model declares it supports (DESIGN.md §2.5): request options and

@@ -108,7 +108,8 @@ std::unique_ptr<CLI::App> MakeApp(Flags* f) {
                   "model unless --default-model says otherwise")
       ->check(CLI::ExistingFile);
   app->add_option("--default-model", f->default_model,
-                  "model used when a request names none (models.default)")
+                  "model used when a request names none (models.default; without it, the "
+                  "first --model that is not a demo model replaces a demo default)")
       ->check(NonEmpty());
   app->add_option("--vae-stack-tiling", f->stack_tiling,
                   "tile scheduling of every tiled model when a request does not choose: auto "
@@ -203,13 +204,28 @@ void AddOrReplaceModel(std::vector<models::ModelConfig>* entries, models::ModelC
   entries->push_back(std::move(m));
 }
 
+// Whether `name` is a configured entry of kind "demo".
+bool IsDemoModel(const ModelsOptions& o, const std::string& name) {
+  for (const models::ModelConfig& e : o.entries) {
+    if (e.name == name) return e.kind == "demo";
+  }
+  return false;
+}
+
 // --model, --taef2-weights, --default-model and --vae-stack-tiling, in that
-// order (so --default-model wins over --taef2-weights' default).
+// order (so --default-model wins over --taef2-weights' default). A daemon
+// given real models does not default to the demo: when the default names a
+// demo model and --model added a model of another kind, the first such
+// model becomes the default (issue 21: `vaed --model h3=...` then
+// `decode(latent)` used to go to the demo model and fail).
 Status ApplyModelFlags(const Flags& f, ModelsOptions* o) {
+  std::string first_real;
   for (const std::string& spec : f.models) {
     VAED_ASSIGN_OR_RETURN(models::ModelConfig m, ParseModelFlag(spec));
+    if (first_real.empty() && m.kind != "demo") first_real = m.name;
     AddOrReplaceModel(&o->entries, std::move(m));
   }
+  if (!first_real.empty() && IsDemoModel(*o, o->default_model)) o->default_model = first_real;
   if (!f.taef2_weights.empty()) {
     models::ModelConfig m;
     m.name = "taef2";

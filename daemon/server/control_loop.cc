@@ -12,27 +12,12 @@
 #include <filesystem>
 
 #include "daemon/server/decode_reply.h"
+#include "daemon/server/startup_checks.h"
 #include "daemon/server/stream_send.h"
 #include "daemon/server/warm_up_plan.h"
 #include "vaed/zmq_status.h"
 
 namespace vaed::server {
-
-namespace {
-
-// True when a process accepts connections on the Unix socket `path`.
-bool SocketIsServed(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  const bool served = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return served;
-}
-
-}  // namespace
 
 // The executor as the request handler's job sink.
 class ControlLoop::ExecutorSink : public JobSink {
@@ -75,7 +60,8 @@ Result<std::unique_ptr<ControlLoop>> ControlLoop::Create(
   // The executor warms the configured shapes up on every rank before it
   // returns; the socket is bound after it, READY (Run()) comes after both.
   VAED_ASSIGN_OR_RETURN(std::vector<engine::WarmUp> warm_ups,
-                        PlanWarmUps(*registry, options.profiles));
+                        PlanWarmUps(*registry, options.profiles,
+                                    options.executor.request_memory));
   VAED_ASSIGN_OR_RETURN(loop->executor_,
                         engine::Executor::Create(options.executor, options.group,
                                                  std::move(registries), loop->completions_.get(),
@@ -131,21 +117,7 @@ ControlLoop::~ControlLoop() {
 }
 
 Status ControlLoop::CheckSocketPath(std::optional<gid_t> group) {
-  const std::string& path = options_.server.socket;
-  VAED_RETURN_IF_ERROR(PrepareSocketDirectory(path, group));
-  std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return Status::Ok();
-  // ZeroMQ would unlink whatever is at the path: never a file, directory
-  // or link of someone else's, and never a socket a live daemon serves.
-  if (!std::filesystem::is_socket(std::filesystem::symlink_status(path, ec))) {
-    return FailedPrecondition("server.socket " + path +
-                              " exists and is not a socket; refusing to replace it");
-  }
-  if (SocketIsServed(path)) {
-    return FailedPrecondition("another process is already serving " + path +
-                              " (is vaed running? see `vaectl status`)");
-  }
-  return Status::Ok();
+  return server::CheckSocketPath(options_.server.socket, group);
 }
 
 Status ControlLoop::Bind(std::optional<gid_t> group) {

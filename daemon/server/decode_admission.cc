@@ -90,20 +90,6 @@ size_t ModelIndex(const models::ModelRegistry& registry, const models::VaeModel*
 }
 
 // The video part's plan and expected output (not yet placed in regions).
-// The plan's estimated peak against what one request may use
-// (engine/request_memory.h): kResourceExhausted naming both when it does not
-// fit (not a client fault: the same request fits a larger daemon).
-Status CheckMemory(const models::DecodePlan& plan, const std::vector<int64_t>& latent_shape,
-                   const engine::RequestMemory& memory) {
-  if (!memory.known || plan.peak_bytes_estimate <= memory.bytes) return Status::Ok();
-  return ResourceExhausted("latent " + ShapeToString(latent_shape) + " needs about " +
-                           models::GiB(plan.peak_bytes_estimate) + " to decode (" +
-                           plan.peak_bytes_terms + "; an estimate), more than the " +
-                           models::GiB(memory.bytes) + " a request may use here (" +
-                           memory.source + "); decode a shorter or smaller latent, or raise " +
-                           "the budget");
-}
-
 Result<std::optional<engine::VideoPart>> PlanVideo(models::VaeModel& model, const v1::Decode& d,
                                                    const engine::RequestMemory& memory) {
   if (!d.has_latent()) {
@@ -123,7 +109,8 @@ Result<std::optional<engine::VideoPart>> PlanVideo(models::VaeModel& model, cons
   v.latent.dtype = FromProto(d.latent().dtype());
   v.latent.shape.assign(d.latent().shape().begin(), d.latent().shape().end());
   VAED_ASSIGN_OR_RETURN(v.plan, model.Plan(v.latent.dtype, v.latent.shape));
-  VAED_RETURN_IF_ERROR(CheckMemory(v.plan, v.latent.shape, memory));
+  VAED_RETURN_IF_ERROR(engine::CheckRequestMemory(v.plan.peak_bytes_estimate,
+                                                  v.plan.peak_bytes_terms, v.latent.shape, memory));
   VAED_ASSIGN_OR_RETURN(OutputLayout expected, ExpectedOutput(v.plan, d.output_format()));
   v.output.dtype = expected.dtype;
   v.output.shape = expected.shape;
@@ -380,8 +367,8 @@ Status DecodeAdmission::Place(const ClientState& client, const v1::Decode& d, Pl
       return InvalidArgument(
           "output is " + std::string(DTypeName(output.dtype)) + " " + ShapeToString(output.shape) +
           "; model '" + model_name + "' writes " + FormatName(d.output_format()) + " " +
-          std::string(DTypeName(video->output.dtype)) + " " + ShapeToString(video->output.shape) +
-          " for latent " + ShapeToString(video->latent.shape));
+          ShapeToString(video->output.shape) + " for latent " +
+          ShapeToString(video->latent.shape));
     }
     video->output = std::move(output);
     VAED_RETURN_IF_ERROR(place(video->latent, "latent", false, &video->latent_region,

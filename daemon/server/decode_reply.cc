@@ -109,6 +109,14 @@ void FillDecodeGeometry(const models::VaeModel& model,
     out->set_output_dtype(ToProto(video->output.dtype));
     out->set_output_bytes(video->output.size);
     out->set_frames(static_cast<uint32_t>(video->plan.frames));
+    if (video->plan.windows > 0) {
+      // The grid known before decoding; a decode's own report replaces it
+      // (FillDecodeResult: FillTiling).
+      v1::TilingInfo* t = out->mutable_tiling();
+      t->set_tile_rows(static_cast<uint32_t>(video->plan.tile_rows));
+      t->set_tile_cols(static_cast<uint32_t>(video->plan.tile_cols));
+      t->set_windows(static_cast<uint32_t>(video->plan.windows));
+    }
     out->set_height_px(static_cast<uint32_t>(video->plan.height_px));
     out->set_width_px(static_cast<uint32_t>(video->plan.width_px));
     out->set_video_seconds(static_cast<double>(video->plan.frames) / av.fps);

@@ -25,7 +25,8 @@ engine::OutputFormat ToEngineFormat(v1::OutputFormat format);
 // Fills the part of a DecodeReply that the plans decide: model, latent and
 // output shapes/dtypes/bytes, pixel frames and size, fps and durations, the
 // audio geometry (channels, samples, sample rate, seconds), the A/V rule's
-// expected audio length, compute dtype and the demo flag. Used for
+// expected audio length, compute dtype, the demo flag and a tiled
+// model's tile grid and temporal windows (DecodeReply.tiling). Used for
 // plan-only replies and for finished decodes, so both always report the
 // same fields.
 void FillDecodeGeometry(const models::VaeModel& model,

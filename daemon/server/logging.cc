@@ -24,6 +24,7 @@ std::atomic<bool> g_json{false};
 // merge (spdlog's default logger is synchronous: the formatter runs on the
 // thread that logs).
 thread_local const nlohmann::json* t_record = nullptr;
+thread_local const char* t_event = "decode";  // its "event" (and "msg")
 
 // "2026-12-01T05:06:08.564Z"
 std::string UtcTimestamp(std::chrono::system_clock::time_point t) {
@@ -49,7 +50,7 @@ class JsonFormatter final : public spdlog::formatter {
     line["level"] = std::string(level.data(), level.size());
     line["msg"] = std::string(msg.payload.data(), msg.payload.size());
     if (t_record != nullptr && t_record->is_object()) {
-      line["event"] = "decode";
+      line["event"] = t_event;
       for (const auto& [key, value] : t_record->items()) {
         if (key == "ts" || key == "level" || key == "msg" || key == "event") continue;
         line[key] = value;
@@ -121,8 +122,8 @@ constexpr std::array<std::string_view, 18> kFieldOrder = {"request_id",
                                                           "warm",
                                                           "fallbacks"};
 
-std::string DecodeText(const nlohmann::json& fields) {
-  std::string line = "decode:";
+std::string RecordText(const char* event, const nlohmann::json& fields) {
+  std::string line = std::string(event) + ":";
   auto add = [&](const std::string& key, const nlohmann::json& value) {
     if (Skipped(value)) return;
     line += ' ';
@@ -186,15 +187,29 @@ Status SetupLogging(std::string_view format, std::string_view level) {
   return Status::Ok();
 }
 
-void LogDecodeRecord(const nlohmann::json& fields) {
-  if (!spdlog::should_log(spdlog::level::info)) return;
+namespace {
+
+void LogRecord(const char* event, spdlog::level::level_enum level, const nlohmann::json& fields) {
+  if (!spdlog::should_log(level)) return;
   if (g_json.load()) {
     t_record = &fields;
-    spdlog::info("decode");
+    t_event = event;
+    spdlog::log(level, "{}", event);
     t_record = nullptr;
+    t_event = "decode";
   } else {
-    spdlog::info("{}", DecodeText(fields));
+    spdlog::log(level, "{}", RecordText(event, fields));
   }
+}
+
+}  // namespace
+
+void LogDecodeRecord(const nlohmann::json& fields) {
+  LogRecord("decode", spdlog::level::info, fields);
+}
+
+void LogRefusalRecord(const nlohmann::json& fields) {
+  LogRecord("refusal", spdlog::level::warn, fields);
 }
 
 }  // namespace vaed::server

@@ -50,6 +50,16 @@ Status SetupLogging(std::string_view format, std::string_view level);
 // "event":"decode" (fields named ts, level, msg or event are dropped).
 void LogDecodeRecord(const nlohmann::json& fields);
 
+// Logs the record of a refused request that is not a Decode (those are
+// decode records with an "error"), at warning level, as LogDecodeRecord
+// does: text "refusal: request_id=3 request=register_region uid=1000
+// pid=77 outcome=validation_error error=..." (fields in LogDecodeRecord's
+// order, then by name); JSON "msg":"refusal","event":"refusal" with the
+// fields merged. The request handler rate-limits these
+// (refusal_rate_limit.h) and adds "suppressed" = refusals not logged since
+// the last one that was.
+void LogRefusalRecord(const nlohmann::json& fields);
+
 // The JSON line formatter (exposed for tests and for loggers other than the
 // default one). Stateless; each call formats one line.
 std::unique_ptr<spdlog::formatter> MakeJsonLogFormatter();

@@ -11,7 +11,12 @@ namespace vaed::server {
 
 namespace {
 
-// The outcome label of a Decode answered with `code` (metrics.h).
+nlohmann::json ShapeJson(const google::protobuf::RepeatedField<int64_t>& shape) {
+  return nlohmann::json(std::vector<int64_t>(shape.begin(), shape.end()));
+}
+
+}  // namespace
+
 const char* OutcomeName(StatusCode code) {
   switch (code) {
     case StatusCode::kOk:
@@ -40,12 +45,6 @@ const char* OutcomeName(StatusCode code) {
       return "error";
   }
 }
-
-nlohmann::json ShapeJson(const google::protobuf::RepeatedField<int64_t>& shape) {
-  return nlohmann::json(std::vector<int64_t>(shape.begin(), shape.end()));
-}
-
-}  // namespace
 
 std::vector<const char*> FallbackOutcomes(const engine::DecodeResult& result) {
   bool oom = false, compile = false;
@@ -85,6 +84,7 @@ void OutcomeRecorder::Record(const std::string& model, const ClientState* client
   const Status status = reply.has_error() ? FromProtoError(reply.error()) : Status::Ok();
   const char* outcome = reply.has_decode() ? "ok" : OutcomeName(status.code());
   ++outcomes_[outcome];
+  ++(reply.has_decode() ? served_ : failed_);
   nlohmann::json record = {{"request_id", reply.request_id()}, {"model", label},
                            {"outcome", outcome}};
   if (client != nullptr) {
@@ -95,7 +95,11 @@ void OutcomeRecorder::Record(const std::string& model, const ClientState* client
   if (!reply.has_decode()) {
     if (metrics_ != nullptr) metrics_->CountOutcome(label, outcome);
     record["error"] = status.ToString();
-    LogDecodeRecord(record);
+    uint64_t suppressed = 0;
+    if (refusal_limit_.Admit(RefusalRateLimit::Clock::now(), &suppressed)) {
+      if (suppressed > 0) record["suppressed"] = suppressed;
+      LogDecodeRecord(record);
+    }
     return;
   }
   const v1::DecodeReply& d = reply.decode();

@@ -25,6 +25,7 @@
 #include "daemon/models/model_registry.h"
 #include "daemon/server/client_registry.h"
 #include "daemon/server/metrics.h"
+#include "daemon/server/refusal_rate_limit.h"
 #include "vaed/status.h"
 #include "vaed/v1/vaed.pb.h"
 
@@ -37,6 +38,11 @@ namespace vaed::server {
 // went eager), "collective_fallback" (the VAE group failed or was
 // unavailable and the output rank decoded alone).
 std::vector<const char*> FallbackOutcomes(const engine::DecodeResult& result);
+
+// The outcome label of a request answered with `code` ("ok",
+// "validation_error", "quarantined", "busy", "deadline",
+// "resource_exhausted", "cancelled", "client_fault", "error").
+const char* OutcomeName(StatusCode code);
 
 class OutcomeRecorder {
  public:
@@ -53,9 +59,11 @@ class OutcomeRecorder {
   const std::string& metrics_url() const { return metrics_url_; }
 
   // A Decode request answered with `reply` (a DecodeReply or an error).
-  // `model`: as sent ("" = the default model). `client` may be null
-  // (unknown). `fallbacks`: FallbackOutcomes() of a decode, counted besides
-  // "ok".
+  // Plan-only requests are recorded when refused (a client that plans
+  // first, as the Python client does, sees its decode refused at that
+  // step), never when answered with a plan. `model`: as sent ("" = the
+  // default model). `client` may be null (unknown). `fallbacks`:
+  // FallbackOutcomes() of a decode, counted besides "ok".
   void Record(const std::string& model, const ClientState* client, const v1::Reply& reply,
               const std::vector<const char*>& fallbacks = {});
 
@@ -73,6 +81,19 @@ class OutcomeRecorder {
 
   // Outcomes of the decodes answered so far, by name.
   const std::map<std::string, uint64_t>& outcomes() const { return outcomes_; }
+  // The one definition of the status counters (issue 21): every Record()
+  // is one Decode request answered; "served" = answered with a DecodeReply
+  // (outcome "ok"), "failed" = answered with an error (every other outcome
+  // but the fallbacks, which count beside "ok"). So served + failed = the
+  // sum of the non-fallback outcomes = vaed_requests_total = the decode log
+  // records.
+  uint64_t served() const { return served_; }
+  uint64_t failed() const { return failed_; }
+
+  // The log's rate limit for refusals: decode records with an error go
+  // through it here, and the request handler's refusals of other requests
+  // share it (one budget for the log).
+  RefusalRateLimit& refusal_limit() { return refusal_limit_; }
   // The highest DecodeReply.peak_rss_bytes so far.
   uint64_t peak_rss_bytes() const { return peak_rss_bytes_; }
 
@@ -85,6 +106,9 @@ class OutcomeRecorder {
   Metrics* metrics_ = nullptr;
   std::string metrics_url_;
   std::map<std::string, uint64_t> outcomes_;
+  uint64_t served_ = 0;
+  uint64_t failed_ = 0;
+  RefusalRateLimit refusal_limit_;
   uint64_t peak_rss_bytes_ = 0;
   std::set<std::string> resolution_labels_;  // output sizes with a label of their own
   // (client id, request id) of Decode jobs in flight -> model as sent.

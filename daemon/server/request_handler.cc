@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "daemon/server/decode_reply.h"
+#include "daemon/server/logging.h"
 #include "daemon/server/printable_name.h"
 #include "vaed/wire.h"
 
@@ -59,16 +60,37 @@ PeerIdentity RequestHandler::IdentityOf(const Incoming& in) const {
 
 std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_point now) {
   decode_.reset();
+  request_kind_ = "unparsable";
   std::optional<v1::Reply> reply = HandleMessage(in, now);
+  // Decode refusals are the outcome recorder's decode records.
+  if (!decode_ && reply && reply->has_error()) LogRefusal(in, *reply);
   if (decode_) {
     if (reply) {
-      outcomes_.Record(decode_->model, clients_.Find(decode_->client_id), *reply);
+      // A plan answered is not a decode answered; a plan refused is.
+      if (!decode_->plan_only || reply->has_error()) {
+        outcomes_.Record(decode_->model, clients_.Find(decode_->client_id), *reply);
+      }
     } else {
       // A job: its outcome comes with the sink's answer (OnJobDone).
       outcomes_.ExpectJob(decode_->client_id, decode_->request_id, decode_->model);
     }
   }
   return reply;
+}
+
+void RequestHandler::LogRefusal(const Incoming& in, const v1::Reply& reply) {
+  uint64_t suppressed = 0;
+  if (!outcomes_.refusal_limit().Admit(RefusalRateLimit::Clock::now(), &suppressed)) return;
+  const Status s = FromProtoError(reply.error());
+  const PeerIdentity who = IdentityOf(in);
+  nlohmann::json record = {{"request", request_kind_},
+                           {"outcome", OutcomeName(s.code())},
+                           {"uid", who.uid},
+                           {"pid", who.pid},
+                           {"error", s.ToString()}};
+  if (reply.request_id() != 0) record["request_id"] = reply.request_id();
+  if (suppressed > 0) record["suppressed"] = suppressed;
+  LogRefusalRecord(record);
 }
 
 v1::Reply RequestHandler::Refuse(const PeerIdentity& who, const std::string& client_name,
@@ -88,15 +110,21 @@ std::optional<v1::Reply> RequestHandler::Gate(const Incoming& in, Clock::time_po
   const bool well_formed = message_bytes <= options_.server.max_message_bytes;
   const bool parsed =
       well_formed && req->ParseFromArray(in.payload.data(), static_cast<int>(in.payload.size()));
-  if (parsed && req->body_case() == v1::Request::kDecode && !req->decode().plan_only()) {
-    decode_ = DecodeInFlight{req->decode().model(), req->client_id(), req->request_id()};
+  if (!well_formed) request_kind_ = "oversized";
+  if (parsed) {
+    const google::protobuf::FieldDescriptor* body =
+        req->GetDescriptor()->FindFieldByNumber(req->body_case());
+    request_kind_ = body != nullptr ? body->name() : "no_body";
+  }
+  if (parsed && req->body_case() == v1::Request::kDecode) {
+    decode_ = DecodeInFlight{req->decode().model(), req->client_id(), req->request_id(),
+                             req->decode().plan_only()};
   }
   if (!parsed || !AllowedInQuarantine(req->body_case())) {
     if (Status q = faults_.Check(who, now); !q.ok()) {
       ++counters_.quarantine_rejections;
       v1::Reply reply;
       if (parsed) reply.set_request_id(req->request_id());
-      if (parsed && req->body_case() == v1::Request::kDecode) ++counters_.requests_failed;
       *reply.mutable_error() = ToProtoError(q);
       return reply;
     }
@@ -112,8 +140,6 @@ std::optional<v1::Reply> RequestHandler::Gate(const Incoming& in, Clock::time_po
   }
   if (!parsed) {
     ++counters_.protocol_errors;
-    spdlog::debug("protocol error: {} bytes that are not a vaed.v1.Request from {}",
-                  in.payload.size(), who.ToString());
     return Refuse(who, "",
                   ProtocolError("message of " + std::to_string(in.payload.size()) +
                                 " bytes is not a valid vaed.v1.Request"),
@@ -157,7 +183,6 @@ std::optional<v1::Reply> RequestHandler::HandleMessage(const Incoming& in, Clock
 
   auto client = clients_.Authenticate(req.client_id(), in.routing_id);
   if (!client.ok()) {
-    if (req.body_case() == v1::Request::kDecode) ++counters_.requests_failed;
     if (client.status().code() == StatusCode::kProtocolError) ++counters_.protocol_errors;
     // An unknown id is not counted (a client the daemon dropped, or one of
     // a restarted daemon, asks once and says Hello again); another
@@ -198,12 +223,8 @@ std::optional<v1::Reply> RequestHandler::HandleClientRequest(const Incoming& in,
       auto deferred = HandleDecode(c, in.routing_id, req, now, &reply, &kind);
       if (deferred.ok() && *deferred) return std::nullopt;  // the sink replies
       s = deferred.ok() ? Status::Ok() : deferred.status();
-      if (!s.ok()) {
-        ++counters_.requests_failed;
-        if (s.code() == StatusCode::kBusy) ++counters_.busy_rejections;
-        spdlog::info("decode request {} of client {} rejected: {}", req.request_id(), c->id,
-                     s.ToString());
-      }
+      // Logged and counted once, by the outcome recorder (Handle()).
+      if (!s.ok() && s.code() == StatusCode::kBusy) ++counters_.busy_rejections;
       break;
     }
     case v1::Request::kStatus:
@@ -442,11 +463,7 @@ RequestHandler::JobReplies RequestHandler::OnJobDone(const engine::DecodeJob& jo
       out.unregistered.push_back(UnregisteredReply(request_id));
     }
   }
-  if (result.ok()) {
-    ++counters_.requests_served;
-    return out;
-  }
-  ++counters_.requests_failed;
+  if (result.ok()) return out;
   const Status& s = result.status();
   if (s.code() == StatusCode::kDeadlineExceeded) ++counters_.deadline_exceeded;
   // Faults the executor found: a segment that faulted, non-finite latents.

@@ -160,8 +160,9 @@ class RequestHandler {
   // IpcCudaRegionOpener(); tests register fake allocations).
   void set_cuda_region_opener(CudaRegionOpener open) { open_cuda_region_ = std::move(open); }
   const QuarantineBook& quarantine() const { return faults_.book(); }
-  uint64_t requests_served() const { return counters_.requests_served; }
-  uint64_t requests_failed() const { return counters_.requests_failed; }
+  // Decode requests answered (outcome_recorder.h served()/failed()).
+  uint64_t requests_served() const { return outcomes_.served(); }
+  uint64_t requests_failed() const { return outcomes_.failed(); }
   uint64_t protocol_errors() const { return counters_.protocol_errors; }
   // Counted by the control loop (connections are refused before any
   // message of them is read).
@@ -182,6 +183,9 @@ class RequestHandler {
   std::optional<v1::Reply> HandleClientRequest(const Incoming& in, ClientState* client,
                                                const v1::Request& req, Clock::time_point now,
                                                v1::Reply reply);
+  // The refusal record of a request that is not a Decode (logging.h
+  // LogRefusalRecord), within the log's refusal rate limit.
+  void LogRefusal(const Incoming& in, const v1::Reply& reply);
   // `reply` with `s` as its error, counted as a fault of `who` where it is
   // one (FaultAccounting::Count).
   v1::Reply Refuse(const PeerIdentity& who, const std::string& client_name, const Status& s,
@@ -227,13 +231,18 @@ class RequestHandler {
   Clock::time_point metrics_published_{};
 
   // The Decode request HandleMessage() is handling (set once the request
-  // parsed; plan-only requests leave it unset), for its outcome.
+  // parsed), for its outcome.
   struct DecodeInFlight {
     std::string model;  // as sent ("" = the default model)
     uint64_t client_id = 0;
     uint64_t request_id = 0;
+    bool plan_only = false;  // recorded only when refused
   };
   std::optional<DecodeInFlight> decode_;
+  // What the message being handled is, for refusal records: its body's
+  // field name ("register_region", ...), "oversized", "unparsable" or
+  // "no_body".
+  std::string request_kind_;
 };
 
 }  // namespace vaed::server

@@ -117,8 +117,8 @@ void BuildStatus(const StatusSources& src, Clock::time_point now, v1::StatusRepl
   FillOutcomes(src.outcomes, s);
   s->set_clients(static_cast<uint32_t>(src.clients.client_count()));
   s->set_regions(static_cast<uint32_t>(src.clients.region_count()));
-  s->set_requests_served(counters.requests_served);
-  s->set_requests_failed(counters.requests_failed);
+  s->set_requests_served(src.outcomes.served());
+  s->set_requests_failed(src.outcomes.failed());
   s->set_protocol_errors(counters.protocol_errors);
   s->set_queue_depth(static_cast<uint32_t>(src.sink.queue_depth()));
   s->set_intra_op_threads(static_cast<uint32_t>(options.executor.intra_op_threads));

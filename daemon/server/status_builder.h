@@ -26,9 +26,8 @@ namespace vaed::server {
 
 // What the request handler counts as it answers (status fields of the same
 // names).
+// Decodes served and failed are the outcome recorder's (outcome_recorder.h).
 struct RequestCounters {
-  uint64_t requests_served = 0;  // decodes that returned a DecodeReply
-  uint64_t requests_failed = 0;  // Decode requests answered with an error
   uint64_t protocol_errors = 0;
   uint64_t quarantine_rejections = 0;
   uint64_t busy_rejections = 0;

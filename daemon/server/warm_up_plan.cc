@@ -65,10 +65,19 @@ Result<std::vector<engine::WarmUpPass>> PassesOf(const models::ModelInfo& info,
   return passes;
 }
 
+// The shape's plan and its estimated peak against what a request may use.
+Status FitsARequest(const models::VaeModel& model, const models::WarmShape& shape,
+                    const engine::RequestMemory& memory) {
+  VAED_ASSIGN_OR_RETURN(models::DecodePlan plan, model.Plan(DType::kFloat32, shape.latent_shape));
+  return engine::CheckRequestMemory(plan.peak_bytes_estimate, plan.peak_bytes_terms,
+                                    shape.latent_shape, memory);
+}
+
 }  // namespace
 
 Result<std::vector<engine::WarmUp>> PlanWarmUps(const models::ModelRegistry& registry,
-                                                const ProfileOptions& profiles) {
+                                                const ProfileOptions& profiles,
+                                                const engine::RequestMemory& memory) {
   const std::vector<const models::VaeModel*> models = registry.models();
   std::vector<engine::WarmUp> out;
   for (const models::WarmShape& shape : registry.warm_shapes()) {
@@ -78,6 +87,11 @@ Result<std::vector<engine::WarmUp>> PlanWarmUps(const models::ModelRegistry& reg
     if (it == models.end()) {
       return Internal("warm shape " + shape.field + " names model '" + shape.model +
                       "', which the registry does not hold")
+          .WithField(shape.field);
+    }
+    if (Status fits = FitsARequest(**it, shape, memory); !fits.ok()) {
+      return fits.WithContext("warm-up of model '" + shape.model + "' " + shape.field + " = \"" +
+                              shape.canvas + "\" (checked before any warm-up decode)")
           .WithField(shape.field);
     }
     Result<std::vector<engine::WarmUpPass>> passes = PassesOf((*it)->info(), shape, profiles);

@@ -24,6 +24,7 @@
 
 #include <vector>
 
+#include "daemon/engine/request_memory.h"
 #include "daemon/engine/warm_up.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/server/profile_options.h"
@@ -33,10 +34,17 @@ namespace vaed::server {
 
 // The warm-ups of `registry`'s warm shapes (rank 0's registry; every rank
 // holds the same models in the same order). Empty when none is configured.
-// Errors: a profile the model cannot be decoded under (the resolver's
-// kInvalidArgument, with the entry's field and a context naming it).
+// Each shape is planned and its estimated peak checked against `memory`
+// (what one request may use, engine/request_memory.h) as a request's is,
+// before anything is allocated: a warm shape no request of that size could
+// decode fails the start instead of allocating until the host swaps.
+// Errors: the model's Plan() refusal or CheckRequestMemory's
+// kResourceExhausted, and a profile the model cannot be decoded under (the
+// resolver's kInvalidArgument); each with the entry's field
+// ("models.entry[0].warm_shapes[1]") and a context naming it.
 Result<std::vector<engine::WarmUp>> PlanWarmUps(const models::ModelRegistry& registry,
-                                                const ProfileOptions& profiles);
+                                                const ProfileOptions& profiles,
+                                                const engine::RequestMemory& memory = {});
 
 }  // namespace vaed::server
 

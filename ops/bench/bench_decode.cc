@@ -52,7 +52,7 @@ struct BenchOptions {
   int threads = 2;
   int warmup = 1;
   int iterations = 5;
-  std::string socket = vaed::client::kDefaultSocket;
+  std::string socket;  // resolved by Client::SocketPath after parsing
   std::string model = "taef2";
   bool skip_in_process = false;
   bool skip_daemon = false;
@@ -236,8 +236,9 @@ void DefineOptions(CLI::App& app, BenchOptions* o, bool* glibc_default_malloc) {
       ->check(CLI::NonNegativeNumber);
   vaed::bench::AddRangeOption(app, "--iterations", &o->iterations, "timed decodes per path", 1,
                               1000);
-  app.add_option("--socket", o->socket, "control socket of the running daemon")
-      ->capture_default_str();
+  app.add_option("--socket", o->socket,
+                 "control socket of the running daemon (default: $VAED_SOCKET when set, else " +
+                     std::string(vaed::client::kDefaultSocket) + ")");
   app.add_option("--model", o->model, "daemon model to decode with")->capture_default_str();
   auto* skip_local = app.add_flag("--skip-in-process", o->skip_in_process, "only time the daemon");
   app.add_flag("--skip-daemon", o->skip_daemon, "only time the in-process decode")
@@ -391,6 +392,7 @@ int main(int argc, char** argv) {
   bool glibc_default_malloc = false;
   DefineOptions(app, &o, &glibc_default_malloc);
   CLI11_PARSE(app, argc, argv);
+  o.socket = vaed::client::Client::SocketPath(o.socket);
   // The in-process path gets the daemon's allocator policy by default, so
   // the ratio measures the cost of going through the daemon, not malloc.
   if (!glibc_default_malloc) vaed::engine::RetainFreedMemoryForReuse();

@@ -20,7 +20,9 @@ enum ExitCode : int {
 };
 
 struct GlobalOptions {
-  std::string socket = client::kDefaultSocket;
+  // After parsing: client::Client::SocketPath of --socket (the flag, else
+  // $VAED_SOCKET, else the default), so messages name the real path.
+  std::string socket;
   bool json = false;
   int connect_timeout_ms = 3000;
 };

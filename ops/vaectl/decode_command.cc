@@ -125,10 +125,6 @@ Result<ops::WavSampleFormat> CheckDecodeFlags(const DecodeCommandOptions& option
                              "nothing with --format none");
     }
   }
-  if (options.format == "none" && !options.audio_out.empty()) {
-    return InvalidArgument("--audio-out " + options.audio_out +
-                           " is set but --format none writes no files");
-  }
   return wav_format;
 }
 

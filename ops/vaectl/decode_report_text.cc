@@ -1,5 +1,6 @@
 // FormatDecodeReport (decode_report.h): the human-readable `vaectl decode`
 // report, one section per function below in the order they print.
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -40,6 +41,19 @@ void PrintDemoBanner(const v1::DecodeReply& r, std::ostream& out) {
       << "!!! Its outputs are not images or sound; use them to test plumbing, not quality.\n\n";
 }
 
+// "<n> non-finite, rms <r>, peak |x| <p>": the non-finite count first, and
+// for an output with no finite value (rms and peak NaN, postprocess.h)
+// "every value non-finite (NaN/Inf)" instead of figures that would read as
+// silence.
+std::string ValueFigures(const v1::OutputSanity& s) {
+  if (std::isnan(s.rms()) && s.nonfinite() > 0) {
+    return "every value non-finite (NaN/Inf): " + std::to_string(s.nonfinite()) +
+           " non-finite, no rms or peak";
+  }
+  return std::to_string(s.nonfinite()) + " non-finite, rms " + ops::FormatFixed(s.rms(), 4) +
+         ", peak |x| " + ops::FormatFixed(s.peak_abs(), 4);
+}
+
 // The video latent, output and raw-output check lines.
 void PrintVideo(const DecodeReport& report, std::ostream& out, std::vector<std::string>* warnings) {
   const v1::DecodeReply& r = report.reply;
@@ -51,9 +65,7 @@ void PrintVideo(const DecodeReport& report, std::ostream& out, std::vector<std::
       << "\n";
   if (r.has_video_sanity()) {
     const v1::OutputSanity& s = r.video_sanity();
-    out << "video check  rms " << ops::FormatFixed(s.rms(), 4) << ", peak |x| "
-        << ops::FormatFixed(s.peak_abs(), 4) << ", " << s.nonfinite()
-        << " non-finite (raw decoder output)\n";
+    out << "video check  " << ValueFigures(s) << " (raw decoder output)\n";
     if (s.constant()) {
       warnings->push_back("the video is constant (every value equal): a blank or railed decode");
     }
@@ -77,10 +89,8 @@ void PrintAudio(const DecodeReport& report, std::ostream& out, std::vector<std::
       << ShapeToString(output_shape) << ", " << ops::HumanBytes(a.output_bytes()) << "\n";
   if (!a.has_sanity()) return;
   const v1::OutputSanity& s = a.sanity();
-  out << "audio check  rms " << ops::FormatFixed(s.rms(), 4) << ", peak |x| "
-      << ops::FormatFixed(s.peak_abs(), 4) << ", clipped "
-      << ops::FormatFixed(100.0 * s.clipped_fraction(), 2) << " %, " << s.nonfinite()
-      << " non-finite\n";
+  out << "audio check  " << ValueFigures(s) << ", clipped "
+      << ops::FormatFixed(100.0 * s.clipped_fraction(), 2) << " %\n";
   if (s.nonfinite() != 0) {
     warnings->push_back(std::to_string(s.nonfinite()) + " non-finite (NaN/Inf) audio samples");
   }

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "ops/vaectl/commands.h"
+#include "ops/vaectl/plan_command.h"
 
 namespace {
 
@@ -39,7 +40,8 @@ constexpr const char* kDecodeFooter =
     "RGB bytes with a JSON sidecar; PNG and MP4 need the ffmpeg CLI. Audio is written\n"
     "as a WAV file (--wav-format pcm16 or float32): --audio-out, else beside the video\n"
     "output (clip.mp4 -> clip.wav), else <audio latent stem>.wav; with --format mp4 the\n"
-    "MP4 also carries it as AAC. --format none writes nothing.\n"
+    "MP4 also carries it as AAC. --format none writes no video, and a WAV only where\n"
+    "--audio-out names one.\n"
     "\n"
     "A joint request must satisfy the daemon's A/V length rule: audio latent frames =\n"
     "round(video frames / fps * 40) for H3 (fps: --fps, also the MP4's rate), unless\n"
@@ -97,8 +99,10 @@ CLI::Validator PositiveAtMost(const std::string& flag, double max, const std::st
 }
 
 void AddGlobalOptions(CLI::App& app, GlobalOptions* global) {
-  app.add_option("--socket", global->socket, "vaed control socket (Unix socket path)")
-      ->capture_default_str();
+  app.add_option("--socket", global->socket,
+                 std::string("vaed control socket (Unix socket path); default: $") +
+                     vaed::client::kSocketEnvironmentVariable + " when set, else " +
+                     vaed::client::kDefaultSocket);
   app.add_flag("--json", global->json, "print one JSON object instead of text");
   app.add_option("--connect-timeout-ms", global->connect_timeout_ms,
                  "how long to wait for the daemon's hello reply")
@@ -115,6 +119,30 @@ CLI::App* AddStatusCommand(CLI::App& app) {
       "requests served/failed, protocol errors, queue depth and intra-op threads.\n"
       "Exit status: 0 healthy, 2 not running, 3 unhealthy.");
   return status;
+}
+
+CLI::App* AddPlanCommand(CLI::App& app, vaed::vaectl::PlanCommandOptions* plan) {
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "What decoding a latent shape would produce, without decoding: output sizes, "
+              "tile grid, temporal windows");
+  cmd->add_option("--shape", plan->shape,
+                  "video latent shape, e.g. 1,24,33,96,168 for H3 (float32)")
+      ->type_name("N,C,...");
+  cmd->add_option("--audio-shape", plan->audio_shape,
+                  "audio latent shape, e.g. 2,32,150 for H3 (float32)")
+      ->type_name("C,32,T");
+  cmd->add_option("--model", plan->model, "model to plan for (default: the daemon's default)");
+  cmd->add_option("--fps", plan->fps, "video frames per second for the A/V rule (0 = the model's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--independent-lengths", plan->independent_lengths,
+                "do not require the audio length to match the video's");
+  cmd->footer(
+      "Asks the daemon (a plan-only request: nothing is decoded or allocated) and prints\n"
+      "the output shape and bytes, a tiled model's tiles per temporal window and windows,\n"
+      "and the audio output. A shape the model or the memory limit refuses fails with\n"
+      "the daemon's error. Example:\n"
+      "  vaectl plan --shape 1,24,33,96,168 --model h3");
+  return cmd;
 }
 
 CLI::App* AddTopCommand(CLI::App& app, TopCommandOptions* top) {
@@ -315,11 +343,15 @@ int main(int argc, char** argv) {
   CLI::App* top_cmd = AddTopCommand(app, &top);
   const QuarantineCommands quarantine = AddQuarantineCommands(app, &release_target);
   AddDecodeCommand(app, &decode);
+  vaed::vaectl::PlanCommandOptions plan;
+  CLI::App* plan_cmd = AddPlanCommand(app, &plan);
 
   CLI11_PARSE(app, argc, argv);
+  global.socket = vaed::client::Client::SocketPath(global.socket);
 
   if (status->parsed()) return vaed::vaectl::RunStatus(global);
   if (top_cmd->parsed()) return vaed::vaectl::RunTop(global, top);
+  if (plan_cmd->parsed()) return vaed::vaectl::RunPlan(global, plan);
   if (quarantine.list->parsed()) return vaed::vaectl::RunQuarantineList(global);
   if (quarantine.release->parsed()) {
     return vaed::vaectl::RunQuarantineRelease(global, release_target);

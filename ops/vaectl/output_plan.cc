@@ -76,7 +76,9 @@ Result<OutputPlan> PlanAudioOutput(OutputPlan plan, const std::string& format,
                                    const std::string& audio_out, const std::string& stem,
                                    ops::WavSampleFormat wav_format) {
   plan.wav_format = wav_format;
-  if (format == "none") return plan;
+  // --format none is about video frames: the WAV is written only where
+  // --audio-out names it.
+  if (format == "none" && audio_out.empty()) return plan;
   const std::string file = stem + ".wav";
   if (!audio_out.empty()) {
     plan.wav = IsDirectoryTarget(audio_out) ? InDirectory(audio_out, file) : audio_out;

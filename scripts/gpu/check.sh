@@ -6,7 +6,7 @@
 # builds vaed with the machine's LibTorch and CUDA (and the Debian packages
 # carried in .gpu-debs, made here by scripts/gpu/fetch-debs.sh), then runs
 # these steps, each in its own process under its own timeout, so that one
-# failure never hides the others' figures:
+# failure never hides the others' figures (in this order):
 #
 #   environment    machine, GPU, driver, torch, compilers, commit
 #   build          unpack .gpu-debs, configure the `cuda` preset, build the
@@ -15,24 +15,41 @@
 #                  VAED_SHARED_DIR=.gpu-golden)
 #   golden_h3      every golden H3 case (5 video, 3 audio) decoded on the
 #                  daemon's CUDA ranks in fp32 vs .gpu-golden (golden_check.py)
-#   sticky_error   a daemon allowing fault injection gets a device_fatal
-#                  request: the decode fails and the daemon exits non-zero
 #   ipc_decode     scripts/gpu/ipc_worker.py, a stand-in DiT worker, decodes
 #                  its own CUDA tensors by CUDA IPC, compared with the host path
 #   ipc_host_copies  the host copies the daemon reports for that request (0)
 #   matmul_bf16    bf16 matmul TFLOP/s and copy GB/s measured by torch now
-#   bench_h3_1344x768x209, bench_h3_1536x2688x111   the full-size decoder
-#                  (36 x 2048, random weights) on latent [1,24,62,48,84] and
-#                  [1,24,33,96,168], fp16 recipe and bf16, sequential and
-#                  stacked (vaed_bench_h3_video)
+#   bench_h3_1344x768x209_fp16   the full-size decoder (36 x 2048, seeded
+#                  random weights made on the host and moved to the GPU once)
+#                  on latent [1,24,62,48,84], the official fp16 recipe,
+#                  sequential and stacked (vaed_bench_h3_video)
+#   sticky_error   a daemon allowing fault injection gets a device_fatal
+#                  request: the decode fails and the daemon exits non-zero
+#   ipc_client_death  a worker is SIGKILLed while the daemon decodes into
+#                  its CUDA tensors: the daemon keeps serving (a fresh worker
+#                  decodes correctly), the dead client and its regions are
+#                  gone from `vaectl status`, and its log has no CUDA error
+#   bench_h3_1536x2688x111_fp16  the same on latent [1,24,33,96,168]
+#   bench_h3_1344x768x209_bf16, bench_h3_1536x2688x111_bf16   both in bf16
 #
 # Each step ends passed, failed, missing (the program, test or option it
 # needs does not exist in this build yet) or skipped (with the reason), with
 # its seconds and figures, in DIR/check.json; all output goes to
-# DIR/check.log; stdout gets one line per step and a table at the end. The
-# whole run is bounded by --budget (default 480 s on the GPU): each step's
-# timeout is cut so the later ones keep at least 15 s each, and a step with
-# no time left is skipped.
+# DIR/check.log; stdout gets one line per step and a table at the end.
+#
+# Time. The whole run is bounded by --budget (default 480 s on the GPU,
+# build included). Every step has a default timeout (its cap) and a
+# minimum, the least time in which it can give its figures; golden_h3,
+# ipc_decode and the two fp16 benchmarks are reserved: while any step
+# before them runs, their minimums are kept free. When a step starts, its
+# timeout is its cap cut to what is left of the budget less the reserved
+# minimums of the later steps; a step whose cut timeout is below its own
+# minimum is skipped ("not enough budget left for this step's minimum of
+# N s"), and the later steps still get their turn. A benchmark cut at its
+# timeout still reports the modes it finished. --dry-run prints the plan
+# with the cut timeouts of the worst case (every step running to its
+# timeout). What a run skipped is rerun on the warm machine with
+# --skip-build --only NAME,...
 #
 # Options:
 #   --out DIR        where check.json and check.log go (required; created)
@@ -47,7 +64,9 @@
 #   --budget S       wall seconds for the whole run (default 480; 14400 with
 #                    --cpu-only)
 #   --only A,B       run only these steps (environment and build always run
-#                    unless --skip-build)
+#                    unless --skip-build); a name may be a prefix that ends
+#                    before an underscore: bench_h3 = the four benchmarks,
+#                    bench_h3_1344x768x209 = both of its dtypes
 #   --deps debs|system  where the build dependencies come from (default:
 #                    debs on the GPU, system with --cpu-only)
 #   --configure-only stop after configuring (checks the dependency set)
@@ -58,11 +77,10 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-STEPS_ALL=(environment build ctest_gpu golden_h3 sticky_error ipc_decode matmul_bf16
-           bench_h3_1344x768x209 bench_h3_1536x2688x111)
-# The fp16 recipe (issue 19 §8: fp32 weights under fp16 autocast, norms and
-# residual in fp32) and bf16, as the benchmark's --dtypes names them.
-BENCH_DTYPES=float16,bfloat16
+# In the order they run (the most wanted figures first; see "Time" above).
+STEPS_ALL=(environment build ctest_gpu golden_h3 ipc_decode matmul_bf16
+           bench_h3_1344x768x209_fp16 sticky_error ipc_client_death
+           bench_h3_1536x2688x111_fp16 bench_h3_1344x768x209_bf16 bench_h3_1536x2688x111_bf16)
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 die() { echo "check.sh: $*" >&2; exit 2; }
@@ -94,9 +112,14 @@ if [ -z "$BUDGET" ]; then BUDGET=$([ $MODE = cpu ] && echo 14400 || echo 480); f
 [[ "$DEPS" =~ ^(debs|system)$ ]] || die "--deps must be debs or system, got '$DEPS'"
 [ -n "$BUILD" ] || BUILD="$ROOT/$([ $MODE = cpu ] && echo build-gpucheck || echo build-gpu)"
 case "$BUILD" in /*) ;; *) BUILD="$PWD/$BUILD" ;; esac
+# Whether --only name $2 names step $1 (itself, or a prefix of it that ends
+# before an underscore: bench_h3_1344x768x209 names both of its dtypes).
+only_names() { [ "$1" = "$2" ] || [[ "$1" == "$2"_* ]]; }
 if [ -n "$ONLY" ]; then
-  for s in ${ONLY//,/ }; do
-    [[ " ${STEPS_ALL[*]} " == *" $s "* ]] || die "--only: unknown step '$s' (steps: ${STEPS_ALL[*]})"
+  for o in ${ONLY//,/ }; do
+    known=0
+    for s in "${STEPS_ALL[@]}"; do only_names "$s" "$o" && known=1; done
+    [ $known = 1 ] || die "--only: unknown step '$o' (steps: ${STEPS_ALL[*]})"
   done
 fi
 [ "$SKIP_BUILD" = 1 ] && [ ! -f "$BUILD/CMakeCache.txt" ] &&
@@ -131,30 +154,100 @@ fi
 source "$HERE/check_build.sh"
 
 selected() {  # whether step $1 runs
+  local o
   case "$1" in
     environment) return 0 ;;
     build) [ "$SKIP_BUILD" = 0 ] ;;
-    *) [ "$CONFIGURE_ONLY" = 0 ] && { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; } ;;
+    *)
+      [ "$CONFIGURE_ONLY" = 0 ] || return 1
+      [ -z "$ONLY" ] && return 0
+      for o in ${ONLY//,/ }; do only_names "$1" "$o" && return 0; done
+      return 1 ;;
   esac
 }
 step_args() {  # the arguments of the step function of step $1
   case "$1" in
-    bench_h3_1344x768x209) echo "bench_h3 62 48 84" ;;
-    bench_h3_1536x2688x111) echo "bench_h3 33 96 168" ;;
+    bench_h3_1344x768x209_fp16) echo "bench_h3 62 48 84 float16" ;;
+    bench_h3_1344x768x209_bf16) echo "bench_h3 62 48 84 bfloat16" ;;
+    bench_h3_1536x2688x111_fp16) echo "bench_h3 33 96 168 float16" ;;
+    bench_h3_1536x2688x111_bf16) echo "bench_h3 33 96 168 bfloat16" ;;
     *) echo "$1" ;;
   esac
 }
-default_timeout() {
+# step_limits NAME: "CAP MIN RESERVED" in seconds. CAP: the step's default
+# timeout. MIN: the least time in which it gives its figures (a benchmark's
+# minimum covers building its weights and its sequential decode if the
+# decoder is within about twice the issue's target; its stacked half may
+# then be cut); a step is not started with less. RESERVED 1: its minimum is
+# kept free while the steps before it run. The GPU figures are estimates:
+# nothing here has run on a GPU yet. On --cpu-only the steps that need a
+# GPU end at once with their reason (no minimum, nothing reserved) and the
+# CPU decodes get CPU-sized caps.
+step_limits() {
+  if [ "$MODE" = cpu ]; then
+    case "$1" in
+      environment) echo "60 5 0" ;;
+      build) echo "10800 60 0" ;;
+      ctest_gpu) echo "300 20 0" ;;
+      golden_h3) echo "900 60 0" ;;
+      ipc_decode|sticky_error) echo "300 20 0" ;;
+      *) echo "60 1 0" ;;  # matmul_bf16, ipc_client_death, bench_h3_*: skipped on a CPU build
+    esac
+    return
+  fi
   case "$1" in
-    environment) echo 30 ;;
-    build) [ "$MODE" = cpu ] && echo 10800 || echo 330 ;;
-    ctest_gpu) echo 120 ;;
-    golden_h3) echo 120 ;;
-    sticky_error) echo 60 ;;
-    ipc_decode) echo 90 ;;
-    matmul_bf16) echo 45 ;;
-    bench_h3_*) echo 240 ;;
+    environment) echo "20 5 0" ;;
+    build) echo "330 90 0" ;;
+    ctest_gpu) echo "90 20 0" ;;
+    golden_h3) echo "75 25 1" ;;
+    ipc_decode) echo "60 25 1" ;;
+    matmul_bf16) echo "30 10 0" ;;
+    bench_h3_1344x768x209_fp16) echo "150 50 1" ;;
+    sticky_error) echo "40 15 0" ;;
+    ipc_client_death) echo "90 50 0" ;;
+    bench_h3_1536x2688x111_fp16) echo "150 60 1" ;;
+    bench_h3_1344x768x209_bf16) echo "150 50 0" ;;
+    bench_h3_1536x2688x111_bf16) echo "150 60 0" ;;
   esac
+}
+# plan_step NAME LEFT: sets PLAN_TIMEOUT (the cut timeout), PLAN_CAP,
+# PLAN_MIN, PLAN_KEPT (seconds kept for later steps) and PLAN_KEPT_FOR (their
+# names) for step NAME starting with LEFT seconds of the budget. Kept: the
+# minimums of the later selected reserved steps, in order, as long as they
+# fit into LEFT (with this step's own minimum first when it is reserved
+# itself, or environment/build, which every later step needs); a minimum
+# that cannot fit any more is not kept, since that step will be skipped
+# anyway.
+plan_step() {
+  local name=$1 left=$2 reserved later=0 s min res room
+  read -r PLAN_CAP PLAN_MIN reserved <<<"$(step_limits "$name")"
+  PLAN_KEPT=0 PLAN_KEPT_FOR=""
+  room=$left
+  case "$name" in environment|build) reserved=1 ;; esac
+  [ "$reserved" = 1 ] && room=$((left - PLAN_MIN))
+  for s in "${STEPS_ALL[@]}"; do
+    if [ "$s" = "$name" ]; then later=1; continue; fi
+    [ $later = 1 ] && selected "$s" || continue
+    read -r _ min res <<<"$(step_limits "$s")"
+    [ "$res" = 1 ] && [ $((PLAN_KEPT + min)) -le "$room" ] || continue
+    PLAN_KEPT=$((PLAN_KEPT + min))
+    PLAN_KEPT_FOR+="${PLAN_KEPT_FOR:+, }$s"
+  done
+  PLAN_TIMEOUT=$((left - PLAN_KEPT))
+  [ "$PLAN_TIMEOUT" -gt "$PLAN_CAP" ] && PLAN_TIMEOUT=$PLAN_CAP
+  return 0
+}
+# Why step NAME (planned by plan_step with LEFT seconds) does not start.
+budget_reason() {
+  local name=$1 left=$2
+  echo -n "not enough budget left for this step's minimum of $PLAN_MIN s: $left s left of --budget $BUDGET s"
+  [ "$PLAN_KEPT" -gt 0 ] && echo -n ", $PLAN_KEPT s of it kept for the minimums of $PLAN_KEPT_FOR"
+  if [ "$name" = build ]; then echo " (a larger --budget, or --skip-build on a built folder)"
+  else echo " (rerun: --skip-build --only $name)"; fi
+}
+# Steps that a CPU build skips at once (their functions say why).
+needs_gpu() {
+  case "$1" in matmul_bf16|ipc_client_death|bench_h3_*) [ "$MODE" = cpu ] ;; *) return 1 ;; esac
 }
 
 if [ "$DRY_RUN" = 1 ]; then
@@ -162,10 +255,31 @@ if [ "$DRY_RUN" = 1 ]; then
   echo "  carried packages: $( [ "$DEPS" = debs ] && echo "$(ls "$DEBS_DIR"/*.deb 2>/dev/null | wc -l) in $DEBS_DIR" || echo "not used (system packages)")"
   echo "  golden data: $GOLDEN_DIR: $golden_note"
   echo "  Python client: $([ "$PYTHON_CLIENT" = 1 ] && echo built || echo "not built (no Python headers or pybind11 for $(command -v python3))")"
-  echo "  configure: cmake $(configure_args 2>/dev/null | tr '\n' ' ')"
+  echo "  configure (one shell line, after the build step unpacked the packages):"
+  echo "    $(configure_command_line 2>/dev/null)"
+  echo "  steps, worst case (each runs to its cut timeout; a step that ends sooner leaves its time"
+  echo "  to the later ones, and each timeout is recomputed from the clock when its step starts):"
+  elapsed=0 build_skipped=0
   for s in "${STEPS_ALL[@]}"; do
-    if selected "$s"; then echo "  step $s: timeout $(default_timeout "$s") s"; else echo "  step $s: not selected"; fi
+    if ! selected "$s"; then echo "    $s: not selected"; continue; fi
+    left=$((BUDGET - elapsed))
+    plan_step "$s" "$left"
+    kept=""
+    [ "$PLAN_KEPT" -gt 0 ] && kept="; $PLAN_KEPT s kept for $PLAN_KEPT_FOR"
+    if [ $build_skipped = 1 ] && [ "$s" != environment ]; then
+      echo "    $s: skipped: the build step was skipped"
+    elif needs_gpu "$s"; then
+      echo "    $s: skipped at once: a CPU build (it needs a GPU)"
+    elif [ "$PLAN_TIMEOUT" -lt "$PLAN_MIN" ]; then
+      echo "    $s: skipped at +${elapsed} s: $(budget_reason "$s" "$left")"
+      [ "$s" = build ] && build_skipped=1
+    else
+      echo "    $s: at +${elapsed} s, timeout $PLAN_TIMEOUT s (cap $PLAN_CAP, minimum $PLAN_MIN$kept)"
+      elapsed=$((elapsed + PLAN_TIMEOUT))
+    fi
+    [ "$s" = ipc_decode ] && echo "    ipc_host_copies: judged from ipc_decode's reply (no time of its own)"
   done
+  echo "  worst-case end: +${elapsed} s of --budget $BUDGET s"
   exit 0
 fi
 
@@ -182,21 +296,27 @@ say() { echo "$*" | tee -a "$LOG"; }
 STARTED=$(date +%s)
 DEADLINE=$((STARTED + BUDGET))
 
-# Runs step $1 in its own process under its timeout, and records it.
+# Runs step $1 in its own process under its cut timeout (plan_step), and
+# records it; skips it when the budget left cannot hold its minimum, or
+# when the build it needs was skipped.
 run_step() {
-  local name=$1 left later=0 timeout t0 rc status seconds s
-  for s in "${STEPS_ALL[@]}"; do
-    [ "$s" = "$name" ] && later=1 && continue
-    [ "$later" -ge 1 ] && selected "$s" && later=$((later + 1))
-  done
-  left=$((DEADLINE - $(date +%s) - 15 * (later - 1)))
-  timeout=$(default_timeout "$name")
-  [ "$left" -lt "$timeout" ] && timeout=$left
+  local name=$1 left timeout t0 rc status seconds plan
   local figures="$WORK/steps/$name.figures.json" reason="$WORK/steps/$name.reason"
-  if [ "$timeout" -lt 10 ]; then
-    echo "the run's time budget (--budget $BUDGET s) was spent before this step" > "$reason"
-    "$REPORT_PY" "$HERE/check_report.py" step "$WORK/steps.jsonl" "$name" skipped 0 0 "$reason"
-    say "[$(($(date +%s) - STARTED))s] $name: skipped (no time left)"
+  left=$((DEADLINE - $(date +%s)))
+  plan_step "$name" "$left"
+  timeout=$PLAN_TIMEOUT
+  plan="{\"cap_s\": $PLAN_CAP, \"min_s\": $PLAN_MIN, \"left_s\": $left, \"kept_for_later_s\": $PLAN_KEPT}"
+  if [ "$name" != environment ] && [ "$name" != build ] && [ -f "$WORK/build-skipped" ]; then
+    echo "the build step was skipped (not enough budget left for it): nothing to run" > "$reason"
+    "$REPORT_PY" "$HERE/check_report.py" step "$WORK/steps.jsonl" "$name" skipped 0 0 "$reason" "" "$plan"
+    say "[$(($(date +%s) - STARTED))s] $name: skipped (no build)"
+    return
+  fi
+  if [ "$timeout" -lt "$PLAN_MIN" ]; then
+    budget_reason "$name" "$left" > "$reason"
+    "$REPORT_PY" "$HERE/check_report.py" step "$WORK/steps.jsonl" "$name" skipped 0 0 "$reason" "" "$plan"
+    say "[$(($(date +%s) - STARTED))s] $name: skipped: $(cat "$reason")"
+    [ "$name" = build ] && touch "$WORK/build-skipped"
     return
   fi
   say "[$(($(date +%s) - STARTED))s] $name: running (timeout ${timeout} s)"
@@ -204,7 +324,7 @@ run_step() {
   t0=$(date +%s.%N)
   # shellcheck disable=SC2046  # step_args splits into the function and its arguments
   STEP=$name STEP_TIMEOUT=$timeout FIGURES=$figures REASON=$reason \
-    timeout -k 10 "$timeout" bash -c 'source "$HERE/check_build.sh"; source "$HERE/check_steps.sh"
+    timeout -k 5 "$timeout" bash -c 'source "$HERE/check_build.sh"; source "$HERE/check_steps.sh"
                                       fn=$1; shift; "step_$fn" "$@"' _ $(step_args "$name") >> "$LOG" 2>&1
   rc=$?
   seconds=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
@@ -216,7 +336,7 @@ run_step() {
     *) status=failed ;;
   esac
   "$REPORT_PY" "$HERE/check_report.py" step "$WORK/steps.jsonl" "$name" "$status" "$seconds" \
-    "$timeout" "$reason" "$figures"
+    "$timeout" "$reason" "$figures" "$plan"
   say "[$(($(date +%s) - STARTED))s] $name: $status (${seconds} s)$( [ -s "$reason" ] && echo ": $(head -n1 "$reason")")"
 }
 
@@ -244,7 +364,7 @@ EOF
 }
 
 export ROOT HERE MODE DEPS BUILD WORK OUT DEBS_DIR GOLDEN_ROOT GOLDEN_DIR REPORT_PY VAED VAECTL
-export PYTHON_CLIENT PYBIND11_CMAKE_DIR BENCH_DTYPES CONFIGURE_ONLY
+export PYTHON_CLIENT PYBIND11_CMAKE_DIR CONFIGURE_ONLY
 say "check.sh: mode $MODE, deps $DEPS, build $BUILD, budget $BUDGET s, golden $golden_note"
 for name in "${STEPS_ALL[@]}"; do
   selected "$name" || continue

@@ -125,22 +125,60 @@ configure_args() {
   printf '%s\n' "${args[@]}"
 }
 
-# Configures $BUILD. DEPS=debs: pkg-config looks only at the carried .pc
-# files, and the carried protoc finds its libraries.
+# Prints its arguments as one shell line: each word single-quoted where
+# the shell would otherwise split or expand it (paths with spaces, the ';'
+# of CMAKE_PREFIX_PATH, '<' and '>').
+shell_quote() {
+  local a line=""
+  for a in "$@"; do
+    if [[ "$a" =~ ^[A-Za-z0-9_./=:,+@%-]+$ ]]; then
+      line+=" $a"
+    else
+      line+=" '$(printf '%s' "$a" | sed "s/'/'\\\\''/g")'"
+    fi
+  done
+  echo "${line# }"
+}
+
+# The environment the configure step sets (NAME=VALUE, one a line).
+# DEPS=debs: pkg-config looks only at the carried .pc files, and the
+# carried protoc finds its libraries (check.sh's runtime library folder).
+configure_env() {
+  if [ "$DEPS" = debs ]; then
+    local root="$BUILD/deps/root"
+    echo "PKG_CONFIG_LIBDIR=$root/usr/lib/x86_64-linux-gnu/pkgconfig:$root/usr/share/pkgconfig"
+    echo "LD_LIBRARY_PATH=$BUILD/deps/runtime"
+  fi
+  # Torch's CMake config picks its CUDA architectures from this (H200: 9.0).
+  [ "$MODE" = gpu ] && echo "TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}"
+  return 0
+}
+
+# The configure command as one line a shell can run as it is (check.sh
+# --dry-run prints it; the build step logs it).
+configure_command_line() {
+  local args=() env=()
+  mapfile -t args < <(configure_args)
+  mapfile -t env < <(configure_env)
+  if [ ${#env[@]} -gt 0 ]; then
+    shell_quote env "${env[@]}" cmake "${args[@]}"
+  else
+    shell_quote cmake "${args[@]}"
+  fi
+}
+
+# Configures $BUILD.
 configure_build() {
-  local args=()
+  local args=() e
   if [ "$MODE" = gpu ] && ! python3 -c 'import torch' 2>/dev/null; then
     echo "configure: $(command -v python3) cannot import torch: no LibTorch to build against"
     return 1
   fi
   mapfile -t args < <(configure_args)
-  if [ "$DEPS" = debs ]; then
-    local root="$BUILD/deps/root"
-    export PKG_CONFIG_LIBDIR="$root/usr/lib/x86_64-linux-gnu/pkgconfig:$root/usr/share/pkgconfig"
-  fi
-  # Torch's CMake config picks its CUDA architectures from this (H200: 9.0).
-  export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
-  echo "configure: cmake ${args[*]}"
+  while IFS= read -r e; do
+    case "$e" in LD_LIBRARY_PATH=*) ;; *) export "${e?}" ;; esac  # check.sh sets LD_LIBRARY_PATH
+  done < <(configure_env)
+  echo "configure: $(configure_command_line 2>/dev/null)"
   cmake "${args[@]}"
 }
 

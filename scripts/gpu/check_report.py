@@ -8,9 +8,12 @@ Usage:
                                             parses (numbers, true, null, ...),
                                             else kept as a string; KEY may be
                                             dotted (a.b sets {"a": {"b": ...}})
-  check_report.py step STEPS NAME STATUS SECONDS TIMEOUT [REASON_FILE [FIGURES_FILE]]
+  check_report.py step STEPS NAME STATUS SECONDS TIMEOUT [REASON_FILE [FIGURES_FILE [BUDGET]]]
                                             append one step record to STEPS
-                                            (JSON lines)
+                                            (JSON lines); BUDGET: a JSON
+                                            object, how its timeout was cut
+                                            (cap_s, min_s, left_s,
+                                            kept_for_later_s)
   check_report.py final STEPS META OUT      write OUT = {meta..., steps: [...],
                                             summary: {status: count}} and print
                                             a table of the steps
@@ -73,7 +76,7 @@ def read_text(path):
         return f.read().strip()
 
 
-def cmd_step(steps, name, status, seconds, timeout, reason_file="", figures_file=""):
+def cmd_step(steps, name, status, seconds, timeout, reason_file="", figures_file="", budget=""):
     if status not in STATUSES:
         reason = f"step ended with unknown status '{status}'"
         status = "failed"
@@ -84,6 +87,11 @@ def cmd_step(steps, name, status, seconds, timeout, reason_file="", figures_file
         reason = (reason + "; " if reason else "") + problem
     record = {"name": name, "status": status, "seconds": round(float(seconds), 1),
               "timeout_s": int(timeout), "reason": reason, "figures": figures}
+    if budget:
+        try:
+            record["budget"] = json.loads(budget)
+        except ValueError:
+            record["budget"] = budget
     with open(steps, "a") as f:
         f.write(json.dumps(record) + "\n")
 
@@ -115,7 +123,7 @@ def main(argv):
     command, args = argv[1], argv[2:]
     if command == "set" and len(args) >= 1:
         cmd_set(args[0], args[1:])
-    elif command == "step" and 5 <= len(args) <= 7:
+    elif command == "step" and 5 <= len(args) <= 8:
         cmd_step(*args)
     elif command == "final" and len(args) == 3:
         cmd_final(*args)

@@ -13,6 +13,17 @@ readonly PASSED=0 FAILED=1 MISSING=3 SKIPPED=4
 
 fig() { "$REPORT_PY" "$HERE/check_report.py" set "$FIGURES" "$@"; }
 reason() { echo "$*" >> "$REASON"; }
+# The "reason" a step's helper wrote into $FIGURES (empty when none).
+figure_reason() {
+  "$REPORT_PY" -c 'import json, sys
+try:
+    print(json.load(open(sys.argv[1])).get("reason", ""))
+except (OSError, ValueError, AttributeError):
+    pass' "$FIGURES"
+}
+# Lines of a daemon log that report a CUDA error (shm/src/cuda_status.cc,
+# daemon/models/torch_status.cc's sticky messages, CUDA's own).
+CUDA_ERROR_PATTERN='cuda error|cudaError|CUDA_ERROR|illegal memory access|illegal instruction|misaligned address|unspecified launch failure|device-side assert|sticky device error|context is destroyed'
 
 # Whether this build defines target $1 (check.sh lists them after configuring).
 defined() { grep -qxF "$1" "$WORK/targets.txt" 2>/dev/null; }
@@ -174,7 +185,7 @@ step_ctest_gpu() {
     return $MISSING
   fi
   VAED_SHARED_DIR="$GOLDEN_ROOT" ctest --test-dir "$BUILD" -L gpu --output-on-failure \
-    --output-junit "$junit" --timeout "$((STEP_TIMEOUT - 10))"
+    --output-junit "$junit" --timeout "$((STEP_TIMEOUT > 20 ? STEP_TIMEOUT - 10 : STEP_TIMEOUT - 3))"
   rc=$?
   "$REPORT_PY" - "$junit" "$FIGURES" <<'EOF'
 import json, sys, xml.etree.ElementTree as ET
@@ -272,6 +283,80 @@ step_ipc_decode() {
   esac
 }
 
+# A worker SIGKILLed while the daemon decodes into its CUDA tensors (issue
+# 19 §5: "client dies during a decode into a CUDA region"): client_death.py
+# kills ipc_worker.py --mode long in the middle of a slow decode (the
+# golden tiny model, 96 tile calls each 50 ms late by the slow_tiles fault)
+# and checks with `vaectl status --json` that the dead client and its
+# regions are gone and the daemon is healthy, then that a fresh worker
+# decodes correctly. Here: that the daemon is still running afterwards and
+# that its log has no CUDA error.
+step_ipc_client_death() {
+  local rc helper_rc helper_s config="$WORK/client-death.toml" errors
+  if [ "$MODE" = cpu ]; then
+    reason "CPU build: the dying worker's latent and output are CUDA tensors decoded on a CUDA rank; this step needs a GPU"
+    return $SKIPPED
+  fi
+  if [ "$PYTHON_CLIENT" = 0 ]; then
+    reason "no Python client in this build (no Python headers for this python3)"
+    return $MISSING
+  fi
+  if ! "$CLIENT_PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    reason "no CUDA device for torch here: the worker's tensors cannot be CUDA tensors"
+    return $SKIPPED
+  fi
+  need_golden || return $SKIPPED
+  need_program "$VAED" vaed || return
+  need_program "$VAECTL" vaectl || return
+  daemon_has_cuda_ranks || return $MISSING
+  write_daemon_config "$config" faults
+  start_daemon --config "$config" --model "$(golden_model_arg)" || { stop_daemon; return $FAILED; }
+  # The helper's time: what is left of the step (SECONDS counts from the
+  # step's start) less the daemon's stop (at most 15 s) and this function's
+  # own checks.
+  helper_s=$((STEP_TIMEOUT - SECONDS - 18))
+  local started_s=$SECONDS
+  if [ "$helper_s" -lt 15 ]; then
+    reason "only $helper_s s left for the check after the daemon started (step timeout $STEP_TIMEOUT s)"
+    stop_daemon
+    return $FAILED
+  fi
+  PYTHONPATH="$BUILD/python" "$CLIENT_PY" "$HERE/client_death.py" --socket "$DAEMON_SOCKET" \
+    --vaectl "$VAECTL" --latent "$GOLDEN_DIR/video_case_grid_2x2.safetensors" --model h3 \
+    --timeout "$helper_s" --figures "$FIGURES"
+  helper_rc=$?
+  rc=$helper_rc
+  fig daemon_started_after_s "$started_s" helper_timeout_s "$helper_s"  # after: the helper writes $FIGURES anew
+  if kill -0 "$DAEMON_PID" 2>/dev/null; then
+    fig daemon_running_after true
+  else
+    fig daemon_running_after false
+    [ $rc -eq 0 ] && rc=1 && reason "the daemon exited during the check"
+  fi
+  stop_daemon
+  # A CUDA error in the daemon's log: its own messages (cuda_status.cc,
+  # torch_status.cc's sticky ones) and CUDA's.
+  errors=$(grep -i -E "$CUDA_ERROR_PATTERN" "$DAEMON_LOG")
+  fig daemon_log_cuda_errors "$(grep -c . <<<"$errors")"
+  if [ -n "$errors" ]; then
+    fig daemon_log_cuda_error_lines "$(head -n 5 <<<"$errors")"
+    reason "the daemon's log has CUDA errors: $(head -n1 <<<"$errors" | cut -c1-200)"
+    [ $rc -eq 0 ] && rc=1
+  fi
+  case $rc in
+    0) return $PASSED ;;
+    3) reason "the Python client has no CUDA path: $(figure_reason)"; return $MISSING ;;
+    4) reason "the worker found no CUDA device: $(figure_reason)"; return $SKIPPED ;;
+    *)
+      if [ "$helper_rc" -ne 0 ]; then
+        local why
+        why=$(figure_reason)
+        reason "${why:-client_death.py exited $helper_rc (see check.log)}"
+      fi
+      return $FAILED ;;
+  esac
+}
+
 step_matmul_bf16() {
   if [ "$MODE" = cpu ]; then reason "CPU build: the reference is the GPU's bf16 matmul"; return $SKIPPED; fi
   python3 "$HERE/matmul_tflops.py" --figures "$FIGURES"
@@ -282,14 +367,21 @@ step_matmul_bf16() {
   esac
 }
 
-# step_bench_h3 T H W: the full-size H3 video decoder (36 blocks x 2048,
-# random weights generated on the device) on latent [1, 24, T, H, W]:
-# BENCH_DTYPES (the official fp16 recipe and bf16), sequential and stacked
-# tiles, through vaed_bench_h3_video. Needs its --device option (GPU
-# decode); without --dtypes it measures what --skip-fp32 leaves (bf16) and
-# says that the fp16 recipe is missing.
+# step_bench_h3 T H W DTYPE: the full-size H3 video decoder (36 blocks x
+# 2048) on latent [1, 24, T, H, W] in compute dtype DTYPE (float16: the
+# official fp16 recipe; bfloat16), sequential and stacked tiles, through
+# vaed_bench_h3_video. Its weights are seeded random values generated on
+# the host (Vit3dDecoder::CreateRandom: windows of one seeded pool, each
+# tensor in the dtype it is stored in), then moved to the GPU once
+# (PlaceWeights), as the weights of a model loaded from a file are; that
+# takes part of the step's time, once per step. Needs the benchmark's
+# --device option (GPU decode); without --dtypes only bfloat16 can be
+# measured (--skip-fp32) and the float16 steps end missing. The benchmark
+# runs under its own timeout a little shorter than the step's, so that a
+# run cut short still leaves the modes it finished in the figures (from
+# the "  float16 sequential: 6.10 s" lines it prints as it goes).
 step_bench_h3() {
-  local t=$1 h=$2 w=$3 bin="$BUILD/ops/bench/vaed_bench_h3_video" help args rc out
+  local t=$1 h=$2 w=$3 dtype=$4 bin="$BUILD/ops/bench/vaed_bench_h3_video" help args rc out limit
   if [ "$MODE" = cpu ]; then
     reason "CPU build: the full-size decoder (36 x 2048) takes hours per decode on a CPU"
     return $SKIPPED
@@ -303,21 +395,27 @@ step_bench_h3() {
   args=(--device cuda --layers 36 --latent-frames "$t" --height-latent "$h" --width-latent "$w"
         --iterations 1 --json)
   if grep -q -- '--dtypes' <<<"$help"; then
-    args+=(--dtypes "$BENCH_DTYPES")
-  else
+    args+=(--dtypes "$dtype")
+  elif [ "$dtype" = bfloat16 ]; then
     args+=(--skip-fp32)
-    fig fp16_recipe "missing: vaed_bench_h3_video has no --dtypes option (measured: bfloat16)"
+  else
+    reason "vaed_bench_h3_video has no --dtypes option: $dtype cannot be selected"
+    return $MISSING
   fi
   out="$WORK/bench-$STEP.txt"
-  echo "bench: $bin ${args[*]}"
-  "$bin" "${args[@]}" > "$out" 2>&1
+  limit=$((STEP_TIMEOUT - 8))
+  [ "$limit" -lt 10 ] && limit=$((STEP_TIMEOUT - 2))
+  echo "bench (timeout ${limit} s): $bin ${args[*]}"
+  timeout -k 3 "$limit" "$bin" "${args[@]}" > "$out" 2>&1
   rc=$?
   cat "$out"
-  fig latent_shape "[1, 24, $t, $h, $w]" command "$(basename "$bin") ${args[*]}" exit_status $rc
+  fig latent_shape "[1, 24, $t, $h, $w]" dtype "$dtype" command "$(basename "$bin") ${args[*]}" \
+    exit_status $rc
   # The JSON the benchmark prints last, with TFLOP/s and their ratio to the
-  # bf16 matmul measured in this run.
+  # bf16 matmul measured in this run; without it (cut short or failed), the
+  # modes it finished, from its progress lines.
   "$REPORT_PY" - "$out" "$FIGURES" "$WORK/steps/matmul_bf16.figures.json" <<'EOF'
-import json, sys
+import json, re, sys
 lines = open(sys.argv[1], errors="replace").read().splitlines()
 starts = [i for i, l in enumerate(lines) if l == "{"]
 figures = json.load(open(sys.argv[2])) if len(sys.argv) > 2 else {}
@@ -331,6 +429,13 @@ except (OSError, ValueError):
     matmul = None
 if bench is None:
     figures["bench"] = "no JSON printed"
+    finished = {}
+    for line in lines:
+        m = re.match(r"^  (float32|float16|bfloat16) (sequential|stacked): ([0-9.]+) s$", line)
+        if m:
+            finished[f"{m.group(1)} {m.group(2)}"] = float(m.group(3))
+    if finished:
+        figures["finished_modes_decode_s"] = finished
 else:
     for mode in bench.get("modes", []):
         if "gflops" in mode:
@@ -344,6 +449,10 @@ else:
     figures["bf16_matmul_tflops_same_run"] = matmul
 json.dump(figures, open(sys.argv[2], "w"), indent=1)
 EOF
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    reason "vaed_bench_h3_video did not finish within ${limit} s (figures.finished_modes_decode_s: the modes it finished)"
+    return $FAILED
+  fi
   if [ $rc -ne 0 ]; then
     reason "vaed_bench_h3_video exited $rc: $(grep -v '^ ' "$out" | tail -n 3 | tr '\n' ' ' | cut -c1-300)"
     return $FAILED

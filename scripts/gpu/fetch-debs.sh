@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares, on this Debian 12 machine, what scripts/gpu/check.sh needs on the
 # GPU machine besides the checkout, in two git-ignored folders that the
-# device call carries (README "GPU: the device check"):
+# device call carries (docs/gpu.md, "The device check"):
 #
 #   .gpu-debs/    the Debian 12 packages of vaed's build dependencies that the
 #                 GPU image lacks (it has CUDA, PyTorch's LibTorch, CMake and

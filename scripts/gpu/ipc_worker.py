@@ -3,6 +3,8 @@
 
 Usage: ipc_worker.py --socket PATH --latent FILE [--key latent] [--model NAME]
                      [--iterations N] --figures FILE
+       ipc_worker.py --mode long --socket PATH [--latent-shape 1,24,T,H,W]
+                     [--slow-tiles] [--model NAME] --figures FILE
 
 The second process of scripts/gpu/check.sh's two-process IPC check (the
 first is the vaed daemon at --socket, decoding on its CUDA ranks). Like a
@@ -36,16 +38,31 @@ Writes its figures as JSON to --figures. Exit status: 0 the CUDA-path frames
 equal the host-path frames; 1 they differ or a decode failed; 3 the client
 has no CUDA path (``Client.decode`` takes no ``stream=``); 4 no CUDA device
 or no torch with CUDA here; 2 bad command line.
+
+``--mode long``: the worker that scripts/gpu/client_death.py kills in the
+middle of its decode (check.sh's ipc_client_death step). It allocates a
+seeded random float32 latent of --latent-shape and its uint8 output as CUDA
+tensors with torch (the output shape from ``Client.plan``), writes its
+figures (shapes, bytes) to --figures *before* it starts the decode (it is
+not expected to live to write them again), prints ``ipc_worker: decoding``
+and makes one decode into them on torch's current stream, tiles one per
+decoder call (``stack_tiling="off"``) and, with --slow-tiles, each tile
+call 50 ms late (``inject_faults=["slow_tiles"]``; the daemon must allow
+fault injection), so that the decode lasts seconds even with the tiny
+golden model. If the decode returns, the figures say how long it took and
+the exit status is 5 (it was meant to be killed first); 3 and 4 as above.
 """
 
 import argparse
 import inspect
 import json
+import os
 import statistics
 import sys
 import time
 
 EXIT_PASSED, EXIT_FAILED, EXIT_MISSING, EXIT_SKIPPED = 0, 1, 3, 4
+EXIT_NOT_KILLED = 5  # --mode long: the decode ended before anyone killed this process
 POISON = 0xAB  # written into the output before the decode
 
 
@@ -104,7 +121,9 @@ def decode_managed(client, latent, expected, o, stream, figures):
     return same
 
 
-def run(o, figures):
+def cuda_client_or_exit(figures):
+    """(torch, vaed_client, Client.decode's parameters), or the exit status
+    when this machine or client cannot decode CUDA tensors."""
     try:
         import torch
     except ImportError as e:
@@ -113,7 +132,6 @@ def run(o, figures):
     if not torch.cuda.is_available():
         figures["reason"] = "torch sees no CUDA device"
         return EXIT_SKIPPED
-    import numpy as np
     import vaed_client
 
     parameters = inspect.signature(vaed_client.Client.decode).parameters
@@ -121,12 +139,57 @@ def run(o, figures):
         figures["reason"] = ("vaed_client.Client.decode has no stream= argument: this client "
                              "takes no CUDA tensors (issue 19 §6 not built yet)")
         return EXIT_MISSING
+    return torch, vaed_client, parameters
+
+
+def run_long(o, figures):
+    """--mode long: one long decode into this process's CUDA tensors."""
+    found = cuda_client_or_exit(figures)
+    if isinstance(found, int):
+        return found
+    torch, vaed_client, parameters = found
+    if "output" not in parameters:
+        figures["reason"] = "vaed_client.Client.decode has no output= argument"
+        return EXIT_MISSING
+    shape = tuple(int(d) for d in o.latent_shape.split(","))
+    figures.update({"mode": "long", "pid": os.getpid(), "device": torch.cuda.get_device_name(),
+                    "latent_shape": list(shape), "slow_tiles": o.slow_tiles})
+    generator = torch.Generator(device="cuda").manual_seed(o.seed)
+    latent = torch.randn(shape, generator=generator, device="cuda", dtype=torch.float32)
+    stream = torch.cuda.current_stream()
+    with vaed_client.Client(o.socket, client_name=o.client_name) as client:
+        plan = client.plan(shape, model=o.model)
+        out_shape = tuple(int(d) for d in plan["output_shape"])
+        out = torch.empty(out_shape, dtype=torch.uint8, device="cuda")
+        out.fill_(POISON)
+        figures.update({"frames_shape": list(out_shape), "latent_bytes": latent.numel() * 4,
+                        "output_bytes": out.numel()})
+        write(o.figures, figures)  # now: this process is meant to die in the decode
+        print(f"ipc_worker: decoding latent {list(shape)} into frames {list(out_shape)} "
+              f"(pid {os.getpid()})", flush=True)
+        faults = ["slow_tiles"] if o.slow_tiles else []
+        t0 = time.perf_counter()
+        client.decode(latent, output=out, model=o.model, stream=stream.cuda_stream,
+                      stack_tiling="off", inject_faults=faults)
+        stream.synchronize()
+        figures["decode_returned_after_s"] = time.perf_counter() - t0
+    figures["reason"] = ("the decode ended before this worker was killed: make it longer "
+                         "(--latent-shape, --slow-tiles)")
+    return EXIT_NOT_KILLED
+
+
+def run(o, figures):
+    found = cuda_client_or_exit(figures)
+    if isinstance(found, int):
+        return found
+    torch, vaed_client, parameters = found
+    import numpy as np
     figures["device"] = torch.cuda.get_device_name()
     latent_host = np.ascontiguousarray(vaed_client.read_safetensors(o.latent)[o.key])
     figures["latent_shape"] = list(latent_host.shape)
     stream = torch.cuda.current_stream()
     latent = torch.from_numpy(latent_host).to("cuda")  # the worker's own allocation
-    with vaed_client.Client(o.socket, client_name="ipc-worker") as client:
+    with vaed_client.Client(o.socket, client_name=o.client_name) as client:
         host = client.decode(latent_host, model=o.model, copy=True)
         expected = torch.from_numpy(np.ascontiguousarray(host.frames))
         figures["frames_shape"] = list(expected.shape)
@@ -177,18 +240,37 @@ def run(o, figures):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--mode", choices=("compare", "long"), default="compare",
+                   help="compare: CUDA path vs host path (default); long: one long decode, "
+                        "to be killed in the middle (client_death.py)")
     p.add_argument("--socket", required=True)
-    p.add_argument("--latent", required=True, help="safetensors file holding the latent")
+    p.add_argument("--latent", help="safetensors file holding the latent (--mode compare)")
     p.add_argument("--key", default="latent")
     p.add_argument("--model", default="")
     p.add_argument("--iterations", type=int, default=5)
+    p.add_argument("--latent-shape", default="1,24,32,48,48",
+                   help="--mode long: the random latent's shape (default: 6 windows x 4x4 "
+                        "tiles of the H3 video decoder)")
+    p.add_argument("--seed", type=int, default=19)
+    p.add_argument("--slow-tiles", action="store_true",
+                   help="--mode long: inject_faults slow_tiles (50 ms before each tile call)")
+    p.add_argument("--client-name", default="ipc-worker")
     p.add_argument("--figures", required=True)
     o = p.parse_args()
     if o.iterations < 1:
         p.error("--iterations must be at least 1")
+    if o.mode == "compare" and not o.latent:
+        p.error("--latent is required with --mode compare")
+    if o.mode == "long":
+        try:
+            shape = [int(d) for d in o.latent_shape.split(",")]
+        except ValueError:
+            shape = []
+        if len(shape) != 5 or min(shape) < 1:
+            p.error(f"--latent-shape must be 5 positive integers, got '{o.latent_shape}'")
     figures = {}
     try:
-        code = run(o, figures)
+        code = run_long(o, figures) if o.mode == "long" else run(o, figures)
     except Exception as e:  # the figures gathered so far still go out
         figures["reason"] = f"{type(e).__name__}: {e}"
         code = EXIT_FAILED

@@ -8,7 +8,7 @@ The request decodes a seeded random float32 latent of --shape (default: the
 built-in demo model's [1, 32, 2, 2]) with ``inject_faults=["device_fatal"]``:
 the rank reports a sticky CUDA error ("illegal memory access"), after which
 the daemon must call itself unhealthy, refuse decodes and exit non-zero
-(README "Reliability"; tests/integration/lifecycle_test.cc checks the same
+(docs/reliability.md, "Sticky device errors"; tests/integration/lifecycle_test.cc checks the same
 on the CPU). This script checks the client side: the decode fails, and the
 daemon's status (if it still answers) is unhealthy. scripts/gpu/check.sh
 then waits for the daemon to exit and records its exit status.

@@ -161,7 +161,7 @@ Result<std::unique_ptr<CudaIpcMapping>> CudaIpcMapping::Open(const std::string& 
   }
   if (device < 0) {
     return NotFound(
-        "region.device_uuid '" + device_uuid + "' is not a device visible to vaed" +
+        "register_region.cuda.device_uuid '" + device_uuid + "' is not a device visible to vaed" +
         (visible.empty() ? std::string(" (no devices visible)") : " (visible: " + visible + ")"));
   }
 

@@ -8,16 +8,16 @@ namespace vaed {
 Result<DeviceUuid> CheckCudaIpcArguments(const std::string& handle_bytes, uint64_t claimed_bytes,
                                          const std::string& device_uuid) {
   if (handle_bytes.size() != kCudaIpcHandleBytes) {
-    return InvalidArgument("region.cuda_ipc_handle has " + std::to_string(handle_bytes.size()) +
+    return InvalidArgument("register_region.cuda.ipc_handle has " + std::to_string(handle_bytes.size()) +
                            " bytes; a cudaIpcMemHandle_t has " +
                            std::to_string(kCudaIpcHandleBytes))
-        .WithField("region.cuda_ipc_handle");
+        .WithField("register_region.cuda.ipc_handle");
   }
   if (claimed_bytes == 0) {
-    return InvalidArgument("region.size is 0; a region must hold at least one byte")
-        .WithField("region.size");
+    return InvalidArgument("register_region.cuda.size_bytes is 0; a region must hold at least one byte")
+        .WithField("register_region.cuda.size_bytes");
   }
-  return ParseDeviceUuid(device_uuid, "region.device_uuid");
+  return ParseDeviceUuid(device_uuid, "register_region.cuda.device_uuid");
 }
 
 Status CudaIpcMapping::CheckRange(uint64_t offset, uint64_t size, std::string_view what) const {

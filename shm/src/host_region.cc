@@ -148,10 +148,10 @@ Result<std::unique_ptr<HostRegion>> HostRegion::Open(std::string_view name,
   VAED_RETURN_IF_ERROR(ValidateRegionName(name));
   const std::string label = "region '" + std::string(name) + "'";
   if (claimed_bytes == 0) {
-    return InvalidArgument(label + ": region.size is 0; a region must hold at least one byte");
+    return InvalidArgument(label + ": register_region.host.size_bytes is 0; a region must hold at least one byte");
   }
   if (claimed_bytes > std::numeric_limits<std::size_t>::max()) {
-    return OutOfRange(label + ": region.size " + std::to_string(claimed_bytes) +
+    return OutOfRange(label + ": register_region.host.size_bytes " + std::to_string(claimed_bytes) +
                       " does not fit in this process's address space");
   }
 

@@ -4,7 +4,7 @@
 // library for the internal loader (client/src/cuda_driver.h).
 //
 // What needs a GPU (exporting a real allocation, the stream-ordered
-// events) is not run here; see README.md, "GPU".
+// events) is not run here; see docs/gpu.md.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -45,9 +45,9 @@ std::pair<std::string, std::string> Split(const std::string& key) {
 }
 
 // systemd/vaed.toml sets every key of the tables to its default, so that an
-// operator reads each key where it is explained; models.default is the one
-// key it sets otherwise (to its taef2 entry) and states the default in
-// prose. The [[models.entry]] keys are explained in its comment list.
+// operator reads each key where it is explained; models.default also states
+// its default in prose. The [[models.entry]] keys are explained in its
+// comment list.
 TEST(ConfigTableTest, ExampleConfigSetsEveryKeyToItsDefault) {
   const std::string text = ReadText(kExampleConfig);
   ASSERT_FALSE(text.empty()) << kExampleConfig;
@@ -272,6 +272,29 @@ TEST(RuntimeConfigTest, DeviceKeysAreCheckedBeforeAnythingLoads) {
   auto other = ParseConfigToml("[executor]\ndevice = \"tpu\"\n", "t.toml", DaemonOptions{});
   ASSERT_TRUE(other.ok());
   EXPECT_THAT(ValidateOptions(*other).message(), HasSubstr("executor.device is 'tpu'"));
+}
+
+// Regression (issue 21, new-user list): `vaed --model h3=...` kept the
+// embedded demo model as the default, so a request naming no model went to
+// the demo model and failed on its latent. The first --model of another
+// kind is now the default unless --default-model says otherwise.
+TEST(RuntimeConfigTest, RegressionModelFlagsMakeTheFirstRealModelTheDefault) {
+  auto parse = [](std::vector<std::string> args) {
+    Argv argv(std::move(args));
+    return ParseCommandLine(static_cast<int>(argv.pointers.size()), argv.pointers.data());
+  };
+  CommandLine cli = parse({"vaed", "--model", "d2=demo", "--model", "h3=h3_video",
+                           "--model", "a=h3_audio"});
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_EQ(cli.options.models.default_model, "h3");
+  cli = parse({"vaed", "--model", "h3=h3_video", "--default-model", "demo"});
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_EQ(cli.options.models.default_model, "demo");  // asked for explicitly
+  cli = parse({"vaed", "--model", "d2=demo"});
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_EQ(cli.options.models.default_model, "demo");  // only demos: unchanged
+  cli = parse({"vaed"});
+  EXPECT_EQ(cli.options.models.default_model, "demo");
 }
 
 TEST(RuntimeConfigTest, StackTilingAndBudgetFlags) {

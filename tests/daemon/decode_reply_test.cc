@@ -31,5 +31,27 @@ TEST(DecodeReplyTest, HostCopiesOfTheResultAreInTheReply) {
   EXPECT_EQ(reply.decode().host_copy_bytes(), 123456789012ull);
 }
 
+// Issue 21 (new-user list): there was no way to see the tile grid without
+// decoding. A plan's grid reaches every reply, plan-only ones included.
+TEST(DecodeReplyTest, ThePlansTileGridIsInTheGeometry) {
+  auto model = models::Taef2Decoder::CreateDemo("demo", 0);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  engine::VideoPart video;
+  video.plan.frames = 111;
+  video.plan.tile_rows = 4;
+  video.plan.tile_cols = 4;
+  video.plan.windows = 7;
+  v1::DecodeReply out;
+  FillDecodeGeometry(**model, video, std::nullopt, engine::RequestFacts{}, &out);
+  ASSERT_TRUE(out.has_tiling());
+  EXPECT_EQ(out.tiling().tile_rows(), 4u);
+  EXPECT_EQ(out.tiling().tile_cols(), 4u);
+  EXPECT_EQ(out.tiling().windows(), 7u);
+  // An untiled model's plan has no grid, and the reply no tiling.
+  v1::DecodeReply untiled;
+  FillDecodeGeometry(**model, engine::VideoPart{}, std::nullopt, engine::RequestFacts{}, &untiled);
+  EXPECT_FALSE(untiled.has_tiling());
+}
+
 }  // namespace
 }  // namespace vaed::server

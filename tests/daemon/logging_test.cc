@@ -3,49 +3,29 @@
 // holds, and the per-request decode record reads as key=value (text) or as
 // keys of the line's object (JSON).
 #include "daemon/server/logging.h"
+#include "daemon/server/refusal_rate_limit.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/common/captured_log.h"
+
 namespace vaed::server {
 namespace {
 
+using testing::CapturedLog;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-// Routes spdlog's default logger into a string for the test's duration.
-class CapturedLog {
- public:
-  CapturedLog() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("captured", sink));
-  }
-  ~CapturedLog() {
-    spdlog::set_default_logger(previous_);
-    (void)SetupLogging("text", "info");
-  }
-
-  std::vector<std::string> Lines() {
-    spdlog::default_logger()->flush();
-    std::vector<std::string> lines;
-    std::istringstream in(out_.str());
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 nlohmann::json Record() {
   return {{"request_id", 7},
@@ -177,6 +157,52 @@ TEST(LoggingTest, DecodeRecordFollowsTheLevel) {
   ASSERT_TRUE(SetupLogging("json", "warn").ok());
   LogDecodeRecord(Record());
   EXPECT_TRUE(log.Lines().empty());
+}
+
+// Issue 21 (new-user list): refusals other than decodes were free text or
+// not logged at all. Their record has its own event and warning level.
+TEST(LoggingTest, RefusalRecordIsAWarningWithItsOwnEvent) {
+  CapturedLog log;
+  ASSERT_TRUE(SetupLogging("json", "info").ok());
+  LogRefusalRecord({{"request", "unparsable"},
+                    {"outcome", "validation_error"},
+                    {"uid", 1000},
+                    {"pid", 77},
+                    {"error", "protocol_error: message of 5 bytes is not a valid vaed.v1.Request"}});
+  ASSERT_TRUE(SetupLogging("text", "info").ok());
+  LogRefusalRecord({{"request_id", 4}, {"request", "register_region"}, {"outcome", "busy"}});
+  const auto lines = log.Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  const nlohmann::json j = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(j["msg"], "refusal");
+  EXPECT_EQ(j["event"], "refusal");
+  EXPECT_EQ(j["level"], "warning");
+  EXPECT_EQ(j["request"], "unparsable");
+  EXPECT_EQ(j["pid"], 77);
+  EXPECT_THAT(lines[1], HasSubstr("refusal: request_id=4 outcome=busy request=register_region"))
+      << lines[1];
+  // A decode record after it is a decode record again.
+  ASSERT_TRUE(SetupLogging("json", "info").ok());
+  LogDecodeRecord(Record());
+  EXPECT_EQ(nlohmann::json::parse(log.Lines().back())["event"], "decode");
+}
+
+TEST(RefusalRateLimitTest, BurstPerWindowThenCountsWhatItSuppressed) {
+  RefusalRateLimit limit(3, std::chrono::seconds(10));
+  const auto t0 = RefusalRateLimit::Clock::now();
+  uint64_t suppressed = 99;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(limit.Admit(t0 + std::chrono::seconds(i), &suppressed)) << i;
+    EXPECT_EQ(suppressed, 0u);
+  }
+  EXPECT_FALSE(limit.Admit(t0 + std::chrono::seconds(4), &suppressed));
+  EXPECT_FALSE(limit.Admit(t0 + std::chrono::seconds(9), &suppressed));
+  EXPECT_EQ(limit.suppressed_total(), 2u);
+  // The next window: logged again, saying how many were not.
+  ASSERT_TRUE(limit.Admit(t0 + std::chrono::seconds(10), &suppressed));
+  EXPECT_EQ(suppressed, 2u);
+  ASSERT_TRUE(limit.Admit(t0 + std::chrono::seconds(11), &suppressed));
+  EXPECT_EQ(suppressed, 0u);
 }
 
 TEST(LoggingTest, BadFormatOrLevelNamesTheKey) {

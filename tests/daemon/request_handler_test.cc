@@ -23,10 +23,13 @@
 #include "vaed/device_uuid.h"
 #include "vaed/wire.h"
 
+#include "tests/common/captured_log.h"
+
 namespace vaed::server {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -940,6 +943,78 @@ TEST_F(RequestHandlerTest, AnInputsReadyEventIsCheckedAndRefusedForHostLatents) 
   EXPECT_EQ(host.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(host.message(), HasSubstr("host regions"));
   EXPECT_TRUE(sink_.jobs.empty());
+}
+
+// Regression (issue 21, new-user list): an output of the wrong shape was
+// refused with "model 'demo' writes uint8 NHWC uint8 [...]": the format's
+// name already holds the dtype, and the dtype was appended again.
+TEST_F(RequestHandlerTest, RegressionAWrongOutputShapeNamesTheFormatOnce) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  Regions r = MakeRegions();
+  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
+  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
+  ASSERT_TRUE(in.ok() && out.ok());
+  v1::Request req = Decode(c, *in, *out);
+  req.mutable_decode()->mutable_output()->set_size_bytes(kOutputBytes / 2);
+  req.mutable_decode()->mutable_output()->set_shape(1, kOutputShape[1] / 2);
+  const Status s = ErrorOf(Send("a", p, req));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("writes uint8 NHWC " + ShapeToString(kOutputShape)));
+  EXPECT_THAT(s.message(), Not(HasSubstr("uint8 NHWC uint8")));
+}
+
+// Regression (issue 21, new-user list): status said "0 served, 8 failed"
+// while its outcomes counted 4 (plan-only refusals and refusals before a
+// request parsed were "failed" but no outcome), a plan refused before the
+// decode was sent (the Python client plans first) was in no outcome and no
+// metric, refusals were logged as free text, and protocol errors not at
+// all. Now served/failed are the outcome counts, a refused plan is a
+// refused request, and every refusal has a record in the log.
+TEST_F(RequestHandlerTest, RegressionServedFailedAndOutcomesCountTheSameRequests) {
+  testing::CapturedLog log;
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  Regions r = MakeRegions();
+  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
+  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
+  ASSERT_TRUE(in.ok() && out.ok());
+  v1::Request refused_plan = Decode(c, *in, *out);
+  refused_plan.mutable_decode()->set_plan_only(true);
+  refused_plan.mutable_decode()->mutable_latent()->set_shape(1, 16);  // demo needs 32 channels
+  EXPECT_EQ(ErrorOf(Send("a", p, refused_plan)).code(), StatusCode::kInvalidArgument);
+  v1::Request plan = Decode(c, *in, *out);
+  plan.mutable_decode()->set_plan_only(true);
+  EXPECT_TRUE(ErrorOf(Send("a", p, plan)).ok());  // a plan answered: not a decode answered
+  v1::Request refused = Decode(c, *in, *out);
+  refused.mutable_decode()->mutable_output()->set_size_bytes(7);
+  EXPECT_EQ(ErrorOf(Send("a", p, refused)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ErrorOf(Send("a", p, std::string(5, '\xff'))).code(), StatusCode::kProtocolError);
+
+  const v1::StatusReply status = StatusNow();
+  EXPECT_EQ(status.requests_served(), 0u);
+  EXPECT_EQ(status.requests_failed(), 2u);
+  uint64_t outcomes = 0;
+  for (const v1::OutcomeCount& o : status.outcomes()) {
+    if (o.outcome().find("fallback") == std::string::npos) outcomes += o.count();
+  }
+  EXPECT_EQ(outcomes, status.requests_served() + status.requests_failed());
+  EXPECT_EQ(status.protocol_errors(), 1u);
+
+  int decode_records = 0, refusal_records = 0;
+  for (const std::string& line : log.Lines()) {
+    if (line.find("decode: ") != std::string::npos) {
+      ++decode_records;
+      EXPECT_THAT(line, HasSubstr("outcome=validation_error")) << line;
+    }
+    if (line.find("refusal: ") != std::string::npos) {
+      ++refusal_records;
+      EXPECT_THAT(line, HasSubstr("request=unparsable")) << line;
+      EXPECT_THAT(line, HasSubstr("pid=100")) << line;
+    }
+  }
+  EXPECT_EQ(decode_records, 2);
+  EXPECT_EQ(refusal_records, 1);
 }
 
 TEST_F(RequestHandlerTest, OversizedAndBodylessMessagesAreProtocolFaults) {

@@ -19,6 +19,7 @@ namespace {
 
 using models::CompileMode;
 using models::StackTiling;
+using ::testing::HasSubstr;
 
 std::string TinyConfig() {
   return std::string(VAED_SHARED_DIR) + "/golden/h3/video_tiny_config.json";
@@ -88,6 +89,27 @@ TEST_F(WarmUpPlanTest, EveryWarmShapeOfTheModelIsPlannedWithItsLatentAndEntry) {
   EXPECT_EQ((*plan)[0].shape.latent_shape, (std::vector<int64_t>{1, 24, 12, 16, 16}));
   EXPECT_EQ((*plan)[1].shape.field, "models.entry[0].warm_shapes[1]");
   EXPECT_EQ((*plan)[1].shape.latent_shape, (std::vector<int64_t>{1, 24, 12, 20, 8}));
+}
+
+// Regression (issue 19 review): warm_shapes skipped the memory check every
+// request gets, so warm_shapes = ["16384x16384"] went on to allocate ~309 GB
+// at start-up instead of being refused. Now a warm shape is planned and
+// checked against what one request may use, naming the entry.
+TEST_F(WarmUpPlanTest, RegressionAWarmShapeNoRequestCouldDecodeIsRefusedNamingTheEntry) {
+  auto registry = Registry("off");
+  ASSERT_NE(registry, nullptr);
+  const engine::RequestMemory tiny{.known = true, .bytes = 1 << 20,
+                                   .source = "executor.memory_budget_mib = 1 MiB"};
+  auto plan = PlanWarmUps(*registry, ProfileOptions{}, tiny);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(plan.status().field(), "models.entry[0].warm_shapes[0]");
+  EXPECT_THAT(plan.status().message(), HasSubstr("warm_shapes[0] = \"16x16\""));
+  EXPECT_THAT(plan.status().message(), HasSubstr("executor.memory_budget_mib = 1 MiB"));
+  // Enough memory (or none known): planned as before.
+  const engine::RequestMemory ample{.known = true, .bytes = uint64_t{64} << 30,
+                                    .source = "test"};
+  EXPECT_TRUE(PlanWarmUps(*registry, ProfileOptions{}, ample).ok());
 }
 
 TEST_F(WarmUpPlanTest, SafeDefaultRunsEagerThenBuildsThePlansOptimizedWouldUse) {

@@ -87,6 +87,22 @@ TEST(RankDevicesTest, ConfiguredListsAreCheckedWithoutADevice) {
   EXPECT_TRUE(ParseConfiguredDevices({}, 5).ok());
 }
 
+// Regression (issue 19 review): the executor gave local rank r's NCCL
+// communicator CUDA device r, while its models sit on its UUID-ordered
+// device, so with CUDA_VISIBLE_DEVICES=2,0,1 (or a configured subset) every
+// collective met tensors on another device. The communicator's device now
+// comes from here: the rank's own device.
+TEST(RankDevicesTest, RegressionNcclDeviceOfARankIsItsUuidOrderedDeviceNotItsIndex) {
+  auto assigned = AssignRankDevices(Visible(), {kC, kA}, 2);
+  ASSERT_TRUE(assigned.ok()) << assigned.status().ToString();
+  std::vector<RankDevice> ranks;
+  for (const CudaDevice& d : *assigned) ranks.push_back({.is_cuda = true, .cuda = d});
+  EXPECT_EQ(CudaOrdinalOfRank(ranks, 0), 1);  // kA is visible as ordinal 1
+  EXPECT_EQ(CudaOrdinalOfRank(ranks, 1), 0);  // kC is visible as ordinal 0
+  EXPECT_EQ(CudaOrdinalOfRank(ranks, 2), -1);  // no such rank
+  EXPECT_EQ(CudaOrdinalOfRank({RankDevice{}}, 0), -1);  // a CPU rank
+}
+
 TEST(RankDevicesTest, CpuRanksNeedNoDevice) {
   auto r = ResolveRankDevices("cpu", {}, 3);
   ASSERT_TRUE(r.ok());

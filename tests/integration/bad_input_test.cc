@@ -375,7 +375,7 @@ TEST_F(BadInputTest, RejectsCudaRegionOnCpuBuild) {
   reply = client_->SendRaw(req.SerializeAsString());
   ASSERT_TRUE(reply.ok() && reply->has_error());
   ExpectError(FromProtoError(reply->error()), StatusCode::kInvalidArgument, "32 hex digits");
-  EXPECT_EQ(reply->error().field(), "region.device_uuid");
+  EXPECT_EQ(reply->error().field(), "register_region.cuda.device_uuid");
   ExpectStillServing();
 }
 

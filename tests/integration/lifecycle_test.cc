@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -331,11 +334,53 @@ TEST(CommandLineTest, RejectsBadConfigNamingTheKey) {
   std::remove(cfg.c_str());
 }
 
-TEST(CommandLineTest, FailsToStartOnMissingModelWeights) {
+// Issue 21 §6: a socket directory with the wrong mode was reported only
+// after the models' weights had loaded (minutes for the full model). The
+// weights here are a FIFO: opening it blocks until a writer comes, so a
+// daemon that reads weights before checking the socket directory hangs
+// until the timeout instead of exiting at once.
+TEST(CommandLineTest, RegressionABadSocketDirectoryIsRefusedBeforeAnyWeightFileIsOpened) {
+  char dir_template[] = "/tmp/vaed-open-dir-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  const std::string fifo = dir + "/weights.safetensors";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto started = std::chrono::steady_clock::now();
   testing::RunResult r = testing::RunVaed(
-      {"--socket", "/tmp/vaed-missing-weights.sock", "--model", "taef2=taef2:/nonexistent.st"});
+      {"--socket", dir + "/vaed.sock", "--model", "t=taef2:" + fifo, "--default-model", "t"},
+      std::chrono::seconds(30));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(dir));
+  EXPECT_LT(seconds, 20.0) << "the daemon waited on the weights before checking the socket";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CommandLineTest, ModelFilesAreCheckedBeforeLoadingNamingTheKey) {
+  char dir_template[] = "/tmp/vaed-files-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  testing::RunResult missing = testing::RunVaed(
+      {"--socket", dir + "/vaed.sock", "--model", "t=taef2:" + dir + "/absent.safetensors"});
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("models.entry[1].weights_path"));
+  EXPECT_THAT(missing.output, HasSubstr("does not exist"));
+  testing::RunResult directory =
+      testing::RunVaed({"--socket", dir + "/vaed.sock", "--model", "t=taef2:" + dir});
+  EXPECT_EQ(directory.exit_code, 1) << directory.output;
+  EXPECT_THAT(directory.output, HasSubstr("is not a regular file"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CommandLineTest, FailsToStartOnMissingModelWeights) {
+  // A private socket directory: /tmp itself (mode 1777) is refused first.
+  char dir_template[] = "/tmp/vaed-missing-weights-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  testing::RunResult r = testing::RunVaed(
+      {"--socket", dir + "/vaed.sock", "--model", "taef2=taef2:/nonexistent.st"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("/nonexistent.st"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

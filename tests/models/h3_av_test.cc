@@ -103,6 +103,22 @@ TEST(SummarizeValuesTest, FlagsConstantOutputs) {
   EXPECT_EQ(nan->nonfinite, 4);
 }
 
+// Regression (issue 21, new-user list): an all-NaN output reported rms 0.0
+// and peak 0.0, the figures of silence. With no finite value both are NaN
+// (a reply's sanity says so; vaectl prints "every value non-finite").
+TEST(SummarizeValuesTest, RegressionAllNanIsNotReportedAsSilence) {
+  auto nan = SummarizeValues(torch::full({2, 100}, std::nanf("")), 1.0);
+  ASSERT_TRUE(nan.ok());
+  EXPECT_TRUE(std::isnan(nan->rms));
+  EXPECT_TRUE(std::isnan(nan->peak_abs));
+  auto silent = SummarizeValues(torch::zeros({2, 100}), 1.0);
+  ASSERT_TRUE(silent.ok());
+  EXPECT_EQ(silent->rms, 0.0);
+  auto empty = SummarizeValues(torch::zeros({0}), 1.0);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->rms, 0.0);  // nothing to summarize is not non-finite
+}
+
 TEST(SummarizeValuesTest, LargeAndNonContiguousTensorsMatchASimpleComputation) {
   // 5M values (more than one 4M slice), and a transposed view.
   torch::manual_seed(3);

@@ -161,11 +161,16 @@ TEST(PlanAudioOutputTest, AudioOutOverridesAndDirectoriesGetTheStem) {
   EXPECT_EQ(in_dir->wav, dir / "audio_case.wav");
 }
 
-TEST(PlanAudioOutputTest, FormatNoneWritesNoAudio) {
-  auto p = PlanAudio("none", "", "x.wav");
+TEST(PlanAudioOutputTest, FormatNoneWritesNoAudioUnlessAudioOutNamesIt) {
+  auto p = PlanAudio("none", "", "");
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->wav.empty());
   EXPECT_FALSE(p->mux_audio);
+  // Issue 21: `--format none --audio-out F` writes only the WAV.
+  auto only_wav = PlanAudio("none", "", "x.wav");
+  ASSERT_TRUE(only_wav.ok());
+  EXPECT_EQ(only_wav->wav, "x.wav");
+  EXPECT_FALSE(only_wav->mux_audio);
 }
 
 TEST(PlanAudioOutputTest, WavThatWouldOverwriteTheVideoIsRejected) {
@@ -696,7 +701,7 @@ TEST(FormatDecodeReportTest, AudioOnlyShowsAudioLinesAndNoVideoLines) {
                               "40 latent frames"));
   EXPECT_THAT(text, HasSubstr("2 channels (stereo L,R), 32000 samples at 32000 Hz = 1.000 s, "
                               "float32 planar [2, 32000]"));
-  EXPECT_THAT(text, HasSubstr("rms 0.3088, peak |x| 1.0000, clipped 0.24 %, 0 non-finite"));
+  EXPECT_THAT(text, HasSubstr("audio check  0 non-finite, rms 0.3088, peak |x| 1.0000, clipped 0.24 %"));
   EXPECT_THAT(text, HasSubstr("audio_vae.decode_latent"));
   EXPECT_THAT(text, HasSubstr("audio vs reference (waveform)"));
   EXPECT_THAT(text, HasSubstr("max |diff| 2.78e-05"));
@@ -711,7 +716,7 @@ TEST(FormatDecodeReportTest, AudioOnlyShowsAudioLinesAndNoVideoLines) {
 TEST(FormatDecodeReportTest, JointShowsTheAvLineAndSingularTiling) {
   const std::string text = FormatDecodeReport(H3Report(/*video=*/true, 37));
   EXPECT_THAT(text, HasSubstr("22 frames, 256x256 px (WxH), uint8 NHWC RGB, "));
-  EXPECT_THAT(text, HasSubstr("video check  rms 1.1570, peak |x| 5.5000"));
+  EXPECT_THAT(text, HasSubstr("video check  0 non-finite, rms 1.1570, peak |x| 5.5000"));
   EXPECT_THAT(text, HasSubstr("1 channel (mono), 29600 samples"));
   EXPECT_THAT(text, HasSubstr("A/V          video 0.917 s (22 frames at 24 fps), audio 0.925 s "
                               "(37 latent frames); the video needs 37 audio latent frames: "
@@ -757,6 +762,24 @@ TEST(FormatDecodeReportTest, ConstantOrNonFiniteAudioGetsWarnings) {
   const auto j = DecodeReportToJson(r);
   EXPECT_EQ(j["audio"]["constant"], true);
   EXPECT_EQ(j["audio"]["nonfinite"], 3);
+}
+
+// Issue 21 (new-user list): all-NaN audio read like silence ("rms 0.0000,
+// peak |x| 0.0000"). The daemon now reports NaN figures for an output with
+// no finite value, and the report states the non-finite values first.
+TEST(FormatDecodeReportTest, AllNonFiniteAudioIsSaidSoFirstNotShownAsSilence) {
+  DecodeReport r = H3Report(/*video=*/false, 40);
+  v1::OutputSanity* s = r.reply.mutable_audio()->mutable_sanity();
+  s->set_rms(std::nan(""));
+  s->set_peak_abs(std::nan(""));
+  s->set_nonfinite(64000);
+  const std::string text = FormatDecodeReport(r);
+  EXPECT_THAT(text, HasSubstr("audio check  every value non-finite (NaN/Inf): 64000 non-finite, "
+                              "no rms or peak"));
+  EXPECT_THAT(text, Not(HasSubstr("rms 0.0000")));
+  const auto j = DecodeReportToJson(r);
+  EXPECT_TRUE(j["audio"]["rms"].is_null());
+  EXPECT_TRUE(j["audio"]["peak_abs"].is_null());
 }
 
 TEST(FormatDecodeReportTest, DemoWeightsAreAnnouncedLoudly) {

@@ -23,6 +23,36 @@ TEST(VaectlCliTest, StatusWithoutDaemonSaysSoAndExits2) {
   EXPECT_THAT(r.out, HasSubstr("vaed is not running at /nonexistent/vaed-test.sock: "));
 }
 
+// Issue 21 (new-user list): vaectl ignored $VAED_SOCKET while the Python
+// client honoured it. One rule (vaed/client.h Client::SocketPath): --socket,
+// else $VAED_SOCKET, else /run/vaed/vaed.sock.
+TEST(VaectlCliTest, SocketComesFromTheFlagElseVaedSocketElseTheDefault) {
+  const std::string env = "VAED_SOCKET=/nonexistent/vaed-env.sock ";
+  const auto from_env =
+      vaed::ops_test::RunCommand(env + VAECTL_PATH + " status 2>&1");
+  EXPECT_EQ(from_env.exit_code, 2);
+  EXPECT_THAT(from_env.out, HasSubstr("vaed is not running at /nonexistent/vaed-env.sock"));
+  const auto flag_wins = vaed::ops_test::RunCommand(
+      env + VAECTL_PATH + " --socket /nonexistent/vaed-flag.sock status 2>&1");
+  EXPECT_THAT(flag_wins.out, HasSubstr("vaed is not running at /nonexistent/vaed-flag.sock"));
+  const auto empty_env =
+      vaed::ops_test::RunCommand(std::string("VAED_SOCKET= ") + VAECTL_PATH + " status 2>&1");
+  EXPECT_THAT(empty_env.out, HasSubstr("at /run/vaed/vaed.sock"));
+  EXPECT_THAT(Vaectl("--help").out, HasSubstr("VAED_SOCKET"));
+}
+
+TEST(VaectlCliTest, PlanChecksItsShapesBeforeConnecting) {
+  const auto none = Vaectl("--socket /nonexistent/x.sock plan");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_THAT(none.out, HasSubstr("no latent shape given"));
+  const auto bad = Vaectl("--socket /nonexistent/x.sock plan --shape 1,24,x");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.out, HasSubstr("--shape"));
+  EXPECT_THAT(bad.out, Not(HasSubstr("not running")));
+  const auto good = Vaectl("--socket /nonexistent/x.sock plan --shape 1,24,33,96,168");
+  EXPECT_EQ(good.exit_code, 2);  // as far as connecting
+}
+
 TEST(VaectlCliTest, GlobalOptionsMayFollowTheSubcommand) {
   const auto r = Vaectl("status --json --socket /nonexistent/vaed-test.sock");
   EXPECT_EQ(r.exit_code, 2);

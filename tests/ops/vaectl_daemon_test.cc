@@ -360,6 +360,42 @@ struct H3Daemon {
 
 class VaectlH3DaemonTest : public DaemonSuite<H3Daemon> {};
 
+// Issue 21 (new-user list): the tile grid without decoding.
+TEST_F(VaectlH3DaemonTest, PlanShowsTheTileGridAndWindowsWithoutDecoding) {
+  const CliRun j = Vaectl("plan --shape 1,24,33,96,168 --model hv --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto plan = nlohmann::json::parse(j.out);
+  EXPECT_EQ(plan["frames"], 111);
+  EXPECT_EQ(plan["output_shape"], nlohmann::json({111, 1536, 2688, 3}));
+  // The RFC's shape: 112 tiles per temporal window, 7 windows.
+  EXPECT_EQ(plan["tiling"]["windows"], 7);
+  EXPECT_EQ(plan["tiling"]["tile_rows"].get<int>() * plan["tiling"]["tile_cols"].get<int>(), 112);
+  EXPECT_EQ(plan["tiling"]["tiles"], 784);
+  const CliRun text = Vaectl("plan --shape 1,24,7,16,16 --audio-shape 1,32,37 --model hv");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("tiles        1x1 tiles per window x 1 temporal window = 1 tile"));
+  EXPECT_THAT(text.out, HasSubstr("22 frames, 256x256 px (WxH)"));
+  EXPECT_THAT(text.out, HasSubstr("audio        [1, 32, 37] -> 1 channel, 29600 samples"));
+  const CliRun refused = Vaectl("plan --shape 1,16,7,16,16 --model hv");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("latent.shape[1]"));
+}
+
+TEST_F(VaectlH3DaemonTest, FormatNoneWithAudioOutWritesOnlyTheWav) {
+  // Issue 21: --format none is about video frames; --audio-out still
+  // names the WAV to write, and nothing else is written.
+  const std::string golden = kGolden + "/audio_case_stereo.safetensors";
+  const std::string wav_path = Tmp("only.wav");
+  const CliRun r = Vaectl("decode --audio-latent '" + golden + "' --model a3 --format none " +
+                          "--audio-out '" + wav_path + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["outputs"], nlohmann::json({wav_path}));
+  EXPECT_EQ(j["audio"]["wav"], wav_path);
+  EXPECT_TRUE(std::filesystem::exists(wav_path));
+  EXPECT_GT(std::filesystem::file_size(wav_path), uint64_t{2 * 32000 * 2});  // pcm16 stereo 1 s
+}
+
 TEST_F(VaectlH3DaemonTest, AudioOnlyStereoGoldenWritesWavMatchingTheReference) {
   const std::string golden = kGolden + "/audio_case_stereo.safetensors";
   const std::string wav_path = Tmp("stereo.wav");

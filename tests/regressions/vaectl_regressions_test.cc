@@ -83,10 +83,12 @@ TEST(RegressionTest, VaectlRefusesAnAbsurdRandomLatentWithoutCrashing) {
 }
 
 // Bug: an audio-only decode silently dropped the video output flags it
-// cannot honour (--format mp4/raw, --out, and --audio-out with --format
-// none). Fixed in 840798b (issue-4 review fixes): refused before
-// connecting, naming the flag. Before: accepted, and nothing was written
-// where the user asked. (Was VaectlCliTest.AudioOnlyDecodeRefusesVideoOutputFlags.)
+// cannot honour (--format mp4/raw, --out). Fixed in 840798b (issue-4 review
+// fixes): refused before connecting, naming the flag. Before: accepted, and
+// nothing was written where the user asked. (Was
+// VaectlCliTest.AudioOnlyDecodeRefusesVideoOutputFlags.) `--format none
+// --audio-out F` was refused too; since issue 21 it writes only the WAV
+// (VaectlFormatNoneWithAudioOutIsAccepted below).
 TEST(RegressionTest, VaectlAudioOnlyDecodeRefusesVideoOutputFlags) {
   for (const std::string flags :
        {"--format mp4", "--format raw", "--out /tmp/x/foo.mp4", "--format none --out a.png"}) {
@@ -96,11 +98,21 @@ TEST(RegressionTest, VaectlAudioOnlyDecodeRefusesVideoOutputFlags) {
     EXPECT_THAT(r.out, HasSubstr("this decode has no video latent")) << flags;
     EXPECT_THAT(r.out, Not(HasSubstr("not running"))) << flags;
   }
-  const auto none = Vaectl(
-      "--socket /nonexistent/x.sock decode --random-audio-latent 1,32,4 --format none "
-      "--audio-out a.wav");
-  EXPECT_EQ(none.exit_code, 1);
-  EXPECT_THAT(none.out, HasSubstr("--audio-out a.wav is set but --format none writes no files"));
+}
+
+// Bug (issue 21, new-user list): `vaectl decode --format none --audio-out F`
+// was refused ("--format none writes no files"), so there was no way to
+// write only the WAV of a decode. Now the flags pass the check and the
+// command gets as far as connecting (the daemon suite writes the WAV:
+// VaectlH3DaemonTest.FormatNoneWithAudioOutWritesOnlyTheWav).
+TEST(RegressionTest, VaectlFormatNoneWithAudioOutIsAccepted) {
+  for (const std::string latent : {"--random-audio-latent 1,32,4",
+                                   "--random-latent 1,32,4,4 --random-audio-latent 1,32,4"}) {
+    const auto r = Vaectl("--socket /nonexistent/x.sock decode " + latent +
+                          " --format none --audio-out a.wav");
+    EXPECT_EQ(r.exit_code, 2) << latent << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr("vaed is not running")) << latent;
+  }
 }
 
 }  // namespace

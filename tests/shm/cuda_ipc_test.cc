@@ -17,7 +17,7 @@ TEST(CudaIpcTest, OpenRejectsHandleOfWrongSizeNamingTheField) {
   auto r = CudaIpcMapping::Open(std::string(63, '\0'), 16, kUuid);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.status().field(), "region.cuda_ipc_handle");
+  EXPECT_EQ(r.status().field(), "register_region.cuda.ipc_handle");
   EXPECT_THAT(r.status().message(), ::testing::HasSubstr("has 63 bytes"));
 }
 
@@ -25,14 +25,14 @@ TEST(CudaIpcTest, OpenRejectsMalformedUuidNamingTheField) {
   auto r = CudaIpcMapping::Open(std::string(64, '\0'), 16, "GPU-not-a-uuid");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.status().field(), "region.device_uuid");
+  EXPECT_EQ(r.status().field(), "register_region.cuda.device_uuid");
 }
 
 TEST(CudaIpcTest, OpenRejectsZeroClaimedBytesNamingTheField) {
   auto r = CudaIpcMapping::Open(std::string(64, '\0'), 0, kUuid);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.status().field(), "region.size");
+  EXPECT_EQ(r.status().field(), "register_region.cuda.size_bytes");
 }
 
 TEST(CudaIpcTest, ArgumentChecksReturnTheParsedUuid) {

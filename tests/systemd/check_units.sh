@@ -116,9 +116,36 @@ check_config() {
   echo "PASS: $example parses and sets every key the daemon prints"
 }
 
+# Issue 21 (new-user list): the shipped vaed.toml did not start
+# (/var/lib/vaed/taef2_decoder.safetensors not found). As shipped it must
+# start: the daemon, given the example config and a scratch socket, serves
+# (vaectl status answers) with the demo model as its default.
+check_starts() {
+  local bin=${1:?missing VAED_BINARY} vaectl=${2:?missing VAECTL_BINARY}
+  local example="$dir/vaed.toml" tmp pid status
+  tmp=$(mktemp -d /tmp/vaed-shipped-XXXXXX)
+  "$bin" --config "$example" --socket "$tmp/vaed.sock" > "$tmp/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 600); do
+    [ -S "$tmp/vaed.sock" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if ! status=$("$vaectl" --socket "$tmp/vaed.sock" status --json 2>&1); then
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    cat "$tmp/log"; rm -rf "$tmp"
+    fail "vaed did not start with $example as shipped: $status"
+  fi
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  rm -rf "$tmp"
+  grep -q '"default_model": "demo"' <<< "$status" || fail "default model is not demo: $status"
+  echo "PASS: vaed starts and serves with $example as shipped"
+}
+
 case "$mode" in
   service) check_service "${3:-}" ;;
   sysusers-tmpfiles) check_sysusers_tmpfiles ;;
   config) check_config "${3:-}" ;;
+  starts) check_starts "${3:-}" "${4:-}" ;;
   *) fail "unknown mode '$mode'" ;;
 esac

@@ -72,9 +72,15 @@ namespace vaed::client {
 // The daemon's default control socket.
 inline constexpr const char* kDefaultSocket = "/run/vaed/vaed.sock";
 
+// Environment variable naming the daemon's socket for every client (C++,
+// C ABI, Python, vaectl): one rule, Client::SocketPath.
+inline constexpr const char* kSocketEnvironmentVariable = "VAED_SOCKET";
+
 struct ClientOptions {
-  // Path of the daemon's Unix socket (without "ipc://").
-  std::string socket = kDefaultSocket;
+  // Path of the daemon's Unix socket (without "ipc://"). Empty (the
+  // default): $VAED_SOCKET when set and non-empty, else kDefaultSocket
+  // (Client::SocketPath).
+  std::string socket = "";
   // Shown in the daemon's logs and status.
   std::string client_name = "vaed-client";
   // How long Connect() waits for the connection, and then for the Hello
@@ -227,7 +233,7 @@ struct DecodeRequest {
   // and the connection stays in step), then releases the Client and
   // rethrows that exception to its caller, on the calling thread, whether
   // the decode succeeded or not. No exception unwinds through the library.
-  // The C ABI takes no callback.
+  // The C ABI passes a vaed_progress to a C callback (vaed_c.h vaed_request).
   std::function<void(const v1::Progress&)> progress = nullptr;
   // GPU (requests naming a CUDA region; ignored otherwise): the caller's
   // stream, a CUstream / cudaStream_t value (nullptr or (void*)1 = the
@@ -255,7 +261,14 @@ class VAED_CLIENT_API Client {
   // connection within connect_timeout_ms, as when the daemon's access
   // control refuses this process; or no reply within connect_timeout_ms),
   // kVersionMismatch, and the daemon's refusals (kQuarantined, ...).
+  // ClientOptions.socket is resolved by SocketPath first.
   static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+
+  // The socket a client connects to when asked for `requested`: `requested`
+  // when non-empty, else $VAED_SOCKET when set and non-empty, else
+  // kDefaultSocket. Reads the environment on each call (getenv; not
+  // thread-safe against a concurrent setenv, like getenv itself).
+  static std::string SocketPath(const std::string& requested);
 
   // Stops the heartbeat thread, then sends Goodbye (best effort, at most
   // 0.5 s; skipped when the daemon was found gone).

@@ -6,7 +6,7 @@ here touches CUDA: the stand-ins' pointers are never dereferenced, and
 ``__dlpack__`` must not be called.
 
 The path with a GPU (registering the allocation, stream-ordered events) is
-unrun here; see README.md, "GPU"."""
+unrun here; see docs/gpu.md."""
 
 from __future__ import annotations
 

@@ -142,3 +142,12 @@ def test_plan_reports_output_shapes_without_decoding(client):
     assert plan["planned_only"]
     assert plan["output_shape"] == [22, 320, 320, 3]
     assert plan["audio"]["output_shape"] == [2, 64000]
+    # Issue 21: the tile grid and temporal windows, without decoding.
+    assert plan["tiling"]["tile_rows"] * plan["tiling"]["tile_cols"] >= 1
+    assert plan["tiling"]["windows"] == 1
+    rfc = client.plan((1, 24, 33, 96, 168), model="h3")
+    tiling = rfc["tiling"]
+    assert rfc["frames"] == 111
+    # The RFC's shape: 112 tiles per temporal window, 7 windows.
+    assert tiling["windows"] == 7
+    assert tiling["tile_rows"] * tiling["tile_cols"] == 112

@@ -1,24 +1,29 @@
 """Misuse a DiT worker can run into: fork, interrupted decodes, a cleaned
 /dev/shm, killed workers' segments, huge or mistyped arguments (found by a
-review of the Python client). The tests named test_regression_* guard bugs
-that review found and that were fixed (listed, with their fix commits, in
-tests/regressions/README.md); they stay here because they share the
-session daemon of conftest.py."""
+review of the Python client), and what a new user tripped over (issue 21
+§8: which socket a Client picks, read_safetensors' arrays and errors). The
+tests named test_regression_* guard bugs that review found and that were
+fixed (listed, with their fix commits, in tests/regressions/README.md);
+they stay here because they share the session daemon of conftest.py."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import vaed_client
-from conftest import PYTHON_DIR
+from conftest import H3, PYTHON_DIR, need
 
 
 def latent(seed=0, shape=(1, 32, 8, 8)):
@@ -318,3 +323,175 @@ def test_regression_fork_while_another_thread_decodes(client):
     worker.join()
     assert status is not None, "the forked child hung"
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+# -- Issue 21 §8: one rule for the socket ----------------------------------
+# socket argument (not None) > $VAED_SOCKET (set, not empty) > DEFAULT_SOCKET.
+
+def test_the_default_socket_is_the_daemons():
+    assert vaed_client.DEFAULT_SOCKET == "/run/vaed/vaed.sock"
+
+
+def test_vaed_socket_is_used_when_no_socket_is_given(daemon, monkeypatch):
+    # Read when the Client is made, not when vaed_client was imported.
+    monkeypatch.setenv("VAED_SOCKET", daemon.socket)
+    with vaed_client.Client() as c:
+        assert c.socket == daemon.socket
+        assert c.status()
+    with vaed_client.Client(None) as c:
+        assert c.socket == daemon.socket
+
+
+def test_an_explicit_socket_wins_over_vaed_socket(daemon, monkeypatch, tmp_path):
+    monkeypatch.setenv("VAED_SOCKET", str(tmp_path / "not-this.sock"))
+    with vaed_client.Client(daemon.socket) as c:
+        assert c.socket == daemon.socket
+    with vaed_client.Client(Path(daemon.socket)) as c:  # os.PathLike
+        assert c.socket == daemon.socket
+    # An explicit empty path is refused, not taken as "use $VAED_SOCKET".
+    with pytest.raises(vaed_client.ValidationError, match="socket must be a path"):
+        vaed_client.Client("")
+
+
+@pytest.mark.parametrize("value", [None, ""], ids=["unset", "empty"])
+def test_without_vaed_socket_the_default_is_used(monkeypatch, tmp_path, value):
+    if value is None:
+        monkeypatch.delenv("VAED_SOCKET", raising=False)
+    else:
+        monkeypatch.setenv("VAED_SOCKET", value)
+    # The Client looks DEFAULT_SOCKET up when it is made; point it at a path
+    # with no daemon so that the error shows which socket it tried (a real
+    # daemon may listen on /run/vaed/vaed.sock on this machine).
+    default = str(tmp_path / "default.sock")
+    monkeypatch.setattr(vaed_client._client, "DEFAULT_SOCKET", default)
+    with pytest.raises(vaed_client.DaemonUnavailable) as e:
+        vaed_client.Client(connect_timeout=0.5)
+    assert f"no control socket at {default} " in str(e.value)
+
+
+def test_vaed_socket_is_not_expanded_and_a_relative_path_is_from_the_cwd(daemon, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(daemon.socket))
+    monkeypatch.setenv("VAED_SOCKET", os.path.basename(daemon.socket))
+    with vaed_client.Client() as c:
+        assert c.socket == os.path.basename(daemon.socket)
+        assert c.status()
+    monkeypatch.setenv("HOME", os.path.dirname(daemon.socket))
+    monkeypatch.setenv("VAED_SOCKET", "~/" + os.path.basename(daemon.socket))
+    with pytest.raises(vaed_client.DaemonUnavailable, match="no control socket at ~/"):
+        vaed_client.Client(connect_timeout=0.5)
+
+
+# -- Issue 21 §8: read_safetensors -----------------------------------------
+
+def write_safetensors_file(path: Path, header: dict, data: bytes = b"") -> Path:
+    """A safetensors file with this header and data buffer, written by hand
+    (so that malformed ones can be made too)."""
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)  # the reference writer pads the header to 8 bytes
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+    return path
+
+
+def safetensors_of(path: Path, tensors: dict) -> Path:
+    names = {"<f4": "F32", "<f2": "F16", "<f8": "F64", "<i8": "I64", "<i4": "I32", "|i1": "I8",
+             "|u1": "U8", "<u2": "U16", "|b1": "BOOL"}
+    header, data = {"__metadata__": {"format": "pt"}}, b""
+    for name, array in tensors.items():
+        raw = np.ascontiguousarray(array).tobytes()
+        header[name] = {"dtype": names[array.dtype.str], "shape": list(array.shape),
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    return write_safetensors_file(path, header, data)
+
+
+def test_read_safetensors_gives_every_tensor_with_its_shape_and_dtype(tmp_path):
+    rng = np.random.default_rng(0)
+    tensors = {"latent": rng.standard_normal((1, 4, 2, 3, 5), dtype=np.float32),
+               "half": rng.standard_normal((3, 7)).astype(np.float16),
+               "frames_u8": rng.integers(0, 255, (2, 4, 4, 3), dtype=np.uint8),
+               "step": np.array(7, np.int64), "mask": np.array([True, False, True]),
+               "empty": np.zeros((0, 3), np.float64), "u16": np.arange(5, dtype=np.uint16)}
+    path = safetensors_of(tmp_path / "t.safetensors", tensors)
+    read = vaed_client.read_safetensors(path)  # a Path works, as a str does
+    assert list(read) == list(tensors)  # the file's order; no __metadata__
+    for name, expected in tensors.items():
+        got = read[name]
+        assert got.dtype == expected.dtype and got.shape == expected.shape, name
+        assert got.flags.c_contiguous, name
+        np.testing.assert_array_equal(got, expected)
+    assert vaed_client.read_safetensors(str(path)).keys() == read.keys()
+
+
+def test_read_safetensors_arrays_are_writable_and_never_write_the_file(tmp_path):
+    # Like numpy.load: arrays a user can change in place. They view a
+    # copy-on-write map, so a write changes neither the file nor another
+    # read of it (and costs only the pages written).
+    latent = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    path = safetensors_of(tmp_path / "t.safetensors", {"latent": latent, "other": latent + 1})
+    before = path.read_bytes()
+    first = vaed_client.read_safetensors(path)
+    second = vaed_client.read_safetensors(path)
+    assert first["latent"].flags.writeable and first["other"].flags.writeable
+    first["latent"][...] = -1.0
+    first["latent"] *= 2  # in-place arithmetic too
+    np.testing.assert_array_equal(first["latent"], np.full_like(latent, -2.0))
+    np.testing.assert_array_equal(first["other"], latent + 1)  # its neighbour is untouched
+    np.testing.assert_array_equal(second["latent"], latent)
+    assert path.read_bytes() == before
+    # The arrays outlive the file's name (the map keeps the data).
+    path.unlink()
+    np.testing.assert_array_equal(second["other"], latent + 1)
+
+
+def test_read_safetensors_of_a_real_golden_file_is_writable():
+    golden = need(H3 / "audio_case_one_second.safetensors")
+    latent = vaed_client.read_safetensors(str(golden))["latent"]
+    assert latent.dtype == np.float32 and latent.ndim >= 2 and latent.flags.writeable
+    latent[...] = 0  # copy-on-write: the shared file stays as it is
+    assert vaed_client.read_safetensors(str(golden))["latent"].any()
+
+
+def bad_safetensors_files():
+    good_data = np.zeros(4, np.float32).tobytes()
+    f32 = lambda offsets, shape=(4,): {"x": {"dtype": "F32", "shape": list(shape),  # noqa: E731
+                                             "data_offsets": offsets}}
+    raw_header = lambda text: struct.pack("<Q", len(text)) + text  # noqa: E731
+    return [
+        ("empty", b"", "0 bytes, too short for a safetensors file"),
+        ("short", b"\x01\x02\x03", "3 bytes, too short"),
+        ("header past the end", struct.pack("<Q", 1 << 40) + b"{}", "runs past the file end"),
+        ("not JSON", raw_header(b"{not json"), "header is not JSON"),
+        ("not UTF-8", raw_header(b"\xff\xfe"), "header is not JSON"),
+        ("a JSON list", raw_header(b"[1, 2]"), "header is a JSON list, not an object"),
+        ("no dtype", {"x": {"shape": [4], "data_offsets": [0, 16]}},
+         "tensor 'x': entry .* needs dtype, shape and data_offsets"),
+        ("BF16", {"x": {"dtype": "BF16", "shape": [4], "data_offsets": [0, 8]}},
+         "tensor 'x' has dtype BF16, not supported"),
+        ("negative offsets", f32([-16, 0]), "tensor 'x': data_offsets .* are not \\[begin, end\\]"),
+        ("reversed offsets", f32([16, 0]), "are not \\[begin, end\\]"),
+        ("bad shape", f32([0, 16], (-4,)), "shape \\[-4\\] is not a list of non-negative"),
+        ("size mismatch", f32([0, 12]), "do not match its shape \\[4\\], dtype F32"),
+        ("past the data", f32([16, 32]), "do not match its shape"),
+    ], good_data
+
+
+def test_read_safetensors_errors_name_the_file(tmp_path):
+    cases, data = bad_safetensors_files()
+    for i, (what, content, message) in enumerate(cases):
+        path = tmp_path / f"bad{i}.safetensors"
+        if isinstance(content, dict):
+            write_safetensors_file(path, content, data)
+        else:
+            path.write_bytes(content)
+        with pytest.raises(ValueError) as e:
+            vaed_client.read_safetensors(path)
+        text = str(e.value)
+        assert text.startswith(f"{path}: "), (what, text)
+        assert re.search(message, text), (what, text)
+    # Files that cannot be opened: OSError naming the file.
+    with pytest.raises(FileNotFoundError) as e:
+        vaed_client.read_safetensors(tmp_path / "absent.safetensors")
+    assert e.value.filename == str(tmp_path / "absent.safetensors")
+    with pytest.raises(IsADirectoryError) as e:
+        vaed_client.read_safetensors(tmp_path)
+    assert e.value.filename == str(tmp_path)

@@ -48,8 +48,9 @@ from .errors import NotFound, ValidationError, VaedError
 
 __all__ = ["Client", "SharedRegion", "DecodeResult", "DEFAULT_SOCKET", "sweep_stale_segments"]
 
-#: The daemon's default control socket (``VAED_SOCKET`` overrides it for
-#: :class:`Client` when no socket is given).
+#: The daemon's default control socket, ``/run/vaed/vaed.sock``: what
+#: :class:`Client` connects to when given no socket and ``$VAED_SOCKET`` is
+#: unset or empty (the rule is in the Client docstring).
 DEFAULT_SOCKET: str = _core.DEFAULT_SOCKET
 
 # Every Client, so that a forked child gets fresh locks: one a thread of the
@@ -83,8 +84,20 @@ def _cuda_ordinal(device: Any) -> Optional[int]:
 class Client:
     """A connection to the vaed daemon (one Hello; reconnects by itself).
 
-    ``socket``: path of the daemon's Unix socket; default ``$VAED_SOCKET``,
-    else ``/run/vaed/vaed.sock``. ``client_name``: shown in the daemon's
+    ``socket``: path of the daemon's Unix socket, chosen by this rule (the
+    C++ library's ``Client::SocketPath`` has the same order; there, with no
+    None, an empty ``ClientOptions::socket`` means "not given"):
+
+    1. ``socket`` when given (not None): a ``str`` or ``os.PathLike``, used
+       as is; an empty path is refused (ValidationError), it does not fall
+       back to the environment;
+    2. else ``$VAED_SOCKET`` when it is set and not empty (an empty
+       ``VAED_SOCKET=`` counts as unset), read when the Client is made;
+    3. else :data:`DEFAULT_SOCKET`, ``/run/vaed/vaed.sock``.
+
+    The path is not expanded (no ``~``, no variables); a relative one is
+    taken from the current directory. :attr:`socket` holds the chosen path.
+    ``client_name``: shown in the daemon's
     logs and status (default ``python-<pid>``). Timeouts are in seconds:
     ``connect_timeout`` (connection + Hello), ``request_timeout`` (any reply;
     0 = wait forever), ``reconnect_timeout`` (how long a call may spend
@@ -125,6 +138,7 @@ class Client:
         heartbeats = convert.boolean(heartbeats, "heartbeats")
         if convert.boolean(sweep_stale, "sweep_stale"):
             sweep_stale_segments()
+        #: The socket path this client connects to (see the class docstring).
         self.socket = socket
         self._lock = threading.RLock()
         # Per thread: set while this thread runs a progress callback.
@@ -329,7 +343,9 @@ class Client:
              independent_lengths: bool = False) -> Dict[str, Any]:
         """What decoding these latents would produce, without decoding or
         reading their memory: the DecodeReply dict with ``output_shape``,
-        ``output_bytes``, ``frames``, ``height_px``, ``width_px`` and
+        ``output_bytes``, ``frames``, ``height_px``, ``width_px``, for a
+        tiled model ``tiling`` (``tile_rows`` x ``tile_cols`` tiles per
+        temporal window, ``windows`` temporal windows) and
         ``audio.output_shape``. Latents may be arrays or shape tuples
         (float32 assumed). Raises as :meth:`decode`."""
         self._check_not_in_callback()
@@ -518,7 +534,12 @@ class Client:
         The daemon waits on the device for the work already enqueued on it
         before reading CUDA latents, and the stream waits for the frames
         before this returns: read them on that stream (or synchronise it)
-        without a host copy. A daemon without CUDA ranks
+        without a host copy. That first wait exists only when a latent is a
+        CUDA array: with host latents and a CUDA ``output``, nothing orders
+        the daemon's writes into ``output`` after work already enqueued
+        that still uses that memory (a kernel reading the previous frames,
+        say), so synchronise the stream (or that work) first, or pass a
+        fresh ``output``. A daemon without CUDA ranks
         (:attr:`cuda_devices` empty) refuses CUDA arrays with
         ValidationError ``failed_precondition`` "this daemon has no CUDA
         ranks", naming the argument.

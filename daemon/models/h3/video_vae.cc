@@ -194,6 +194,10 @@ Result<DecodePlan> VideoVae::Plan(DType latent_dtype,
                           latent_shape[2], latent_shape[3], latent_shape[4]));
   plan.peak_bytes_estimate = memory.peak_bytes();
   plan.peak_bytes_terms = memory.Describe();
+  VAED_ASSIGN_OR_RETURN(const TileGrid grid, PlanTileGrid(latent_shape[3], latent_shape[4]));
+  plan.tile_rows = grid.rows.tiles();
+  plan.tile_cols = grid.cols.tiles();
+  plan.windows = temporal->num_windows();
   return plan;
 }
 
@@ -319,14 +323,38 @@ struct VideoVae::CallContext {
   FaultInjection faults;
   int64_t planned_calls = 0;
   int64_t eager_calls = 0;
-  std::string plan_decision;  // the first call's
+  // What each decoder call ran on, in order of first appearance, with the
+  // number of calls (DescribeDecisions: the request's plan_decision).
+  std::vector<std::pair<std::string, int64_t>> decisions;
   std::vector<std::string> plan_events;  // builds, failures
 };
+
+namespace {
+
+// "plan float32 b1 t7 h16 w16: built (1 call); plan float32 b1 t7 h16 w16:
+// hit (7 calls)": every decision of the request, not only the first call's
+// (issue 21: the first call's alone contradicted the call counts).
+std::string DescribeDecisions(const std::vector<std::pair<std::string, int64_t>>& decisions) {
+  std::string out;
+  for (const auto& [decision, calls] : decisions) {
+    if (!out.empty()) out += "; ";
+    out += decision + " (" + std::to_string(calls) + (calls == 1 ? " call)" : " calls)");
+  }
+  return out;
+}
+
+}  // namespace
 
 torch::Tensor VideoVae::DecodeTiles(const torch::Tensor& tiles, CallContext* ctx) {
   const int64_t k = tiles.size(0), t = tiles.size(2), h = tiles.size(3), w = tiles.size(4);
   auto decide = [&](const std::string& decision) {
-    if (ctx->plan_decision.empty()) ctx->plan_decision = decision;
+    for (auto& [seen, calls] : ctx->decisions) {
+      if (seen == decision) {
+        ++calls;
+        return;
+      }
+    }
+    ctx->decisions.emplace_back(decision, 1);
   };
   // Injected faults (tests): thrown where a real failure would surface.
   if (k >= 2 && ctx->faults.oom_stacked > 0) {
@@ -508,7 +536,7 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
     t.planned_calls = ctx.planned_calls;
     t.eager_calls = ctx.eager_calls;
     t.plan_decision = settings.compile == CompileMode::kOff ? "eager (compile off)"
-                                                             : ctx.plan_decision;
+                                                             : DescribeDecisions(ctx.decisions);
     t.estimated_peak_bytes = estimate;
     t.tiles_decoded_here = stats.communication.collectives > 0
                                ? stats.communication.tiles_decoded_here

@@ -43,8 +43,9 @@ inline Status CudaIpcUnavailable() {
 
 // The checks Open() makes before touching CUDA, in every build: the handle
 // has kCudaIpcHandleBytes bytes, claimed_bytes > 0, device_uuid parses
-// (device_uuid.h). Errors: kInvalidArgument naming region.cuda_ipc_handle,
-// region.size or region.device_uuid. On success returns the parsed UUID.
+// (device_uuid.h). Errors: kInvalidArgument naming the protocol field
+// (register_region.cuda.ipc_handle, .size_bytes or .device_uuid). On success
+// returns the parsed UUID.
 Result<DeviceUuid> CheckCudaIpcArguments(const std::string& handle_bytes, uint64_t claimed_bytes,
                                          const std::string& device_uuid);
 
