@@ -256,8 +256,10 @@ step_sticky_error() {
   return $PASSED
 }
 
-step_ipc_decode() {
-  local rc
+# A Python "DiT worker" with CUDA tensors can run here: the build has the
+# Python client, and torch sees a CUDA device. Sets the reason and returns
+# $MISSING or $SKIPPED otherwise.
+need_torch_worker() {
   if [ "$PYTHON_CLIENT" = 0 ]; then
     reason "no Python client in this build (no Python headers for this python3)"
     return $MISSING
@@ -266,6 +268,12 @@ step_ipc_decode() {
     reason "no CUDA device for torch here: the worker's tensors cannot be CUDA tensors"
     return $SKIPPED
   fi
+  return 0
+}
+
+step_ipc_decode() {
+  local rc
+  need_torch_worker || return
   need_golden || return $SKIPPED
   need_program "$VAED" vaed || return
   daemon_has_cuda_ranks || return $MISSING
@@ -297,14 +305,7 @@ step_ipc_client_death() {
     reason "CPU build: the dying worker's latent and output are CUDA tensors decoded on a CUDA rank; this step needs a GPU"
     return $SKIPPED
   fi
-  if [ "$PYTHON_CLIENT" = 0 ]; then
-    reason "no Python client in this build (no Python headers for this python3)"
-    return $MISSING
-  fi
-  if ! "$CLIENT_PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    reason "no CUDA device for torch here: the worker's tensors cannot be CUDA tensors"
-    return $SKIPPED
-  fi
+  need_torch_worker || return
   need_golden || return $SKIPPED
   need_program "$VAED" vaed || return
   need_program "$VAECTL" vaectl || return
