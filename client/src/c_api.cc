@@ -61,9 +61,10 @@ vaed::client::TensorView ToView(const vaed_tensor& t) {
           std::vector<int64_t>(t.shape, t.shape + t.ndim)};
 }
 
-void FillResult(const vaed::v1::DecodeReply& r, vaed_decode_result* out) {
-  if (!out) return;
-  std::memset(out, 0, sizeof(*out));
+// The fields vaed_decode_result (frozen) and vaed_reply share, by name:
+// output geometry, warm/demo flags and the timings.
+template <typename Out>
+void FillCommon(const vaed::v1::DecodeReply& r, Out* out) {
   out->output_ndim = std::min(r.output_shape_size(), VAED_MAX_DIMS);
   for (int i = 0; i < out->output_ndim; ++i) out->output_shape[i] = r.output_shape(i);
   out->output_dtype = r.output_dtype();
@@ -75,10 +76,18 @@ void FillResult(const vaed::v1::DecodeReply& r, vaed_decode_result* out) {
   out->demo_weights = r.demo_weights() ? 1 : 0;
   out->num_timings = std::min(r.timings_size(), VAED_MAX_TIMINGS);
   for (int i = 0; i < out->num_timings; ++i) {
-    std::strncpy(out->timings[i].component, r.timings(i).component().c_str(),
-                 sizeof(out->timings[i].component) - 1);
+    const std::string& name = r.timings(i).component();
+    const size_t n = std::min(name.size(), sizeof(out->timings[i].component) - 1);
+    std::memcpy(out->timings[i].component, name.data(), n);
+    out->timings[i].component[n] = '\0';
     out->timings[i].seconds = r.timings(i).seconds();
   }
+}
+
+void FillResult(const vaed::v1::DecodeReply& r, vaed_decode_result* out) {
+  if (!out) return;
+  std::memset(out, 0, sizeof(*out));
+  FillCommon(r, out);
 }
 
 // The body of vaed_decode and vaed_decode_on_stream.
@@ -178,15 +187,8 @@ int32_t CopyShape(const Repeated& from, int64_t (&to)[VAED_MAX_DIMS]) {
 void FillReply(const vaed::v1::DecodeReply& r, vaed_reply* out) {
   std::memset(out, 0, sizeof(*out));
   out->struct_size = sizeof(*out);
+  FillCommon(r, out);
   out->planned_only = r.planned_only() ? 1 : 0;
-  out->output_ndim = CopyShape(r.output_shape(), out->output_shape);
-  out->output_dtype = r.output_dtype();
-  out->output_bytes = r.output_bytes();
-  out->frames = r.frames();
-  out->height_px = r.height_px();
-  out->width_px = r.width_px();
-  out->warm = r.warm() ? 1 : 0;
-  out->demo_weights = r.demo_weights() ? 1 : 0;
   out->independent_lengths = r.independent_lengths() ? 1 : 0;
   out->nonfinite_outputs = r.nonfinite_outputs();
   out->fps = r.fps();
@@ -227,11 +229,6 @@ void FillReply(const vaed::v1::DecodeReply& r, vaed_reply* out) {
   out->peak_device_bytes = r.peak_device_bytes();
   out->host_copy_bytes = r.host_copy_bytes();
   out->host_copies = r.host_copies();
-  out->num_timings = std::min(r.timings_size(), VAED_MAX_TIMINGS);
-  for (int i = 0; i < out->num_timings; ++i) {
-    CopyString(r.timings(i).component(), out->timings[i].component);
-    out->timings[i].seconds = r.timings(i).seconds();
-  }
 }
 
 vaed::Status CheckEnum(const char* field, int32_t value, int32_t max, const char* names) {
