@@ -357,6 +357,25 @@ class RequestHandlerTest : public ::testing::Test {
     return {std::move(in).value(), std::move(out).value()};
   }
 
+  // A client of process `pid` on connection `routing` (Hello), with a
+  // latent region and an output region registered: ids nullopt when a
+  // registration failed.
+  struct Session {
+    PeerCredentials peer;
+    uint64_t client = 0;
+    Regions regions;
+    std::optional<uint64_t> in, out;
+  };
+  Session OpenSession(const std::string& routing, int32_t pid) {
+    Session s{.peer = Peer(pid), .client = 0, .regions = MakeRegions(), .in = {}, .out = {}};
+    s.client = Hello(routing, s.peer);
+    auto in = Register(routing, s.peer, s.client, s.regions.in->name(), kLatentBytes);
+    auto out = Register(routing, s.peer, s.client, s.regions.out->name(), kOutputBytes);
+    if (in.ok()) s.in = *in;
+    if (out.ok()) s.out = *out;
+    return s;
+  }
+
   DaemonOptions options_;
   AccessPolicy access_;
   HoldingSink sink_;
@@ -494,12 +513,8 @@ TEST_F(RequestHandlerTest, ADroppedReplyIsAQuotaFaultOfThatClient) {
 TEST_F(RequestHandlerTest, InFlightLimitAnswersBusyAndCountsAFault) {
   options_.server.max_in_flight_per_client = 2;
   Rebuild();
-  const PeerCredentials p = Peer(100);
-  const uint64_t c = Hello("a", p);
-  Regions r = MakeRegions();
-  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
-  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
-  ASSERT_TRUE(in.ok() && out.ok());
+  auto [p, c, r, in, out] = OpenSession("a", 100);
+  ASSERT_TRUE(in && out);
   EXPECT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
   EXPECT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
   const Status busy = ErrorOf(Send("a", p, Decode(c, *in, *out)));
@@ -579,12 +594,8 @@ v1::Request UnregisterRequest(uint64_t client, uint64_t region_id) {
 }
 
 TEST_F(RequestHandlerTest, AnUnregisterWaitsForTheLastDecodeUsingTheRegion) {
-  const PeerCredentials p = Peer(100);
-  const uint64_t c = Hello("a", p);
-  Regions r = MakeRegions();
-  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
-  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
-  ASSERT_TRUE(in.ok() && out.ok());
+  auto [p, c, r, in, out] = OpenSession("a", 100);
+  ASSERT_TRUE(in && out);
   ASSERT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
   ASSERT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
   ASSERT_EQ(sink_.jobs.size(), 2u);
@@ -634,12 +645,8 @@ TEST_F(RequestHandlerTest, AnUnregisterWaitsForTheLastDecodeUsingTheRegion) {
 }
 
 TEST_F(RequestHandlerTest, AClientThatGoesWhileAnUnregisterWaitsGetsNoReplyAndTheJobKeepsItsMapping) {
-  const PeerCredentials p = Peer(100);
-  const uint64_t c = Hello("a", p);
-  Regions r = MakeRegions();
-  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
-  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
-  ASSERT_TRUE(in.ok() && out.ok());
+  auto [p, c, r, in, out] = OpenSession("a", 100);
+  ASSERT_TRUE(in && out);
   ASSERT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
   EXPECT_FALSE(Send("a", p, UnregisterRequest(c, *in)).has_value());
   v1::Request bye;
@@ -926,12 +933,8 @@ TEST_F(CudaRegionTest, TensorsInCudaRegionsAreCheckedLikeHostOnes) {
 // its size rule; well formed, it is refused for host latents (it would
 // order nothing there).
 TEST_F(RequestHandlerTest, AnInputsReadyEventIsCheckedAndRefusedForHostLatents) {
-  const PeerCredentials p = Peer(100);
-  const uint64_t c = Hello("a", p);
-  Regions r = MakeRegions();
-  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
-  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
-  ASSERT_TRUE(in.ok() && out.ok());
+  auto [p, c, r, in, out] = OpenSession("a", 100);
+  ASSERT_TRUE(in && out);
   v1::Request req = Decode(c, *in, *out);
   req.mutable_decode()->set_inputs_ready_event(std::string(10, 'e'));
   const Status short_event = ErrorOf(Send("a", p, req));
@@ -949,12 +952,8 @@ TEST_F(RequestHandlerTest, AnInputsReadyEventIsCheckedAndRefusedForHostLatents) 
 // refused with "model 'demo' writes uint8 NHWC uint8 [...]": the format's
 // name already holds the dtype, and the dtype was appended again.
 TEST_F(RequestHandlerTest, RegressionAWrongOutputShapeNamesTheFormatOnce) {
-  const PeerCredentials p = Peer(100);
-  const uint64_t c = Hello("a", p);
-  Regions r = MakeRegions();
-  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
-  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
-  ASSERT_TRUE(in.ok() && out.ok());
+  auto [p, c, r, in, out] = OpenSession("a", 100);
+  ASSERT_TRUE(in && out);
   v1::Request req = Decode(c, *in, *out);
   req.mutable_decode()->mutable_output()->set_size_bytes(kOutputBytes / 2);
   req.mutable_decode()->mutable_output()->set_shape(1, kOutputShape[1] / 2);
@@ -973,12 +972,8 @@ TEST_F(RequestHandlerTest, RegressionAWrongOutputShapeNamesTheFormatOnce) {
 // refused request, and every refusal has a record in the log.
 TEST_F(RequestHandlerTest, RegressionServedFailedAndOutcomesCountTheSameRequests) {
   testing::CapturedLog log;
-  const PeerCredentials p = Peer(100);
-  const uint64_t c = Hello("a", p);
-  Regions r = MakeRegions();
-  auto in = Register("a", p, c, r.in->name(), kLatentBytes);
-  auto out = Register("a", p, c, r.out->name(), kOutputBytes);
-  ASSERT_TRUE(in.ok() && out.ok());
+  auto [p, c, r, in, out] = OpenSession("a", 100);
+  ASSERT_TRUE(in && out);
   v1::Request refused_plan = Decode(c, *in, *out);
   refused_plan.mutable_decode()->set_plan_only(true);
   refused_plan.mutable_decode()->mutable_latent()->set_shape(1, 16);  // demo needs 32 channels
