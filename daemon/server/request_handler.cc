@@ -60,7 +60,7 @@ PeerIdentity RequestHandler::IdentityOf(const Incoming& in) const {
 
 std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_point now) {
   decode_.reset();
-  request_kind_ = "unparsable";
+  message_kind_ = MessageKind::kUnparsable;
   std::optional<v1::Reply> reply = HandleMessage(in, now);
   // Decode refusals are the outcome recorder's decode records.
   if (!decode_ && reply && reply->has_error()) LogRefusal(in, *reply);
@@ -78,12 +78,26 @@ std::optional<v1::Reply> RequestHandler::Handle(const Incoming& in, Clock::time_
   return reply;
 }
 
+std::string RequestHandler::MessageKindName() const {
+  switch (message_kind_) {
+    case MessageKind::kOversized:
+      return "oversized";
+    case MessageKind::kUnparsable:
+      return "unparsable";
+    case MessageKind::kParsed:
+      break;
+  }
+  const google::protobuf::FieldDescriptor* body =
+      v1::Request::descriptor()->FindFieldByNumber(request_body_);
+  return body != nullptr ? body->name() : "no_body";
+}
+
 void RequestHandler::LogRefusal(const Incoming& in, const v1::Reply& reply) {
   uint64_t suppressed = 0;
   if (!outcomes_.refusal_limit().Admit(RefusalRateLimit::Clock::now(), &suppressed)) return;
   const Status s = FromProtoError(reply.error());
   const PeerIdentity who = IdentityOf(in);
-  nlohmann::json record = {{"request", request_kind_},
+  nlohmann::json record = {{"request", MessageKindName()},
                            {"outcome", OutcomeName(s.code())},
                            {"uid", who.uid},
                            {"pid", who.pid},
@@ -110,11 +124,10 @@ std::optional<v1::Reply> RequestHandler::Gate(const Incoming& in, Clock::time_po
   const bool well_formed = message_bytes <= options_.server.max_message_bytes;
   const bool parsed =
       well_formed && req->ParseFromArray(in.payload.data(), static_cast<int>(in.payload.size()));
-  if (!well_formed) request_kind_ = "oversized";
+  if (!well_formed) message_kind_ = MessageKind::kOversized;
   if (parsed) {
-    const google::protobuf::FieldDescriptor* body =
-        req->GetDescriptor()->FindFieldByNumber(req->body_case());
-    request_kind_ = body != nullptr ? body->name() : "no_body";
+    message_kind_ = MessageKind::kParsed;
+    request_body_ = req->body_case();
   }
   if (parsed && req->body_case() == v1::Request::kDecode) {
     decode_ = DecodeInFlight{req->decode().model(), req->client_id(), req->request_id(),

@@ -239,10 +239,13 @@ class RequestHandler {
     bool plan_only = false;  // recorded only when refused
   };
   std::optional<DecodeInFlight> decode_;
-  // What the message being handled is, for refusal records: its body's
-  // field name ("register_region", ...), "oversized", "unparsable" or
-  // "no_body".
-  std::string request_kind_;
+  // What the message being handled is, for refusal records; named only
+  // when one is logged (MessageKindName: the body's field name
+  // "register_region", ..., "oversized", "unparsable" or "no_body").
+  enum class MessageKind { kUnparsable, kOversized, kParsed };
+  MessageKind message_kind_ = MessageKind::kUnparsable;
+  int request_body_ = 0;  // v1::Request::BodyCase when kParsed
+  std::string MessageKindName() const;
 };
 
 }  // namespace vaed::server
