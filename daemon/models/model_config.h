@@ -40,6 +40,13 @@ struct ModelConfig {
   // Other kinds: empty.
   std::string audio_weights_path;
   std::string audio_config_path;
+  // `weights_sha256`, `audio_weights_sha256`: the SHA-256 (64 hex digits)
+  // the `weights` / `audio_weights` file must have; a mismatch refuses the
+  // model (weight_verification.h, which also reads a SHA256SUMS beside the
+  // weights). Only with that file set; not for a sharded index (list the
+  // shards in SHA256SUMS). Empty: no expectation from the config.
+  std::string weights_sha256;
+  std::string audio_weights_sha256;
   // `compute_dtype`: h3_video, h3 (video decoder): "float32" (exact),
   // "float16" (the official recipe, spec §1.6; GPU ranks only) or
   // "bfloat16". Other kinds (and H3 audio): float32 only.

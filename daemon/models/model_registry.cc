@@ -7,6 +7,7 @@
 #include "daemon/models/h3/h3_vae.h"
 #include "daemon/models/h3/video_vae.h"
 #include "daemon/models/taef2.h"
+#include "daemon/models/weight_verification.h"
 
 namespace vaed::models {
 namespace {
@@ -96,6 +97,37 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return s;
 }
 
+// `weights_sha256` / `audio_weights_sha256`: a digest, for a file the entry
+// names (a single file: a sharded index's shards are listed in SHA256SUMS).
+Status ValidateDigestKeys(const ModelConfig& c, const std::string& where) {
+  const struct {
+    const char* key;
+    const std::string& digest;
+    const char* file_key;
+    const std::string& file;
+  } keys[] = {{"weights_sha256", c.weights_sha256, "weights", c.weights_path},
+              {"audio_weights_sha256", c.audio_weights_sha256, "audio_weights",
+               c.audio_weights_path}};
+  for (const auto& k : keys) {
+    if (k.digest.empty()) continue;
+    const std::string field = where + "." + k.key;
+    if (!IsSha256Hex(k.digest)) {
+      return InvalidArgument(field + " is '" + k.digest +
+                             "'; must be a SHA-256: 64 hex digits, as sha256sum prints");
+    }
+    if (k.file.empty()) {
+      return InvalidArgument(field + " is set but " + where + "." + k.file_key +
+                             " is empty; a digest needs the file it checks");
+    }
+    if (k.file.size() >= 11 && k.file.compare(k.file.size() - 11, 11, ".index.json") == 0) {
+      return InvalidArgument(field + " is set for a sharded checkpoint index (" + k.file +
+                             "); list the index and its shards in a SHA256SUMS file beside "
+                             "them instead");
+    }
+  }
+  return Status::Ok();
+}
+
 // Keys of one entry against its kind. `where` is "models.entry[i]".
 Status ValidateEntry(const ModelConfig& c, const std::string& where) {
   const bool known = c.kind == kKindTaef2 || c.kind == kKindDemo || c.kind == kKindH3Video ||
@@ -133,6 +165,7 @@ Status ValidateEntry(const ModelConfig& c, const std::string& where) {
       return not_taken("audio_config", "has no audio decoder (only h3_audio and h3 do)");
     }
   }
+  VAED_RETURN_IF_ERROR(ValidateDigestKeys(c, where));
   if (keys.tiled_video) {
     VAED_RETURN_IF_ERROR(ParseStackTiling(where, c.stack_tiling).status());
     VAED_RETURN_IF_ERROR(ParseComputeDtype(where, c.compute_dtype).status());
@@ -250,11 +283,13 @@ Result<std::vector<WarmShape>> WarmShapesOf(const ModelConfig& c, size_t index) 
 
 ModelRegistry::ModelRegistry(std::vector<std::unique_ptr<VaeModel>> models,
                              std::string default_model, std::vector<WarmShape> warm_shapes,
+                             std::vector<WeightsVerification> verifications,
                              torch::Device device)
     : models_(std::move(models)),
       device_(device),
       default_model_(std::move(default_model)),
-      warm_shapes_(std::move(warm_shapes)) {}
+      warm_shapes_(std::move(warm_shapes)),
+      verifications_(std::move(verifications)) {}
 
 ModelRegistry::~ModelRegistry() = default;
 
@@ -271,6 +306,14 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
   for (size_t i = 0; i < configs.size(); ++i) {
     VAED_ASSIGN_OR_RETURN(std::vector<WarmShape> mine, WarmShapesOf(configs[i], i));
     warm_shapes.insert(warm_shapes.end(), mine.begin(), mine.end());
+  }
+  // Every model's weights before any is built: a mismatch refuses the start
+  // before minutes of loading (digests are cached: later ranks, and the
+  // loaders' logged digests, do not hash again).
+  std::vector<WeightsVerification> verifications;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    VAED_ASSIGN_OR_RETURN(WeightsVerification v, VerifyWeights(configs[i], i));
+    verifications.push_back(std::move(v));
   }
   for (const ModelConfig& c : configs) {
     if (c.kind == kKindTaef2) {
@@ -302,8 +345,9 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
       models.push_back(std::move(model));
     }
   }
-  return std::unique_ptr<ModelRegistry>(new ModelRegistry(
-      std::move(models), std::move(default_model), std::move(warm_shapes), device));
+  return std::unique_ptr<ModelRegistry>(
+      new ModelRegistry(std::move(models), std::move(default_model), std::move(warm_shapes),
+                        std::move(verifications), device));
 }
 
 VaeModel* ModelRegistry::Find(std::string_view name) const {
@@ -321,6 +365,13 @@ Result<VaeModel*> ModelRegistry::Get(std::string_view name) const {
   for (const auto& model : models_) names.push_back(model->info().name);
   return NotFound("unknown model '" + std::string(name) + "' (available: " + JoinNames(names) +
                   ")");
+}
+
+const WeightsVerification* ModelRegistry::weights_verification(std::string_view name) const {
+  for (size_t i = 0; i < models_.size(); ++i) {
+    if (models_[i]->info().name == name) return &verifications_[i];
+  }
+  return nullptr;
 }
 
 std::vector<const VaeModel*> ModelRegistry::models() const {

@@ -20,6 +20,7 @@
 
 #include "daemon/models/model_config.h"
 #include "daemon/models/vae_model.h"
+#include "daemon/models/weight_verification.h"
 #include "vaed/status.h"
 
 namespace vaed::models {
@@ -44,6 +45,9 @@ class ModelRegistry {
   // CUDA with the ordinal this process sees; engine/rank_devices.h). Each
   // model loads on the host and moves its tensors there once
   // (device_placement.h); info().device names it.
+  // Every entry's weights are verified first (weight_verification.h
+  // VerifyWeights: kFailedPrecondition naming the file, the expected and
+  // the actual digest), before any model is built.
   // Load errors: the first model that fails to build, with its Status
   // (see Taef2Decoder::Create, VideoVae::Create, H3Vae::Create), including
   // a device this build or machine cannot place tensors on.
@@ -58,7 +62,9 @@ class ModelRegistry {
   //   h3_video, h3_audio, h3)"); a key the kind does not take
   //   ("models.entry[0].audio_weights is set for model 'a' of kind taef2,
   //   which has no audio decoder ..."); taef2 without weights; frame_batch
-  //   outside [1, 4096]; compute_dtype / stack_tiling values; a seed for a
+  //   outside [1, 4096]; compute_dtype / stack_tiling values; a
+  //   weights_sha256 / audio_weights_sha256 that is not 64 hex digits, has
+  //   no file, or names a sharded index; a seed for a
   //   model without generated weights; `default_model` not one of the names.
   static Status Validate(const std::vector<ModelConfig>& configs,
                          const std::string& default_model);
@@ -87,14 +93,21 @@ class ModelRegistry {
   // the order listed); empty when none is configured.
   const std::vector<WarmShape>& warm_shapes() const { return warm_shapes_; }
 
+  // How the weights of model `name` were verified before it was built
+  // (weight_verification.h: "verified", "unverified", "generated", and each
+  // file), or nullptr for an unknown name. Valid for the registry's life.
+  const WeightsVerification* weights_verification(std::string_view name) const;
+
  private:
   ModelRegistry(std::vector<std::unique_ptr<VaeModel>> models, std::string default_model,
-                std::vector<WarmShape> warm_shapes, torch::Device device);
+                std::vector<WarmShape> warm_shapes,
+                std::vector<WeightsVerification> verifications, torch::Device device);
 
   std::vector<std::unique_ptr<VaeModel>> models_;
   torch::Device device_;
   std::string default_model_;
   std::vector<WarmShape> warm_shapes_;
+  std::vector<WeightsVerification> verifications_;  // models_'s order
 };
 
 }  // namespace vaed::models

@@ -14,8 +14,8 @@
 #include "daemon/models/taef2_network.h"
 #include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
+#include "daemon/models/weight_verification.h"
 #include "vaed/safetensors.h"
-#include "vaed/sha256.h"
 
 namespace vaed::models {
 namespace {
@@ -158,7 +158,7 @@ Result<std::unique_ptr<Taef2Decoder>> Taef2Decoder::Create(const Taef2Options& o
   std::vector<Param> params = weights->Params();
   VAED_RETURN_IF_ERROR(LoadParams(file, params, what));
   VAED_RETURN_IF_ERROR(CheckNoUnexpectedTensors(file, params, what));
-  Result<std::string> sha = Sha256File(options.weights_path);
+  Result<std::string> sha = WeightFileSha256(options.weights_path);
   if (!sha.ok()) return sha.status().WithContext(what);
   VAED_RETURN_IF_ERROR(PlaceParams(params, options.device, what));
 

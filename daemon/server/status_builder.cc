@@ -46,6 +46,9 @@ void FillModels(const models::ModelRegistry& registry, v1::StatusReply* s) {
     out->set_audio_sample_rate_hz(static_cast<uint32_t>(i.audio_sample_rate_hz));
     out->set_audio_latent_rate_hz(i.audio_latent_rate_hz);
     out->set_native_fps(i.native_fps);
+    if (const models::WeightsVerification* v = registry.weights_verification(i.name)) {
+      out->set_weights_verification(v->state);
+    }
     if (std::optional<models::PlanCacheSnapshot> cache = m->plan_cache()) {
       FillPlanCache(*cache, out->mutable_plan_cache());
     }

@@ -47,6 +47,7 @@ nlohmann::json ModelJson(const v1::ModelInfo& m) {
       {"demo_weights", m.demo_weights()},
       {"weights_path", m.weights_path()},
       {"weights_sha256", m.weights_sha256()},
+      {"weights_verification", m.weights_verification()},
       {"resident_bytes", m.resident_bytes()},
       {"description", m.description()},
       {"compute_dtype", m.compute_dtype()},
@@ -316,8 +317,9 @@ std::string FormatStatus(const v1::StatusReply& s) {
   out << summary.Render();
 
   out << "\nmodels\n";
-  ops::TextTable models({"name", "kind", "weights", "dtype", "resident", "sha256", "path"},
-                        {false, false, false, false, true, false, false});
+  ops::TextTable models(
+      {"name", "kind", "weights", "dtype", "resident", "sha256", "checked", "path"},
+      {false, false, false, false, true, false, false, false});
   bool any_demo = false;
   for (const auto& m : s.models()) {
     any_demo = any_demo || m.demo_weights();
@@ -328,6 +330,7 @@ std::string FormatStatus(const v1::StatusReply& s) {
                    m.demo_weights() ? "DEMO" : "real",
                    m.compute_dtype().empty() ? "-" : m.compute_dtype(),
                    ops::HumanBytes(m.resident_bytes()), sha,
+                   m.weights_verification().empty() ? "-" : m.weights_verification(),
                    m.weights_path().empty() ? "-" : m.weights_path()});
   }
   out << models.Render();
@@ -358,7 +361,7 @@ std::string FormatStatus(const v1::StatusReply& s) {
   }
   out << "(* = default model";
   if (any_demo) out << "; DEMO = deterministic random weights, not a trained decoder";
-  out << ")\n";
+  out << "; checked: weight files against their expected SHA-256, before loading)\n";
   out << FormatLatency(s);
   if (s.rank_status_size() > 0) {
     out << "\nranks (since start)\n";

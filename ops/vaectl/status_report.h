@@ -14,6 +14,7 @@ namespace vaed::vaectl {
 
 // Keys: healthy, daemon_version, uptime_seconds, pid, socket, default_model,
 // models [{name, kind, demo_weights, weights_path, weights_sha256,
+// weights_verification ("verified", "unverified", "generated"),
 // resident_bytes, description}], clients, regions, requests_served,
 // requests_failed, protocol_errors, queue_depth, intra_op_threads, health,
 // client_faults, quarantines, quarantine_rejections, busy_rejections,

@@ -145,9 +145,12 @@ TEST(ConfigTableTest, EveryKeyRefusesWrongTypesAndOutOfRangeValues) {
   EXPECT_EQ(entry("frame_batch = 0"), "t.toml: models.entry[0].frame_batch is 0; must be 1..256");
   EXPECT_EQ(entry("seed = \"1\""), "t.toml: models.entry[0].seed must be an integer");
   EXPECT_EQ(entry("weights = 1"), "t.toml: models.entry[0].weights must be a string");
+  EXPECT_EQ(entry("weights_sha256 = 1"),
+            "t.toml: models.entry[0].weights_sha256 must be a string");
   EXPECT_THAT(entry("path = 1"),
               HasSubstr("t.toml: models.entry[0].path is not a known key "
-                        "(known here: audio_config, audio_weights, compute_dtype, config, "));
+                        "(known here: audio_config, audio_weights, audio_weights_sha256, "
+                        "compute_dtype, config, "));
   EXPECT_EQ(ParseConfigToml("[[models.entry]]\nkind = \"demo\"\n", "t.toml", DaemonOptions{})
                 .status()
                 .message(),

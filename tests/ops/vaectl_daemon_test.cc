@@ -106,9 +106,14 @@ TEST_F(VaectlDaemonTest, StatusJsonListsRealAndDemoModels) {
       EXPECT_EQ(m["demo_weights"], false);
       EXPECT_EQ(m["weights_sha256"],
                 "89f5078dc26a2dd6b6ce5d18ef0cee482bb81c56ff56c417185f1699defd2138");
+      // ../shared/data/taef2/SHA256SUMS lists the decoder: checked before loading.
+      EXPECT_EQ(m["weights_verification"], "verified");
       EXPECT_GT(m["resident_bytes"].get<uint64_t>(), 0u);
     }
-    if (m["demo_weights"] == true) saw_demo = true;
+    if (m["demo_weights"] == true) {
+      saw_demo = true;
+      EXPECT_EQ(m["weights_verification"], "generated");
+    }
   }
   EXPECT_TRUE(saw_taef2);
   EXPECT_TRUE(saw_demo);
@@ -120,6 +125,8 @@ TEST_F(VaectlDaemonTest, StatusTextIsHumanReadable) {
   EXPECT_THAT(r.out, HasSubstr("is healthy, up "));
   EXPECT_THAT(r.out, HasSubstr("MiB"));
   EXPECT_THAT(r.out, HasSubstr("DEMO"));
+  EXPECT_THAT(r.out, HasSubstr("verified"));
+  EXPECT_THAT(r.out, HasSubstr("generated"));
 }
 
 // README §6: chelsea's reference decode has PSNR 32.57 dB vs the photo.

@@ -17,8 +17,8 @@
 #include "daemon/models/device_placement.h"
 #include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
+#include "daemon/models/weight_verification.h"
 #include "vaed/safetensors.h"
-#include "vaed/sha256.h"
 
 namespace vaed::models::h3 {
 namespace {
@@ -553,7 +553,7 @@ Result<std::unique_ptr<AudioDecoder>> AudioDecoder::Load(const AudioDecoderConfi
                            list + ")");
   }
 
-  Result<std::string> sha = Sha256File(weights_path);
+  Result<std::string> sha = WeightFileSha256(weights_path);
   if (!sha.ok()) return sha.status().WithContext("h3 audio decoder");
   VAED_RETURN_IF_ERROR(MoveTensorsTo(Slots(*built), device, what));
 

@@ -17,8 +17,8 @@
 #include "daemon/models/h3/vit3d_weights.h"
 #include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
+#include "daemon/models/weight_verification.h"
 #include "vaed/safetensors.h"
-#include "vaed/sha256.h"
 
 namespace vaed::models::h3 {
 namespace {
@@ -299,7 +299,7 @@ using FileHashes = std::vector<std::pair<std::string, std::string>>;
 Result<FileHashes> HashFiles(const std::vector<std::string>& files) {
   FileHashes sha;
   for (const std::string& f : files) {
-    Result<std::string> digest = Sha256File(f);
+    Result<std::string> digest = WeightFileSha256(f);
     if (!digest.ok()) return digest.status().WithContext(kWhat);
     spdlog::info("{}: weight file {} sha256 {}", kWhat, f, *digest);
     sha.emplace_back(f, *digest);
