@@ -25,6 +25,7 @@ install_promtool() {
 }
 packages=(
   build-essential cmake ninja-build pkg-config
+  file                           # cpack -G DEB sorts the packaged files with it (cmake/packaging.cmake)
   ccache                         # compiler cache (scripts/ccache-env.sh); builds work without it
   libtorch-dev libopenblas0-pthread
   libzmq3-dev cppzmq-dev

@@ -10,13 +10,21 @@
 #     arena factories and descriptor table);
 #   - anything else (vaed::wire, host_region, the test seam
 #     vaed::client::internal, cppzmq, Boost, protobuf internals,
-#     standard-library instantiations) fails the check, listed.
+#     standard-library instantiations) fails the check, listed;
+#   - every exported symbol, each C ABI function included, is defined at
+#     the version VAED_0 (client/src/libvaed_client.map), the library's only
+#     version node.
 # Usage: check_exported_symbols.sh <path of libvaed_client.so> <path of vaed_c.h>
 set -euo pipefail
 lib=$1
 header=$2
 
-exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | c++filt | sort -u)
+# nm prints a versioned symbol as name@@VERSION (@@: the default version,
+# the one new programs link to) and each version node as an absolute
+# symbol (type A) of its own name.
+dynsyms=$(nm -D --defined-only "$lib" | awk '{print $2, $3}')
+versioned=$(awk '$1 != "A" {print $2}' <<< "$dynsyms")
+exported=$(sed 's/@.*//' <<< "$versioned" | c++filt | sort -u)
 if [ -z "$exported" ]; then
   echo "FAIL: $lib exports nothing (or nm failed)" >&2
   exit 1
@@ -44,6 +52,25 @@ if [ -n "$extra_c" ]; then
   status=1
 fi
 
+nodes=$(awk '$1 == "A" {print $2}' <<< "$dynsyms" | sort -u | tr '\n' ' ')
+if [ "$nodes" != "VAED_0 " ]; then
+  echo "FAIL: expected the one version node VAED_0, found: ${nodes:-none}" >&2
+  status=1
+fi
+unversioned_c=$(comm -23 <(echo "$declared") <(grep -E '^vaed_[a-z_]+@@VAED_0$' <<< "$versioned" |
+                sed 's/@.*//' | sort -u))
+if [ -n "$unversioned_c" ]; then
+  echo "FAIL: C ABI functions not exported at version VAED_0:" >&2
+  echo "$unversioned_c" | sed 's/^/  /' >&2
+  status=1
+fi
+unversioned=$(grep -vE '@@VAED_0$' <<< "$versioned" || true)
+if [ -n "$unversioned" ]; then
+  echo "FAIL: symbols exported without the default version VAED_0:" >&2
+  echo "$unversioned" | sed 's/^/  /' | head -20 >&2
+  status=1
+fi
+
 public_cxx='^(vaed::client::(Client|SharedRegion|CudaBuffer)::'
 public_cxx+='|vaed::Status::'
 public_cxx+='|vaed::(StatusCodeName|ErrnoStatus|DTypeSize|DTypeName|ParseDType|ShapeToString'
@@ -63,6 +90,7 @@ fi
 
 if [ "$status" -eq 0 ]; then
   echo "OK: $(basename "$lib") exports $(echo "$declared" | wc -l) C ABI functions and" \
-       "$(echo "$exported" | grep -cvE '^[A-Za-z_][A-Za-z0-9_]*$') C++ symbols of the public API"
+       "$(echo "$exported" | grep -cvE '^[A-Za-z_][A-Za-z0-9_]*$') C++ symbols of the public API," \
+       "all at version VAED_0"
 fi
 exit "$status"

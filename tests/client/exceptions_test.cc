@@ -214,6 +214,27 @@ TEST_F(ClientExceptionsTest, CApiEntryPointsReportAThrownExceptionAsAStatus) {
          return vaed_decode_on_stream(s.client, "demo", &s.latent, &s.output,
                                       VAED_OUTPUT_UINT8_NHWC, nullptr, &r, e, n);
        }},
+      {"vaed_plan_decode_ex",
+       [&](char* e, size_t n) {
+         vaed_request request;
+         vaed_request_init(&request);
+         request.model = "demo";
+         request.latent = &s.latent;
+         vaed_reply reply;
+         vaed_reply_init(&reply);
+         return vaed_plan_decode_ex(s.client, &request, &reply, e, n);
+       }},
+      {"vaed_decode_ex",
+       [&](char* e, size_t n) {
+         vaed_request request;
+         vaed_request_init(&request);
+         request.model = "demo";
+         request.latent = &s.latent;
+         request.output = &s.output;
+         vaed_reply reply;
+         vaed_reply_init(&reply);
+         return vaed_decode_ex(s.client, &request, &reply, e, n);
+       }},
       {"vaed_unregister_region",
        [&](char* e, size_t n) {
          vaed_region* r = nullptr;
