@@ -27,11 +27,16 @@
 // over the same mode at the smallest size listed (S=1 when listed). Output
 // bytes are compared with eager's first output at that size.
 //
+// With --gate NAME it runs a release gate instead (ops/bench/
+// release_gate.h: the cells and pass criteria; matrix/gate_runner.h: the
+// run): every cell once per mode, one line per (cell, mode), a summary,
+// exit status 1 when a cell fails.
+//
 // The pieces, in ops/bench/matrix/: options.h (command line, daemon
 // config), modes.h, latent.h, bench_daemon.h (starting a daemon),
-// cell_runner.h (measuring one cell), results.h, report_text.h and
-// report_json.h. No LibTorch here (client library only), so it builds in
-// seconds.
+// cell_runner.h (measuring one cell), results.h, report_text.h,
+// report_json.h and gate_runner.h. No LibTorch here (client library only),
+// so it builds in seconds.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -46,6 +51,7 @@
 
 #include "ops/bench/matrix/bench_daemon.h"
 #include "ops/bench/matrix/cell_runner.h"
+#include "ops/bench/matrix/gate_runner.h"
 #include "ops/bench/matrix/latent.h"
 #include "ops/bench/matrix/options.h"
 #include "ops/bench/matrix/report_json.h"
@@ -167,6 +173,7 @@ int RunBenchMatrix(int argc, char** argv) {
   // stdout is for the results; progress goes to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("vaed_bench_matrix"));
   spdlog::set_pattern("[%H:%M:%S] %v");
+  if (!o.gate.empty()) return RunReleaseGate(o);
 
   std::vector<Latent> latents;
   if (std::optional<int> exit_code = LoadLatents(o, &latents)) return *exit_code;

@@ -10,6 +10,7 @@
 #include "ops/bench/bench_cli.h"
 #include "ops/bench/daemon_config_text.h"
 #include "ops/bench/matrix/modes.h"
+#include "ops/bench/release_gate.h"
 #include "ops/common/text_format.h"
 
 namespace vaed::bench {
@@ -59,8 +60,20 @@ std::string HelpFooter() {
       "    --weights ../shared/golden/h3/video_tiny_weights.safetensors \\\n"
       "    --config ../shared/golden/h3/video_tiny_config.json --shapes 1x24x12x20x20 \\\n"
       "    --modes eager --group-ranks 2 --group-sizes 1,2\n"
-      "Exit status: 0 all requested modes ran or are unsupported; 1 a daemon, a cell or a\n"
-      "mode failed; 2 usage.";
+      "  G=../shared/golden/h3; vaed_bench_matrix --gate h3 --gate-scale 5 \\\n"
+      "    --weights $G/video_tiny_weights.safetensors --config $G/video_tiny_config.json \\\n"
+      "    --audio-weights $G/audio_tiny_weights.safetensors \\\n"
+      "    --audio-config $G/audio_tiny_config.json --json out/bench/gate_h3_cpu.json\n"
+      "Release gate (--gate h3; docs/benchmarks.md): every cell (task, canvas, duration) is\n"
+      "decoded once per mode (eager first: the byte reference) with its stereo audio, and\n"
+      "must meet: exact (video and audio bytes equal eager's), a/v (pixel frames and audio\n"
+      "samples by the H3 rules at 24 fps), fallback (the reply lists none) and memory (peak\n"
+      "tensor bytes within the budget, else the host's memory; device peak within the\n"
+      "device). One line per (cell, mode), then a summary. A cell marked 'where the limits\n"
+      "allow' that the daemon refuses for memory is skipped with the daemon's message.\n"
+      "--gate-scale N divides each cell's canvas sides and duration by N (CPU: 5).\n"
+      "Exit status: 0 all requested modes ran or are unsupported (--gate: every cell passed\n"
+      "or was skipped); 1 a daemon, a cell or a mode failed; 2 usage.";
   return footer;
 }
 
@@ -69,21 +82,45 @@ void DefineOptions(CLI::App& app, MatrixOptions* o) {
   app.add_option("--vaed", o->vaed_binary, "the vaed daemon binary to start")
       ->capture_default_str()
       ->check(CLI::ExistingFile);
-  app.add_option("--model-kind", o->model_kind, "model kind: h3_video or taef2")
+  app.add_option("--model-kind", o->model_kind,
+                 "model kind: h3_video, h3 (video + audio; the default with --gate) or taef2")
       ->capture_default_str()
-      ->check(CLI::IsMember({"h3_video", "taef2"}));
+      ->check(CLI::IsMember({"h3_video", "h3", "taef2"}));
   app.add_option("--weights", o->weights,
-                 "decoder weights (safetensors); taef2: required; h3_video: empty = random "
+                 "decoder weights (safetensors); taef2: required; h3_video, h3: empty = random "
                  "weights (flagged as demo)")
       ->check(CLI::ExistingFile);
   app.add_option("--config", o->config,
-                 "h3_video decoder config JSON; empty = the released model's configuration "
-                 "(full size: ~9.7 GB of float32 weights)")
+                 "h3_video, h3: video decoder config JSON; empty = the released model's "
+                 "configuration (full size: ~9.7 GB of float32 weights)")
       ->check(CLI::ExistingFile);
+  app.add_option("--audio-weights", o->audio_weights,
+                 "h3: audio decoder weights (safetensors); empty = random weights")
+      ->check(CLI::ExistingFile);
+  app.add_option("--audio-config", o->audio_config,
+                 "h3: audio decoder config JSON; empty = the released configuration")
+      ->check(CLI::ExistingFile);
+  app.add_option("--gate", o->gate,
+                 "run release gate NAME instead of the benchmark: its cells once per mode, "
+                 "with pass criteria (see below)")
+      ->check(CLI::IsMember(GateNames()));
+  AddRangeOption(app, "--gate-scale", &o->gate_scale,
+                 "divide every gate cell's canvas sides and duration by N (CPU with the tiny "
+                 "decoder: 5)",
+                 1, 64);
+  AddRangeOption(app, "--memory-budget-mib", &o->memory_budget_mib,
+                 "the daemon's executor.memory_budget_mib (0 = none: a request may use the "
+                 "host's memory minus the weights)",
+                 int64_t{0}, int64_t{1} << 30);
   app.add_option("--dtypes", o->dtypes,
-                 "compute dtypes, one daemon each: float32, bfloat16 (h3_video only)")
+                 "compute dtypes, one daemon each: float32, bfloat16 (H3 only), float16 (H3 on "
+                 "cuda only)")
       ->delimiter(',')
       ->capture_default_str();
+  app.add_option("--device", o->device,
+                 "the daemon's executor.device: cpu, or cuda (a GPU build of vaed)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   auto* shapes = app.add_option("--shapes", o->shapes,
                                 "latent shapes in latent cells, e.g. 1x24x7x20x20 (H3 [1, 24, T, "
                                 "h, w]) or 8x32x34x60 (TAEF2 [frames, 32, h, w]); random normal "
@@ -146,6 +183,18 @@ std::optional<int> ParseMatrixCommandLine(int argc, char** argv, MatrixOptions* 
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (!o->gate.empty()) {
+    // The gate decodes each cell once per mode: the benchmark's rounds and
+    // Amdahl shares would be ignored, so they are refused.
+    for (const char* name : {"--warmup", "--iterations", "--vae-share"}) {
+      if (app.get_option(name)->count() > 0) {
+        std::cerr << "vaed_bench_matrix: " << name
+                  << " is a benchmark setting; --gate decodes each cell once per mode\n";
+        return 2;
+      }
+    }
+    if (app.get_option("--model-kind")->count() == 0) o->model_kind = "h3";
+  }
   if (Status s = ValidateMatrixOptions(*o); !s.ok()) {
     std::cerr << "vaed_bench_matrix: " << s.message() << "\n";
     return 2;
@@ -154,21 +203,64 @@ std::optional<int> ParseMatrixCommandLine(int argc, char** argv, MatrixOptions* 
   return std::nullopt;
 }
 
-Status ValidateMatrixOptions(const MatrixOptions& o) {
-  const bool h3 = o.model_kind == "h3_video";
-  if (!h3 && o.model_kind != "taef2") {
-    return InvalidArgument("--model-kind '" + o.model_kind + "' must be h3_video or taef2");
+namespace {
+
+// The checks that only apply with --gate.
+Status ValidateGateOptions(const MatrixOptions& o) {
+  if (FindGateCells(o.gate) == nullptr) {
+    return InvalidArgument("--gate '" + o.gate + "' is not a gate; gates are " +
+                           ops::Join(GateNames(), ", "));
   }
+  if (o.model_kind != "h3" && o.model_kind != "h3_video") {
+    return InvalidArgument("--gate " + o.gate + " needs --model-kind h3 (or h3_video, without "
+                           "audio), not " + o.model_kind);
+  }
+  if (!o.shapes.empty() || !o.latent_path.empty()) {
+    return InvalidArgument("--gate decodes its own cells; drop --shapes / --latent");
+  }
+  if (!o.group_sizes.empty()) {
+    return InvalidArgument("--gate asks for no group size (the daemon's group.size); drop "
+                           "--group-sizes");
+  }
+  if (o.dtypes.size() != 1) {
+    return InvalidArgument("--gate runs one compute dtype; run it once per dtype");
+  }
+  if (std::find(o.modes.begin(), o.modes.end(), "eager") == o.modes.end()) {
+    return InvalidArgument("--gate needs eager among --modes (the byte reference)");
+  }
+  if (o.gate_scale < 1) return InvalidArgument("--gate-scale must be >= 1");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateMatrixOptions(const MatrixOptions& o) {
+  const bool h3 = o.model_kind == "h3_video" || o.model_kind == "h3";
+  if (!h3 && o.model_kind != "taef2") {
+    return InvalidArgument("--model-kind '" + o.model_kind + "' must be h3_video, h3 or taef2");
+  }
+  if (o.model_kind != "h3" && (!o.audio_weights.empty() || !o.audio_config.empty())) {
+    return InvalidArgument("--audio-weights and --audio-config are for --model-kind h3");
+  }
+  if (o.memory_budget_mib < 0) return InvalidArgument("--memory-budget-mib must be >= 0");
+  if (!o.gate.empty()) VAED_RETURN_IF_ERROR(ValidateGateOptions(o));
   if (!h3 && o.weights.empty()) {
     return InvalidArgument("--model-kind taef2 needs --weights (taef2_decoder.safetensors)");
   }
   if (!h3 && !o.config.empty()) {
-    return InvalidArgument("--config is for h3_video only; taef2 has no config file");
+    return InvalidArgument("--config is for h3_video and h3; taef2 has no config file");
   }
   if (o.dtypes.empty()) return InvalidArgument("--dtypes is empty");
+  if (o.device != "cpu" && o.device != "cuda") {
+    return InvalidArgument("--device '" + o.device + "' must be cpu or cuda");
+  }
   for (const std::string& d : o.dtypes) {
-    if (d != "float32" && d != "bfloat16") {
-      return InvalidArgument("--dtypes lists '" + d + "'; compute dtypes are float32, bfloat16");
+    if (d == "float16" && o.device != "cuda") {
+      return InvalidArgument("--dtypes lists float16, which runs on --device cuda only");
+    }
+    if (d != "float32" && d != "bfloat16" && d != "float16") {
+      return InvalidArgument("--dtypes lists '" + d +
+                             "'; compute dtypes are float32, bfloat16, float16 (cuda)");
     }
     if (!h3 && d != "float32") {
       return InvalidArgument("--dtypes lists '" + d + "'; taef2 computes in float32 only");
@@ -177,7 +269,7 @@ Status ValidateMatrixOptions(const MatrixOptions& o) {
   if (std::set<std::string>(o.dtypes.begin(), o.dtypes.end()).size() != o.dtypes.size()) {
     return InvalidArgument("--dtypes lists a dtype twice");
   }
-  if (o.shapes.empty() && o.latent_path.empty()) {
+  if (o.gate.empty() && o.shapes.empty() && o.latent_path.empty()) {
     return InvalidArgument("give --shapes (random latents) or --latent FILE");
   }
   if (o.modes.empty()) return InvalidArgument("--modes is empty");
@@ -212,12 +304,21 @@ Status ValidateMatrixOptions(const MatrixOptions& o) {
 std::string MatrixDaemonConfigToml(const MatrixOptions& o, const std::string& dtype) {
   std::ostringstream t;
   t << "# Generated by vaed_bench_matrix.\n"
-    << "[executor]\nintra_op_threads = " << o.threads << "\n\n"
+    << "[executor]\nintra_op_threads = " << o.threads << "\n";
+  if (o.device != "cpu") t << "device = " << TomlString(o.device) << "\n";
+  if (o.memory_budget_mib > 0) t << "memory_budget_mib = " << o.memory_budget_mib << "\n";
+  t << "\n"
     << "[models]\ndefault = " << TomlString(kModelName) << "\n\n"
     << "[[models.entry]]\nname = " << TomlString(kModelName) << "\n"
     << "kind = " << TomlString(o.model_kind) << "\n";
   if (!o.weights.empty()) t << "weights = " << TomlString(AbsolutePath(o.weights)) << "\n";
-  if (o.model_kind == "h3_video") {
+  if (!o.audio_weights.empty()) {
+    t << "audio_weights = " << TomlString(AbsolutePath(o.audio_weights)) << "\n";
+  }
+  if (!o.audio_config.empty()) {
+    t << "audio_config = " << TomlString(AbsolutePath(o.audio_config)) << "\n";
+  }
+  if (o.model_kind == "h3_video" || o.model_kind == "h3") {
     if (!o.config.empty()) t << "config = " << TomlString(AbsolutePath(o.config)) << "\n";
     t << "compute_dtype = " << TomlString(dtype) << "\n"
       << "stack_tiling = \"off\"\n"

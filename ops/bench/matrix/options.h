@@ -19,15 +19,25 @@ struct MatrixOptions {
   // The daemon binary to start (default: the one this build made;
   // VAED_BENCH_VAED_BINARY is set by ops/bench/CMakeLists.txt).
   std::string vaed_binary = VAED_BENCH_VAED_BINARY;
-  // "h3_video" or "taef2".
+  // "h3_video", "h3" (video + audio decoders under one name) or "taef2".
+  // With a gate and no --model-kind: "h3".
   std::string model_kind = "h3_video";
-  // Decoder weights (safetensors). taef2: required; h3_video: empty = random
-  // weights (the daemon flags the model as demo).
+  // Decoder weights (safetensors). taef2: required; h3_video, h3: empty =
+  // random weights (the daemon flags the model as demo).
   std::string weights;
-  // h3_video decoder config JSON; empty = the released configuration.
+  // h3_video, h3: video decoder config JSON; empty = the released
+  // configuration.
   std::string config;
-  // Compute dtypes, one daemon each: float32, bfloat16 (h3_video only).
+  // h3 only: the audio decoder's weights (empty = random) and config JSON
+  // (empty = the released configuration).
+  std::string audio_weights;
+  std::string audio_config;
+  // Compute dtypes, one daemon each: float32, bfloat16 (H3 only), float16
+  // (H3 on cuda only).
   std::vector<std::string> dtypes = {"float32"};
+  // The daemon's executor.device: "cpu" or "cuda" (GPU builds only; the
+  // daemon refuses it otherwise).
+  std::string device = "cpu";
   // The daemon's executor.intra_op_threads.
   int threads = 2;
   // h3_video plan_cache_capacity (compiled-plan buckets kept).
@@ -37,6 +47,21 @@ struct MatrixOptions {
   uint32_t group_ranks = 0;
   // Seconds to wait for a daemon's first Hello.
   int start_timeout_s = 600;
+  // The daemon's executor.memory_budget_mib (0 = no budget: a request may
+  // use the host's memory minus the weights). A budget makes the daemon
+  // refuse what would not fit it, and the release gate measures peaks
+  // against it.
+  int64_t memory_budget_mib = 0;
+
+  // --- The release gate (ops/bench/release_gate.h) instead of the
+  // benchmark: every cell of the gate once per mode, with pass criteria.
+  // "" = the benchmark. Runs one compute dtype, takes no --shapes,
+  // --latent or --group-sizes.
+  std::string gate;
+  // Divisor of every gate cell's canvas sides (latent cells, rounded up)
+  // and duration, for machines that cannot afford the full sizes in
+  // minutes (CPU with the tiny decoder: 5); 1 = the cells as listed.
+  int gate_scale = 1;
 
   // --- What each daemon decodes, how often, and the report.
   // Random latent shapes in latent cells ("1x24x7x20x20"); or latent_path.
@@ -71,22 +96,26 @@ struct MatrixOptions {
 inline constexpr const char* kModelName = "bench";
 
 // Parses the command line into `*o`, checks it as a whole
-// (ValidateMatrixOptions) and sorts o->group_sizes. Returns nullopt to go
-// on, or the exit code to end the program with: CLI11's (0 after --help;
-// its own code for a malformed command line, after printing the error), or
-// 2 after printing "vaed_bench_matrix: <why>" to stderr for options that
-// do not fit together.
+// (ValidateMatrixOptions) and sorts o->group_sizes. With --gate and no
+// --model-kind the model kind is "h3"; --warmup, --iterations and
+// --vae-share (benchmark settings) are refused with --gate. Returns nullopt
+// to go on, or the exit code to end the program with: CLI11's (0 after
+// --help; its own code for a malformed command line, after printing the
+// error), or 2 after printing "vaed_bench_matrix: <why>" to stderr for
+// options that do not fit together.
 std::optional<int> ParseMatrixCommandLine(int argc, char** argv, MatrixOptions* o);
 
-// Whole-option checks CLI11's per-option validators cannot make (dtypes and
-// config against the model kind, known and distinct modes, group sizes
-// within the ranks, VAE shares in (0, 1]). kInvalidArgument naming the
-// flag otherwise.
+// Whole-option checks CLI11's per-option validators cannot make (dtypes,
+// config and audio files against the model kind, known and distinct modes,
+// group sizes within the ranks, VAE shares in (0, 1]; with a gate: a known
+// gate, an H3 model kind, one dtype, eager among the modes, no shapes,
+// latent or group sizes). kInvalidArgument naming the flag otherwise.
 Status ValidateMatrixOptions(const MatrixOptions& o);
 
-// The daemon config (TOML) for one compute dtype: executor threads and one
-// model, named kModelName, with absolute paths. taef2 gets only name, kind
-// and weights.
+// The daemon config (TOML) for one compute dtype: executor threads (and
+// device and memory budget when not the defaults) and one model, named
+// kModelName, with absolute paths. taef2 gets only name, kind and weights;
+// h3 also its audio files.
 std::string MatrixDaemonConfigToml(const MatrixOptions& o, const std::string& dtype);
 
 }  // namespace vaed::bench
