@@ -7,6 +7,7 @@
 
 namespace vaed::engine {
 using models::GiB;
+using models::GiBOrMiB;
 
 RequestMemory RequestMemoryOf(uint64_t budget_bytes, uint64_t resident_bytes,
                               uint64_t host_total_bytes) {
@@ -61,8 +62,8 @@ Status CheckRequestMemory(uint64_t estimate_bytes, const std::string& estimate_t
                           const std::vector<int64_t>& latent_shape, const RequestMemory& memory) {
   if (!memory.known || estimate_bytes <= memory.bytes) return Status::Ok();
   return ResourceExhausted("latent " + ShapeToString(latent_shape) + " needs about " +
-                           GiB(estimate_bytes) + " to decode (" + estimate_terms +
-                           "; an estimate), more than the " + GiB(memory.bytes) +
+                           GiBOrMiB(estimate_bytes) + " to decode (" + estimate_terms +
+                           "; an estimate), more than the " + GiBOrMiB(memory.bytes) +
                            " a request may use here (" + memory.source +
                            "); decode a shorter or smaller latent, or raise the budget");
 }

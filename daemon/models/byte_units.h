@@ -19,6 +19,10 @@ inline std::string ByteUnits(uint64_t bytes, int shift, const char* unit) {
 }
 inline std::string GiB(uint64_t bytes) { return ByteUnits(bytes, 30, "GiB"); }
 inline std::string MiB(uint64_t bytes) { return ByteUnits(bytes, 20, "MiB"); }
+// GiB from 1 GiB up, else MiB: a small budget reads "40.0 MiB", not "0.0 GiB".
+inline std::string GiBOrMiB(uint64_t bytes) {
+  return bytes >= (uint64_t{1} << 30) ? GiB(bytes) : MiB(bytes);
+}
 
 }  // namespace vaed::models
 

@@ -99,18 +99,23 @@ std::string JoinNames(const std::vector<std::string>& names) {
 
 // `weights_sha256` / `audio_weights_sha256`: a digest, for a file the entry
 // names (a single file: a sharded index's shards are listed in SHA256SUMS).
-Status ValidateDigestKeys(const ModelConfig& c, const std::string& where) {
+Status ValidateDigestKeys(const ModelConfig& c, const KindKeys& kind, const std::string& where) {
   const struct {
     const char* key;
     const std::string& digest;
     const char* file_key;
     const std::string& file;
-  } keys[] = {{"weights_sha256", c.weights_sha256, "weights", c.weights_path},
+    bool taken;  // the kind has this file key
+  } keys[] = {{"weights_sha256", c.weights_sha256, "weights", c.weights_path, kind.video_weights},
               {"audio_weights_sha256", c.audio_weights_sha256, "audio_weights",
-               c.audio_weights_path}};
+               c.audio_weights_path, kind.audio}};
   for (const auto& k : keys) {
     if (k.digest.empty()) continue;
     const std::string field = where + "." + k.key;
+    if (!k.taken) {
+      return InvalidArgument(field + " is set for model '" + c.name + "' of kind " + c.kind +
+                             ", which takes no " + k.file_key + " file");
+    }
     if (!IsSha256Hex(k.digest)) {
       return InvalidArgument(field + " is '" + k.digest +
                              "'; must be a SHA-256: 64 hex digits, as sha256sum prints");
@@ -165,7 +170,7 @@ Status ValidateEntry(const ModelConfig& c, const std::string& where) {
       return not_taken("audio_config", "has no audio decoder (only h3_audio and h3 do)");
     }
   }
-  VAED_RETURN_IF_ERROR(ValidateDigestKeys(c, where));
+  VAED_RETURN_IF_ERROR(ValidateDigestKeys(c, keys, where));
   if (keys.tiled_video) {
     VAED_RETURN_IF_ERROR(ParseStackTiling(where, c.stack_tiling).status());
     VAED_RETURN_IF_ERROR(ParseComputeDtype(where, c.compute_dtype).status());

@@ -120,8 +120,8 @@ Status CheckKey(const ModelConfig& config, const std::string& prefix, const std:
 void LogVerification(const std::string& model, const WeightsVerification& v) {
   for (const WeightFileCheck& f : v.files) {
     if (f.sources.empty()) {
-      spdlog::warn("model '{}': {} file {} is unverified (no {}_sha256 key, no {} entry beside "
-                   "it)",
+      spdlog::warn("model '{}': {} file {} is unverified: no {}_sha256 key, and no {} in its "
+                   "directory lists it",
                    model, f.key, f.path, f.key, kSumsFileName);
     } else {
       std::string sources;
@@ -151,6 +151,8 @@ Result<std::optional<std::string>> ListedSha256(const std::string& sums_path,
   VAED_ASSIGN_OR_RETURN(std::string text, ReadFileToString(sums_path));
   std::istringstream lines(text);
   std::string line;
+  std::optional<std::string> listed;
+  int listed_at = 0;
   for (int number = 1; std::getline(lines, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
@@ -159,9 +161,19 @@ Result<std::optional<std::string>> ListedSha256(const std::string& sums_path,
       return InvalidArgument(sums_path + " line " + std::to_string(number) +
                              ": not \"<64 hex digits>  <file name>\" (the sha256sum format)");
     }
-    if (line.substr(66) == name) return std::optional<std::string>(Lower(line.substr(0, 64)));
+    // sha256sum writes "./name" for files named that way; both are the file.
+    const std::string listed_name = line.substr(66);
+    if (listed_name != name && listed_name != "./" + name) continue;
+    const std::string digest = Lower(line.substr(0, 64));
+    if (listed && *listed != digest) {
+      // sha256sum -c would fail one of the two lines: so does this.
+      return InvalidArgument(sums_path + " lists " + name + " twice with different digests (lines " +
+                             std::to_string(listed_at) + " and " + std::to_string(number) + ")");
+    }
+    listed = digest;
+    listed_at = number;
   }
-  return std::optional<std::string>();
+  return listed;
 }
 
 Result<WeightsVerification> VerifyWeights(const ModelConfig& config, size_t index) {

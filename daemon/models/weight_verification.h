@@ -59,10 +59,10 @@ struct WeightsVerification {
 Result<std::string> WeightFileSha256(const std::string& path);
 
 // The digest `sums_path` (a SHA256SUMS file) lists for the base name
-// `name`, lowercased; nullopt when the file is absent or does not list it.
-// Errors: kIoError for an unreadable file; kInvalidArgument for a line that
-// is not "<64 hex digits><space><space or *><name>", naming the file and
-// line number.
+// `name` (or "./name"), lowercased; nullopt when the file is absent or does
+// not list it. Errors: kIoError for an unreadable file; kInvalidArgument
+// for a line that is not "<64 hex digits><space><space or *><name>", or for
+// the name listed twice with different digests, naming the file and lines.
 Result<std::optional<std::string>> ListedSha256(const std::string& sums_path,
                                                 const std::string& name);
 

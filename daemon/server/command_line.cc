@@ -272,12 +272,31 @@ Status ApplyFlags(const Flags& f, DaemonOptions* o) {
   return Status::Ok();
 }
 
+// models.default when the --config file does not set it: the first entry
+// that is not a demo model, else the built-in "demo" (issue 21: a config
+// file listing a real model used to leave requests that name no model on
+// the demo, or fail when it left the demo out).
+void DefaultToTheFirstRealModel(ModelsOptions* o) {
+  for (const models::ModelConfig& e : o->entries) {
+    if (e.kind != "demo") {
+      o->default_model = e.name;
+      return;
+    }
+  }
+}
+
 // The embedded defaults, the --config file, the flags; validated.
 Result<DaemonOptions> ResolveOptions(const Flags& f) {
   VAED_ASSIGN_OR_RETURN(DaemonOptions o,
                         ParseConfigToml(kDefaultConfigToml, "embedded defaults", DaemonOptions{}));
   if (!f.config_path.empty()) {
+    const std::string builtin_default = o.models.default_model;
+    o.models.default_model.clear();  // set again only by a file that names one
     VAED_ASSIGN_OR_RETURN(o, LoadConfigFile(f.config_path, std::move(o)));
+    if (o.models.default_model.empty()) {
+      o.models.default_model = builtin_default;
+      DefaultToTheFirstRealModel(&o.models);
+    }
   }
   VAED_RETURN_IF_ERROR(ApplyFlags(f, &o));
   VAED_RETURN_IF_ERROR(ValidateOptions(o));
@@ -294,7 +313,9 @@ CommandLine ParseCommandLine(int argc, char** argv) {
     app->parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     out.exit_now = true;
-    out.exit_code = app->exit(e);
+    // --help and --version exit 0; every usage error 2, as an invalid
+    // config does (CLI11's own codes, 100-127, mean nothing to systemd).
+    out.exit_code = app->exit(e) == 0 ? 0 : 2;
     return out;
   }
   Result<DaemonOptions> options = ResolveOptions(flags);

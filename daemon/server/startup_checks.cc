@@ -71,10 +71,10 @@ Status CheckModelFiles(const DaemonOptions& options) {
     const models::ModelConfig& m = options.models.entries[i];
     const std::string entry = "models.entry[" + std::to_string(i) + "].";
     const std::vector<std::pair<const char*, const std::string*>> files = {
-        {"weights_path", &m.weights_path},
-        {"config_path", &m.config_path},
-        {"audio_weights_path", &m.audio_weights_path},
-        {"audio_config_path", &m.audio_config_path}};
+        {"weights", &m.weights_path},  // the TOML keys (config_keys.cc)
+        {"config", &m.config_path},
+        {"audio_weights", &m.audio_weights_path},
+        {"audio_config", &m.audio_config_path}};
     for (const auto& [key, path] : files) {
       if (path->empty()) continue;
       VAED_RETURN_IF_ERROR(CheckReadableFile(*path, entry + key));

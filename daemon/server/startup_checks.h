@@ -38,9 +38,9 @@ Status CheckBeforeLoading(const DaemonOptions& options);
 // server.socket.
 Status CheckSocketPath(const std::string& path, std::optional<gid_t> group);
 
-// Each file a model entry names (weights_path, config_path,
-// audio_weights_path, audio_config_path) exists, is a regular file and is
-// readable. kFailedPrecondition naming "models.entry[i].<key>" and the path.
+// Each file a model entry names (its keys weights, config, audio_weights,
+// audio_config) exists, is a regular file and is readable.
+// kFailedPrecondition naming "models.entry[i].<key>" and the path.
 Status CheckModelFiles(const DaemonOptions& options);
 
 }  // namespace vaed::server

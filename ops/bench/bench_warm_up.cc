@@ -191,7 +191,7 @@ std::optional<int> ParseCommandLine(int argc, char** argv, Options* o) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;  // --help 0; usage errors 2
   }
   return std::nullopt;
 }

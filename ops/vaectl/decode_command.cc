@@ -116,6 +116,11 @@ Result<ops::WavSampleFormat> CheckDecodeFlags(const DecodeCommandOptions& option
         "latent (--audio-latent FILE or --random-audio-latent C,32,T), or both");
   }
   VAED_ASSIGN_OR_RETURN(const ops::WavSampleFormat wav_format, ParseWavFormat(options.wav_format));
+  if (!options.audio_out.empty() && !HasAudioLatent(options)) {
+    return InvalidArgument("--audio-out " + options.audio_out +
+                           " names the WAV of the decoded audio, and this decode has no audio "
+                           "latent: give --audio-latent FILE or --random-audio-latent C,32,T");
+  }
   if (!has_video && (options.format != "png" || !options.out.empty())) {
     if (options.format != "none" || !options.out.empty()) {
       return InvalidArgument("--format " + options.format +

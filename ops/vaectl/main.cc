@@ -23,7 +23,8 @@ constexpr const char* kFooter =
     "  vaectl decode --random-latent 1,32,64,64 --model demo --out demo.png\n"
     "  vaectl decode --audio-latent ../shared/golden/h3/audio_case_stereo.safetensors --model h3\n"
     "\n"
-    "Exit status: 0 ok, 1 a request or file operation failed, 2 vaed is not running\n"
+    "Exit status: 0 ok, 1 a request or file operation failed or the command line is\n"
+    "invalid, 2 vaed is not running\n"
     "(or not answering) at the socket, 3 vaed answered but reports itself unhealthy.";
 
 constexpr const char* kDecodeDescription =
@@ -346,7 +347,13 @@ int main(int argc, char** argv) {
   vaed::vaectl::PlanCommandOptions plan;
   CLI::App* plan_cmd = AddPlanCommand(app, &plan);
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help exits 0; a usage error is an invalid option (kExitFailure),
+    // not one of CLI11's own codes (100-127).
+    return app.exit(e) == 0 ? vaed::vaectl::kExitOk : vaed::vaectl::kExitFailure;
+  }
   global.socket = vaed::client::Client::SocketPath(global.socket);
 
   if (status->parsed()) return vaed::vaectl::RunStatus(global);

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <toml++/toml.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <regex>
@@ -66,11 +68,15 @@ TEST(ConfigTableTest, ExampleConfigSetsEveryKeyToItsDefault) {
       continue;
     }
     if (key.key == "models.entry") continue;
-    EXPECT_TRUE(file.at_path(key.key)) << key.key << " is not set in " << kExampleConfig;
     if (key.key == "models.default") {
-      EXPECT_THAT(text, HasSubstr("Default: \"" + DaemonOptions{}.models.default_model + "\""));
+      // Left unset, so that the first real entry uncommented becomes the
+      // default (command_line.cc); the prose states the rule.
+      EXPECT_FALSE(file.at_path(key.key)) << kExampleConfig;
+      EXPECT_THAT(text, HasSubstr("Default: the first entry below that is not a demo model, "
+                                  "else \"" + DaemonOptions{}.models.default_model + "\""));
       continue;
     }
+    EXPECT_TRUE(file.at_path(key.key)) << key.key << " is not set in " << kExampleConfig;
     EXPECT_EQ(set[i].value, key.value) << key.key << " in " << kExampleConfig;
   }
 }
@@ -298,6 +304,57 @@ TEST(RuntimeConfigTest, RegressionModelFlagsMakeTheFirstRealModelTheDefault) {
   EXPECT_EQ(cli.options.models.default_model, "demo");  // only demos: unchanged
   cli = parse({"vaed"});
   EXPECT_EQ(cli.options.models.default_model, "demo");
+}
+
+// Regression (issue 21 review): usage errors exited with CLI11's own codes
+// (105 for `--config /nonexistent`, 109 for an unknown flag), which the
+// docs did not list; an invalid config exits 2, and so does every usage
+// error now. --help still exits 0.
+TEST(CommandLineTest, RegressionAUsageErrorExits2NotACli11Code) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"vaed", "--config", "/nonexistent/vaed.toml"},
+        std::vector<std::string>{"vaed", "--no-such-flag"},
+        std::vector<std::string>{"vaed", "--intra-op-threads", "x"}}) {
+    Argv argv(args);
+    CommandLine cli = ParseCommandLine(static_cast<int>(argv.pointers.size()), argv.pointers.data());
+    EXPECT_TRUE(cli.exit_now) << args.back();
+    EXPECT_EQ(cli.exit_code, 2) << args.back();
+  }
+  Argv help({"vaed", "--help"});
+  CommandLine cli = ParseCommandLine(static_cast<int>(help.pointers.size()), help.pointers.data());
+  EXPECT_TRUE(cli.exit_now);
+  EXPECT_EQ(cli.exit_code, 0);
+}
+
+// Regression (issue 21 review): a --config file that lists a real model
+// without naming models.default kept the demo as the default (requests
+// naming no model got demo output), and one that left the demo out failed
+// ("models.default 'demo' is not a configured model"). The first real entry
+// is now the default unless the file names one.
+TEST(RuntimeConfigTest, RegressionAConfigFilesFirstRealModelIsTheDefault) {
+  char dir_template[] = "/tmp/vaed-config-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  auto parse = [&](const std::string& toml) {
+    std::ofstream(dir + "/vaed.toml") << toml;
+    Argv argv({"vaed", "--config", dir + "/vaed.toml"});
+    return ParseCommandLine(static_cast<int>(argv.pointers.size()), argv.pointers.data());
+  };
+  const std::string entries =
+      "[[models.entry]]\nname = \"demo\"\nkind = \"demo\"\n"
+      "[[models.entry]]\nname = \"v\"\nkind = \"h3_video\"\n";
+  CommandLine cli = parse(entries);
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_EQ(cli.options.models.default_model, "v");
+  cli = parse("[models]\ndefault = \"demo\"\n" + entries);
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_EQ(cli.options.models.default_model, "demo");  // named by the file
+  cli = parse("[[models.entry]]\nname = \"v\"\nkind = \"h3_video\"\n");
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_EQ(cli.options.models.default_model, "v");
+  cli = parse("[executor]\nintra_op_threads = 1\n");  // no entries: the embedded demo
+  ASSERT_FALSE(cli.exit_now);
+  EXPECT_EQ(cli.options.models.default_model, "demo");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RuntimeConfigTest, StackTilingAndBudgetFlags) {

@@ -19,6 +19,22 @@ TEST(RequestMemoryTest, BudgetMinusResidentWeights) {
   EXPECT_THAT(m.source, HasSubstr("minus 0.2 GiB of resident weights"));
 }
 
+// Regression (issue 21 review): a 40 MiB budget was reported as "more than
+// the 0.0 GiB a request may use".
+TEST(RequestMemoryTest, RegressionASmallLimitIsReportedInMiB) {
+  RequestMemory m;
+  m.known = true;
+  m.bytes = 40ull << 20;
+  m.source = "executor.memory_budget_mib = 40 MiB";
+  const Status s = CheckRequestMemory(300ull << 20, "output 300.0 MiB", {1, 24, 2, 4, 4}, m);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("needs about 300.0 MiB to decode"));
+  EXPECT_THAT(s.message(), HasSubstr("more than the 40.0 MiB a request may use"));
+  EXPECT_THAT(CheckRequestMemory(3ull << 30, "t", {1}, RequestMemory{true, 2ull << 30, "b"})
+                  .message(),
+              HasSubstr("needs about 3.0 GiB to decode (t; an estimate), more than the 2.0 GiB"));
+}
+
 TEST(RequestMemoryTest, HostTotalWithoutABudget) {
   const RequestMemory m = RequestMemoryOf(0, 1ull << 30, 24ull << 30);
   EXPECT_TRUE(m.known);

@@ -23,6 +23,7 @@ namespace vaed {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::DaemonProcess;
 
 // Polls the daemon's status until `pred` holds or `timeout` passes.
@@ -363,12 +364,27 @@ TEST(CommandLineTest, ModelFilesAreCheckedBeforeLoadingNamingTheKey) {
   testing::RunResult missing = testing::RunVaed(
       {"--socket", dir + "/vaed.sock", "--model", "t=taef2:" + dir + "/absent.safetensors"});
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
-  EXPECT_THAT(missing.output, HasSubstr("models.entry[1].weights_path"));
+  EXPECT_THAT(missing.output, HasSubstr("models.entry[1].weights "));
   EXPECT_THAT(missing.output, HasSubstr("does not exist"));
   testing::RunResult directory =
       testing::RunVaed({"--socket", dir + "/vaed.sock", "--model", "t=taef2:" + dir});
   EXPECT_EQ(directory.exit_code, 1) << directory.output;
   EXPECT_THAT(directory.output, HasSubstr("is not a regular file"));
+  std::filesystem::remove_all(dir);
+}
+
+// The start-up file check named the C++ members (models.entry[1].weights_path)
+// instead of the TOML keys an operator writes (weights, audio_weights, ...).
+TEST(CommandLineTest, RegressionAMissingModelFileIsNamedByItsTomlKey) {
+  char dir_template[] = "/tmp/vaed-files-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string config = dir + "/vaed.toml";
+  std::ofstream(config) << "[[models.entry]]\nname = \"a\"\nkind = \"h3_audio\"\n"
+                           "audio_weights = \"" << dir << "/absent.safetensors\"\n";
+  testing::RunResult r = testing::RunVaed({"--socket", dir + "/vaed.sock", "--config", config});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("models.entry[0].audio_weights '"));
+  EXPECT_THAT(r.output, Not(HasSubstr("audio_weights_path")));
   std::filesystem::remove_all(dir);
 }
 

@@ -65,6 +65,22 @@ TEST(ListedSha256Test, AMalformedLineIsRefusedNamingFileAndLine) {
   EXPECT_THAT(r.status().message(), HasSubstr(sums + " line 2"));
 }
 
+// Regression (issue 21 review): a file listed twice with different digests
+// was verified by the first line (sha256sum -c fails either way), and a
+// "./name" line did not count as listing it.
+TEST(ListedSha256Test, RegressionConflictingLinesAreRefusedAndDotSlashNamesCount) {
+  TempDir dir;
+  const std::string sums = dir.Write("SHA256SUMS", std::string(kAbc) + "  w\n" + kZeros +
+                                                       "  ./w\n" + kAbc + "  ./x\n");
+  Result<std::optional<std::string>> w = ListedSha256(sums, "w");
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(w.status().message(), HasSubstr("lists w twice with different digests (lines 1 and 2)"));
+  Result<std::optional<std::string>> x = ListedSha256(sums, "x");
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  EXPECT_EQ(x->value_or(""), kAbc);
+}
+
 TEST(WeightFileSha256Test, HashesAgainWhenTheFileChanges) {
   TempDir dir;
   const std::string path = dir.Write("w.safetensors", "abc");
@@ -215,6 +231,12 @@ TEST(WeightVerificationRegistryTest, DigestKeysAreCheckedNamingTheKey) {
   s = ModelRegistry::Validate({h}, "h");
   EXPECT_THAT(s.message(), HasSubstr("models.entry[0].audio_weights_sha256 is set but "
                                      "models.entry[0].audio_weights is empty"));
+
+  ModelConfig t = Taef2At("/w/taef2_decoder.safetensors");
+  t.audio_weights_sha256 = kAbc;
+  s = ModelRegistry::Validate({t}, "t");
+  EXPECT_THAT(s.message(), HasSubstr("models.entry[0].audio_weights_sha256 is set for model 't' "
+                                     "of kind taef2, which takes no audio_weights file"));
 
   h.audio_weights_sha256.clear();
   h.weights_path = "/w/model.safetensors.index.json";

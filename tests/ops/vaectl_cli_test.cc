@@ -66,6 +66,27 @@ TEST(VaectlCliTest, DecodeWithoutDaemonFailsBeforeWritingAnything) {
   EXPECT_THAT(r.out, HasSubstr("vaed is not running"));
 }
 
+// Regression (issue 21 review): usage errors exited 105/109 (CLI11's codes),
+// which --help does not list; they are invalid options: 1.
+TEST(VaectlCliTest, RegressionAUsageErrorExits1) {
+  EXPECT_EQ(Vaectl("--connect-timeout-ms 0 status").exit_code, 1);
+  EXPECT_EQ(Vaectl("--no-such-flag status").exit_code, 1);
+  EXPECT_EQ(Vaectl("decode /nonexistent/latent.safetensors").exit_code, 1);
+  EXPECT_EQ(Vaectl("--help").exit_code, 0);
+}
+
+// Regression (issue 21 review): --audio-out on a decode without an audio
+// latent exited 0 and wrote nothing, without a word.
+TEST(VaectlCliTest, RegressionAudioOutWithoutAnAudioLatentIsRefused) {
+  const auto r = Vaectl(
+      "--socket /nonexistent/x.sock decode --random-latent 1,32,4,4 --format none "
+      "--audio-out /tmp/never.wav");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("--audio-out /tmp/never.wav"));
+  EXPECT_THAT(r.out, HasSubstr("no audio latent"));
+  EXPECT_THAT(r.out, Not(HasSubstr("not running")));  // refused before connecting
+}
+
 TEST(VaectlCliTest, DecodeNeedsAVideoOrAudioLatent) {
   const auto r = Vaectl("--socket /nonexistent/x.sock decode --format none");
   EXPECT_EQ(r.exit_code, 1);

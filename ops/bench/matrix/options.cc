@@ -100,14 +100,16 @@ void DefineOptions(CLI::App& app, MatrixOptions* o) {
   app.add_option("--audio-config", o->audio_config,
                  "h3: audio decoder config JSON; empty = the released configuration")
       ->check(CLI::ExistingFile);
-  app.add_option("--gate", o->gate,
-                 "run release gate NAME instead of the benchmark: its cells once per mode, "
-                 "with pass criteria (see below)")
-      ->check(CLI::IsMember(GateNames()));
+  CLI::Option* gate =
+      app.add_option("--gate", o->gate,
+                     "run release gate NAME instead of the benchmark: its cells once per mode, "
+                     "with pass criteria (see below)")
+          ->check(CLI::IsMember(GateNames()));
   AddRangeOption(app, "--gate-scale", &o->gate_scale,
                  "divide every gate cell's canvas sides and duration by N (CPU with the tiny "
                  "decoder: 5)",
-                 1, 64);
+                 1, 64)
+      ->needs(gate);  // else the benchmark's own "give --shapes" error misleads
   AddRangeOption(app, "--memory-budget-mib", &o->memory_budget_mib,
                  "the daemon's executor.memory_budget_mib (0 = none: a request may use the "
                  "host's memory minus the weights)",
@@ -181,7 +183,7 @@ std::optional<int> ParseMatrixCommandLine(int argc, char** argv, MatrixOptions* 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;  // --help 0; usage errors 2, as documented
   }
   if (!o->gate.empty()) {
     // The gate decodes each cell once per mode: the benchmark's rounds and
