@@ -391,7 +391,11 @@ int main(int argc, char** argv) {
       "vaed_bench_decode"};
   bool glibc_default_malloc = false;
   DefineOptions(app, &o, &glibc_default_malloc);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;  // --help 0; a usage error is a failure (2: no daemon)
+  }
   o.socket = vaed::client::Client::SocketPath(o.socket);
   // The in-process path gets the daemon's allocator policy by default, so
   // the ratio measures the cost of going through the daemon, not malloc.

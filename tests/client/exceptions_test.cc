@@ -174,6 +174,15 @@ TEST_F(ClientExceptionsTest, CApiEntryPointsReportAThrownExceptionAsAStatus) {
   ASSERT_NO_FATAL_FAILURE(s.Open(daemon_->socket(), 2));
   char err[256] = {};
 
+  // The _ex entry points' request: the session's demo latent and output.
+  auto demo_request = [&] {
+    vaed_request request;
+    vaed_request_init(&request);
+    request.model = "demo";
+    request.latent = &s.latent;
+    request.output = &s.output;
+    return request;
+  };
   // Every entry point that returns a status, as a call that succeeds when
   // no fault is armed (and cleans up after itself).
   const std::vector<std::pair<const char*, std::function<vaed_status(char*, size_t)>>> calls = {
@@ -216,21 +225,14 @@ TEST_F(ClientExceptionsTest, CApiEntryPointsReportAThrownExceptionAsAStatus) {
        }},
       {"vaed_plan_decode_ex",
        [&](char* e, size_t n) {
-         vaed_request request;
-         vaed_request_init(&request);
-         request.model = "demo";
-         request.latent = &s.latent;
+         const vaed_request request = demo_request();
          vaed_reply reply;
          vaed_reply_init(&reply);
          return vaed_plan_decode_ex(s.client, &request, &reply, e, n);
        }},
       {"vaed_decode_ex",
        [&](char* e, size_t n) {
-         vaed_request request;
-         vaed_request_init(&request);
-         request.model = "demo";
-         request.latent = &s.latent;
-         request.output = &s.output;
+         const vaed_request request = demo_request();
          vaed_reply reply;
          vaed_reply_init(&reply);
          return vaed_decode_ex(s.client, &request, &reply, e, n);
