@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "daemon/models/h3/video_vae.h"
+#include "h3_tiny_video_vae.h"
 
 namespace vaed::models::h3 {
 namespace {
@@ -47,28 +48,11 @@ TEST(H3FinalFramesTest, EachWindowFinalizesUpToTheNextCrossFadeAndTheLastEveryth
   }
 }
 
-// A tiny random decoder (the golden tiny geometry: 2 blocks x 128, 2 heads):
-// no shared data needed.
-std::unique_ptr<VideoVae> TinyModel() {
-  VideoDecoderConfig config = VideoDecoderConfig::Official();
-  config.depth = 2;
-  config.dim = 128;
-  config.heads = 2;
-  config.dim_head = 64;
-  config.ffn_inner = 512;
-  VideoVaeOptions options;
-  options.name = "h3_tiny";
-  options.config = &config;
-  options.seed = 11;
-  auto model = VideoVae::Create(options);
-  EXPECT_TRUE(model.ok()) << model.status().ToString();
-  return model.ok() ? std::move(model).value() : nullptr;
-}
-
 TEST(H3FinalFramesTest, LaterLatentFramesChangeNoFinalFrameButTheNextOnes) {
   at::set_num_threads(2);
-  std::unique_ptr<VideoVae> model = TinyModel();
-  ASSERT_NE(model, nullptr);
+  Result<std::unique_ptr<VideoVae>> created = test_util::TinyRandomVideoVae(11);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  VideoVae* model = created->get();
   constexpr int64_t kT = 17;  // 3 windows, 56 frames
   Result<TemporalPlan> plan = PlanTemporal(kT);
   ASSERT_TRUE(plan.ok());

@@ -19,6 +19,7 @@
 
 #include "daemon/models/postprocess.h"
 #include "daemon/models/tensor_memory.h"
+#include "h3_tiny_video_vae.h"
 #include "tests/common/golden_tolerance.h"
 #include "tests/common/test_paths.h"
 #include "vaed/safetensors.h"
@@ -389,17 +390,7 @@ TEST(H3VideoVaeTest, PlanRejectsHugeLatentFrameCountsAndTheModelStillDecodes) {
   // golden tiny geometry: 2 blocks x 128, 2 heads) keeps this cheap and
   // independent of the shared data.
   at::set_num_threads(2);
-  VideoDecoderConfig config = VideoDecoderConfig::Official();
-  config.depth = 2;
-  config.dim = 128;
-  config.heads = 2;
-  config.dim_head = 64;
-  config.ffn_inner = 512;
-  VideoVaeOptions options;
-  options.name = "h3_tiny";
-  options.config = &config;
-  options.seed = 7;
-  auto model = VideoVae::Create(options);
+  auto model = test_util::TinyRandomVideoVae(7);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   for (int64_t t : {int64_t{1'000'000'000}, int64_t{INT64_MAX}}) {
     SCOPED_TRACE("T = " + std::to_string(t));
