@@ -75,12 +75,16 @@ vaed::Result<RankModels> LoadRanks(vaed::server::DaemonOptions* options) {
     VAED_RETURN_IF_ERROR(vaed::engine::UseExactFloat32().WithContext("CUDA ranks"));
     VAED_RETURN_IF_ERROR(vaed::engine::UseCudaEventTimings().WithContext("CUDA ranks"));
   }
+  // The weights once for all ranks, before any model loads.
+  auto verified = vaed::models::ModelRegistry::VerifyAll(options->models.entries);
+  if (!verified.ok()) return verified.status().WithContext("loading models");
   RankModels ranks;
   for (size_t r = 0; r < options->executor.rank_devices.size(); ++r) {
     const vaed::engine::RankDevice& device = options->executor.rank_devices[r];
     spdlog::info("rank {}: {}", r, device.Describe());
-    auto registry = vaed::models::ModelRegistry::Create(
-        options->models.entries, options->models.default_model, device.TorchDevice());
+    auto registry = vaed::models::ModelRegistry::Create(options->models.entries,
+                                                        options->models.default_model,
+                                                        device.TorchDevice(), &*verified);
     if (!registry.ok()) {
       return registry.status().WithContext(r == 0 ? std::string("loading models")
                                                   : "loading models for rank " + std::to_string(r));

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "daemon/models/h3/h3_vae.h"
+#include "daemon/models/h3/video_config.h"
 #include "daemon/models/h3/video_vae.h"
 #include "daemon/models/taef2.h"
 #include "daemon/models/weight_verification.h"
@@ -124,7 +125,7 @@ Status ValidateDigestKeys(const ModelConfig& c, const KindKeys& kind, const std:
       return InvalidArgument(field + " is set but " + where + "." + k.file_key +
                              " is empty; a digest needs the file it checks");
     }
-    if (k.file.size() >= 11 && k.file.compare(k.file.size() - 11, 11, ".index.json") == 0) {
+    if (h3::IsShardedIndex(k.file)) {
       return InvalidArgument(field + " is set for a sharded checkpoint index (" + k.file +
                              "); list the index and its shards in a SHA256SUMS file beside "
                              "them instead");
@@ -303,8 +304,19 @@ Status ModelRegistry::Validate(const std::vector<ModelConfig>& configs,
   return ValidateConfig(configs, default_model);
 }
 
+Result<std::vector<WeightsVerification>> ModelRegistry::VerifyAll(
+    const std::vector<ModelConfig>& configs) {
+  std::vector<WeightsVerification> verifications;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    VAED_ASSIGN_OR_RETURN(WeightsVerification v, VerifyWeights(configs[i], i));
+    verifications.push_back(std::move(v));
+  }
+  return verifications;
+}
+
 Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
-    const std::vector<ModelConfig>& configs, std::string default_model, torch::Device device) {
+    const std::vector<ModelConfig>& configs, std::string default_model, torch::Device device,
+    const std::vector<WeightsVerification>* verified) {
   VAED_RETURN_IF_ERROR(ValidateConfig(configs, default_model));
   std::vector<std::unique_ptr<VaeModel>> models;
   std::vector<WarmShape> warm_shapes;
@@ -313,12 +325,13 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
     warm_shapes.insert(warm_shapes.end(), mine.begin(), mine.end());
   }
   // Every model's weights before any is built: a mismatch refuses the start
-  // before minutes of loading (digests are cached: later ranks, and the
-  // loaders' logged digests, do not hash again).
+  // before minutes of loading (digests are cached: the loaders' logged
+  // digests do not hash again).
   std::vector<WeightsVerification> verifications;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    VAED_ASSIGN_OR_RETURN(WeightsVerification v, VerifyWeights(configs[i], i));
-    verifications.push_back(std::move(v));
+  if (verified != nullptr && verified->size() == configs.size()) {
+    verifications = *verified;
+  } else {
+    VAED_ASSIGN_OR_RETURN(verifications, VerifyAll(configs));
   }
   for (const ModelConfig& c : configs) {
     if (c.kind == kKindTaef2) {

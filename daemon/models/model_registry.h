@@ -45,15 +45,23 @@ class ModelRegistry {
   // CUDA with the ordinal this process sees; engine/rank_devices.h). Each
   // model loads on the host and moves its tensors there once
   // (device_placement.h); info().device names it.
-  // Every entry's weights are verified first (weight_verification.h
-  // VerifyWeights: kFailedPrecondition naming the file, the expected and
-  // the actual digest), before any model is built.
+  // Every entry's weights are verified first (VerifyAll()), before any
+  // model is built, unless `verified` holds VerifyAll()'s result for these
+  // configs (a daemon with several ranks verifies once, then builds each
+  // rank's registry with it).
   // Load errors: the first model that fails to build, with its Status
   // (see Taef2Decoder::Create, VideoVae::Create, H3Vae::Create), including
   // a device this build or machine cannot place tensors on.
-  static Result<std::unique_ptr<ModelRegistry>> Create(const std::vector<ModelConfig>& configs,
-                                                       std::string default_model,
-                                                       torch::Device device = torch::kCPU);
+  static Result<std::unique_ptr<ModelRegistry>> Create(
+      const std::vector<ModelConfig>& configs, std::string default_model,
+      torch::Device device = torch::kCPU,
+      const std::vector<WeightsVerification>* verified = nullptr);
+
+  // The weights of every entry verified (weight_verification.h
+  // VerifyWeights: kFailedPrecondition naming the file, the expected and
+  // the actual digest), in config order. Reads the files; logs each result.
+  static Result<std::vector<WeightsVerification>> VerifyAll(
+      const std::vector<ModelConfig>& configs);
 
   // Checks every entry against the keys its kind takes (ModelConfig), without
   // loading anything. Errors (kInvalidArgument) name the TOML entry and key:

@@ -23,6 +23,7 @@
 #include "tests/common/raw_connection.h"
 #include "vaed/client.h"
 #include "vaed/framing.h"
+#include "vaed/sha256.h"
 #include "vaed/wire.h"
 
 namespace vaed {
@@ -65,6 +66,37 @@ size_t OpenDescriptors(pid_t pid) {
     ++n;
   }
   return n;
+}
+
+// Bug: a daemon with several ranks verified the weights once per rank:
+// it read SHA256SUMS and logged "verified" for each file once per rank.
+// Fixed in this issue's verify-once commit: main verifies before the ranks
+// load (ModelRegistry::VerifyAll) and every rank's registry reuses it.
+TEST(RegressionTest, WeightsAreVerifiedOncePerDaemonNotOncePerRank) {
+  if (!testing::H3TinyVideoPresent()) {
+    GTEST_SKIP() << "../shared/golden/h3 is absent (the test verifies its tiny weights)";
+  }
+  const std::string weights = testing::SharedPath(testing::kH3TinyVideoWeights);
+  Result<std::string> digest = Sha256File(weights);
+  ASSERT_TRUE(digest.ok()) << digest.status().ToString();
+  const std::string cfg = testing::WriteTempConfig(
+      "regress", "verify_once",
+      "[executor]\nintra_op_threads = 1\n[group]\nranks = 3\n"
+      "[models]\ndefault = \"h3\"\n[[models.entry]]\nname = \"h3\"\nkind = \"h3_video\"\n"
+      "weights = \"" + weights + "\"\nweights_sha256 = \"" + *digest + "\"\nconfig = \"" +
+          testing::SharedPath(testing::kH3TinyVideoConfig) + "\"\n");
+  DaemonProcess d({"--config", cfg});
+  ASSERT_TRUE(d.ok()) << d.Log();
+  auto c = client::Client::Connect({.socket = d.socket(), .client_name = "verify"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();  // serving: every rank loaded
+  const std::string log = d.Log();
+  size_t verified = 0;
+  for (size_t at = log.find(" verified (sha256"); at != std::string::npos;
+       at = log.find(" verified (sha256", at + 1)) {
+    ++verified;
+  }
+  EXPECT_EQ(verified, 1u) << log;
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
 }
 
 // Bug: the silence timeout (server.client_timeout_ms) counted from the
