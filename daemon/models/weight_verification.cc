@@ -53,15 +53,11 @@ std::string Lower(std::string text) {
   return text;
 }
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // The files behind one weights key: the file itself, and for a sharded
 // checkpoint's index also every shard it maps tensors to.
 Result<std::vector<std::string>> FilesOf(const std::string& path) {
   std::vector<std::string> files{path};
-  if (!EndsWith(path, ".index.json")) return files;
+  if (!h3::IsShardedIndex(path)) return files;
   VAED_ASSIGN_OR_RETURN(h3::SafetensorsIndex index, h3::ReadSafetensorsIndex(path));
   files.insert(files.end(), index.shard_paths.begin(), index.shard_paths.end());
   return files;

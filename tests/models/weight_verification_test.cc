@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/h3/video_config.h"
 #include "daemon/models/model_registry.h"
 #include "safetensors_test_util.h"
 #include "vaed/sha256.h"
@@ -157,6 +158,17 @@ TEST(VerifyWeightsTest, GeneratedWeightsHaveNoFiles) {
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->state, kWeightsGenerated);
   EXPECT_TRUE(v->files.empty());
+}
+
+// One rule for what a sharded index is, for the loader, the verification
+// and the config check alike.
+TEST(VerifyWeightsTest, IsShardedIndexIsTheIndexJsonSuffix) {
+  EXPECT_TRUE(h3::IsShardedIndex("/w/model.safetensors.index.json"));
+  EXPECT_TRUE(h3::IsShardedIndex(".index.json"));
+  EXPECT_FALSE(h3::IsShardedIndex("/w/model.safetensors"));
+  EXPECT_FALSE(h3::IsShardedIndex("/w/index.json"));
+  EXPECT_FALSE(h3::IsShardedIndex("/w/model.index.json.bak"));
+  EXPECT_FALSE(h3::IsShardedIndex(""));
 }
 
 TEST(VerifyWeightsTest, AShardedIndexChecksTheIndexAndEveryShard) {

@@ -554,6 +554,11 @@ Result<VideoDecoderConfig> VideoDecoderConfig::LoadJsonFile(const std::string& p
   return ParseOriginal(comp_reader, ObjectReader(*src_root, src_path.string(), ""));
 }
 
+bool IsShardedIndex(std::string_view path) {
+  constexpr std::string_view kSuffix = ".index.json";
+  return path.size() >= kSuffix.size() && path.substr(path.size() - kSuffix.size()) == kSuffix;
+}
+
 Result<SafetensorsIndex> ReadSafetensorsIndex(const std::string& path) {
   VAED_ASSIGN_OR_RETURN(Json root, ReadJsonFile(path));
   if (!root.is_object() || !root.contains("weight_map") || !root["weight_map"].is_object() ||

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vaed/status.h"
@@ -131,6 +132,11 @@ struct SafetensorsIndex {
 // opened. Errors: kNotFound/kIoError for the file, kInvalidArgument naming
 // the field for a malformed index.
 Result<SafetensorsIndex> ReadSafetensorsIndex(const std::string& path);
+
+// Whether `path` names a sharded checkpoint's index (it ends in
+// ".index.json", the Hugging Face convention): ReadSafetensorsIndex()
+// reads it, its shards lie beside it.
+bool IsShardedIndex(std::string_view path);
 
 }  // namespace vaed::models::h3
 

@@ -141,7 +141,7 @@ Result<CheckpointFiles> ResolveFiles(const std::vector<std::string>& weight_file
   CheckpointFiles c;
   c.files = weight_files;
   for (const std::string& f : weight_files) {
-    if (!EndsWith(f, ".index.json")) continue;
+    if (!IsShardedIndex(f)) continue;
     if (weight_files.size() != 1) {
       return InvalidArgument(what + ": " + f +
                              " is a checkpoint index; pass it alone (its shards are resolved "
