@@ -212,29 +212,52 @@ bool IsDemoModel(const ModelsOptions& o, const std::string& name) {
   return false;
 }
 
-// --model, --taef2-weights, --default-model and --vae-stack-tiling, in that
-// order (so --default-model wins over --taef2-weights' default). A daemon
-// given real models does not default to the demo: when the default names a
-// demo model and --model added a model of another kind, the first such
-// model becomes the default (issue 21: `vaed --model h3=...` then
-// `decode(latent)` used to go to the demo model and fail).
-Status ApplyModelFlags(const Flags& f, ModelsOptions* o) {
-  std::string first_real;
+// The first of `entries` whose kind is not "demo"; "" when there is none.
+std::string FirstRealModel(const std::vector<models::ModelConfig>& entries) {
+  for (const models::ModelConfig& e : entries) {
+    if (e.kind != "demo") return e.name;
+  }
+  return "";
+}
+
+// models.default, decided in this one place once the entries are final
+// (issue 21: a daemon given real models does not default to the demo;
+// `vaed --model h3=...` then `decode(latent)` used to go to the demo model
+// and fail, and so did a --config file listing a real model without naming
+// models.default). The first that applies:
+//   --default-model;
+//   "taef2" with --taef2-weights;
+//   `file_default`: what the --config file named, else its first entry that
+//   is not a demo, else the embedded default ("demo"); but when that names
+//   a demo model and --model added a model of another kind, the first such.
+Result<std::string> DecideDefaultModel(const Flags& f, const ModelsOptions& o,
+                                       const std::string& file_default) {
+  if (!f.default_model.empty()) return f.default_model;
+  if (!f.taef2_weights.empty()) return std::string("taef2");
+  std::vector<models::ModelConfig> from_flags;
   for (const std::string& spec : f.models) {
     VAED_ASSIGN_OR_RETURN(models::ModelConfig m, ParseModelFlag(spec));
-    if (first_real.empty() && m.kind != "demo") first_real = m.name;
+    from_flags.push_back(std::move(m));
+  }
+  const std::string first_real_flag = FirstRealModel(from_flags);
+  if (!first_real_flag.empty() && IsDemoModel(o, file_default)) return first_real_flag;
+  return file_default;
+}
+
+// --model, --taef2-weights and --vae-stack-tiling, in that order (the
+// default model is DecideDefaultModel's).
+Status ApplyModelFlags(const Flags& f, ModelsOptions* o) {
+  for (const std::string& spec : f.models) {
+    VAED_ASSIGN_OR_RETURN(models::ModelConfig m, ParseModelFlag(spec));
     AddOrReplaceModel(&o->entries, std::move(m));
   }
-  if (!first_real.empty() && IsDemoModel(*o, o->default_model)) o->default_model = first_real;
   if (!f.taef2_weights.empty()) {
     models::ModelConfig m;
     m.name = "taef2";
     m.kind = "taef2";
     m.weights_path = f.taef2_weights;
     AddOrReplaceModel(&o->entries, std::move(m));
-    o->default_model = "taef2";
   }
-  if (!f.default_model.empty()) o->default_model = f.default_model;
   if (!f.stack_tiling.empty()) {
     const std::string value = f.stack_tiling == "true"    ? "on"
                               : f.stack_tiling == "false" ? "off"
@@ -272,33 +295,24 @@ Status ApplyFlags(const Flags& f, DaemonOptions* o) {
   return Status::Ok();
 }
 
-// models.default when the --config file does not set it: the first entry
-// that is not a demo model, else the built-in "demo" (issue 21: a config
-// file listing a real model used to leave requests that name no model on
-// the demo, or fail when it left the demo out).
-void DefaultToTheFirstRealModel(ModelsOptions* o) {
-  for (const models::ModelConfig& e : o->entries) {
-    if (e.kind != "demo") {
-      o->default_model = e.name;
-      return;
-    }
-  }
-}
-
 // The embedded defaults, the --config file, the flags; validated.
 Result<DaemonOptions> ResolveOptions(const Flags& f) {
   VAED_ASSIGN_OR_RETURN(DaemonOptions o,
                         ParseConfigToml(kDefaultConfigToml, "embedded defaults", DaemonOptions{}));
+  // The default before the flags: the --config file's models.default, else
+  // its first real entry, else the embedded one.
+  std::string file_default = o.models.default_model;
   if (!f.config_path.empty()) {
-    const std::string builtin_default = o.models.default_model;
     o.models.default_model.clear();  // set again only by a file that names one
     VAED_ASSIGN_OR_RETURN(o, LoadConfigFile(f.config_path, std::move(o)));
-    if (o.models.default_model.empty()) {
-      o.models.default_model = builtin_default;
-      DefaultToTheFirstRealModel(&o.models);
+    if (!o.models.default_model.empty()) {
+      file_default = o.models.default_model;
+    } else if (std::string first = FirstRealModel(o.models.entries); !first.empty()) {
+      file_default = first;
     }
   }
   VAED_RETURN_IF_ERROR(ApplyFlags(f, &o));
+  VAED_ASSIGN_OR_RETURN(o.models.default_model, DecideDefaultModel(f, o.models, file_default));
   VAED_RETURN_IF_ERROR(ValidateOptions(o));
   return o;
 }
