@@ -109,7 +109,7 @@ vaed_status Decode(vaed_client* client, const char* model, const vaed_tensor* la
   return 0;
 }
 
-// --- growing structs (vaed_request, vaed_reply, vaed_progress) -----------
+// --- growing structs (vaed_request, vaed_reply, vaed_progress, vaed_final_range) ---
 
 // The first published size of each growing struct: the end of its last
 // field in the first version of vaed_c.h. Fields appended later are beyond
@@ -120,7 +120,12 @@ constexpr size_t kReplySizeV1 = offsetof(vaed_reply, timings) + sizeof(vaed_timi
 static_assert(kRequestSizeV1 <= sizeof(vaed_request));
 static_assert(kReplySizeV1 <= sizeof(vaed_reply));
 static_assert(offsetof(vaed_request, struct_size) == 0 && offsetof(vaed_reply, struct_size) == 0 &&
-              offsetof(vaed_progress, struct_size) == 0);
+              offsetof(vaed_progress, struct_size) == 0 &&
+              offsetof(vaed_final_range, struct_size) == 0);
+// Appended fields lie past the first published size, so ReadRequest()
+// leaves them at their zero defaults for callers built against an older
+// header (final_range: streamed output, issue 22).
+static_assert(offsetof(vaed_request, final_range) >= kRequestSizeV1);
 
 vaed::Status BadSize(const char* what, uint32_t size, size_t min) {
   return vaed::InvalidArgument(std::string(what) + "->struct_size is " + std::to_string(size) +
@@ -310,6 +315,21 @@ vaed::Status ToDecodeRequest(const vaed_request& c, bool decode,
       e.fraction = p.fraction();
       e.elapsed_seconds = p.elapsed_seconds();
       e.eta_seconds = p.eta_seconds();
+      fn(&e, user);
+    };
+  }
+  if (decode && c.final_range) {
+    req->final_range = [fn = c.final_range,
+                        user = c.final_range_user_data](const vaed::v1::FinalRange& r) {
+      vaed_final_range e;
+      std::memset(&e, 0, sizeof(e));
+      e.struct_size = sizeof(e);
+      // Valid during the call only (vaed_c.h): `r` outlives it.
+      e.stage = r.stage().c_str();
+      e.unit = r.unit().c_str();
+      e.begin = r.begin();
+      e.end = r.end();
+      e.total = r.total();
       fn(&e, user);
     };
   }

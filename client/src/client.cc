@@ -266,15 +266,29 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
           VAED_ASSIGN_OR_RETURN(inputs_ready, sync->RecordInputsReady(request.cuda_stream));
         }
         impl->on_progress = request.progress ? &request.progress : nullptr;
+        impl->streamed = {.callback = request.final_range ? &request.final_range : nullptr,
+                          .cuda_stream = request.cuda_stream,
+                          .video_frames = 0,
+                          .audio_samples = 0,
+                          .error = Status::Ok()};
         Result<v1::Reply> called = impl->CallLocked(
-            [&](v1::Request* req) {
+            [&](v1::Request* req) VAED_REQUIRES(impl->mu) -> Status {
               // Runs under impl->mu, per attempt: ids map to the current daemon.
+              // A retry after a reconnect would write delivered frames again.
+              if (impl->streamed.delivered_any()) {
+                return Unavailable("vaed went away during a streamed decode; not retried, "
+                                   "since a retry would write the delivered part again")
+                    .WithFinalOutput(impl->streamed.video_frames, impl->streamed.audio_samples);
+              }
               VAED_RETURN_IF_ERROR(BuildDecode(
                   request, /*plan_only=*/false,
                   [impl](uint64_t id, std::string_view field)
                       VAED_REQUIRES(impl->mu) { return impl->DaemonRegionId(id, field); },
                   req->mutable_decode()));
               if (request.progress) req->mutable_decode()->mutable_options()->set_progress(true);
+              if (request.final_range) {
+                req->mutable_decode()->mutable_options()->set_stream_output(true);
+              }
               if (!inputs_ready.empty())
                 req->mutable_decode()->set_inputs_ready_event(inputs_ready);
               return Status::Ok();
@@ -282,6 +296,13 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
             impl->options.request_timeout_ms);
         impl->on_progress = nullptr;
         progress_error = std::exchange(impl->progress_error, nullptr);
+        const Impl::FinalRangeDelivery streamed = std::exchange(impl->streamed, {});
+        if (!called.ok() && request.final_range && called.status().final_frames() == 0 &&
+            called.status().final_samples() == 0) {
+          // Failed in this library or the connection: what was delivered.
+          return called.status().WithFinalOutput(streamed.video_frames, streamed.audio_samples);
+        }
+        VAED_RETURN_IF_ERROR(streamed.error);
         VAED_ASSIGN_OR_RETURN(v1::Reply reply, std::move(called));
         VAED_RETURN_IF_ERROR(CheckReply(reply, v1::Reply::kDecode, "decode"));
         if (!reply.decode().outputs_ready_event().empty()) {

@@ -91,6 +91,22 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // state is declared VAED_REQUIRES(<impl>->mu) (client.cc).
   using Builder = std::function<Status(v1::Request*)>;
   using ProgressCallback = std::function<void(const v1::Progress&)>;
+  using FinalRangeCallback = std::function<void(const v1::FinalRange&)>;
+
+  // The running streamed Decode (DecodeRequest::final_range): its callback
+  // (null once it threw or a CUDA wait failed), the caller's stream for
+  // CUDA ranges, and per stage the end of what was delivered; ranges are
+  // cumulative, so a repeated or skipped one is delivered as the part past
+  // that end. `error`: a CUDA wait that failed (the range was not passed
+  // on), for Decode() to return once the reply is in.
+  struct FinalRangeDelivery {
+    const FinalRangeCallback* callback = nullptr;
+    void* cuda_stream = nullptr;
+    uint64_t video_frames = 0;
+    uint64_t audio_samples = 0;
+    Status error;
+    bool delivered_any() const { return video_frames > 0 || audio_samples > 0; }
+  };
 
   explicit Impl(const ClientOptions& o) : options(o) {}
 
@@ -187,6 +203,9 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // What the progress callback threw, for Decode() to rethrow once the
   // lock is released; guarded by mu.
   std::exception_ptr progress_error VAED_GUARDED_BY(mu);
+  // The running Decode's streamed output; guarded by mu. Its callback's
+  // exception goes to progress_error too.
+  FinalRangeDelivery streamed VAED_GUARDED_BY(mu);
   // The daemon was found gone (heartbeats unanswered, or the connection
   // dropped), answered kUnknownClient, or a failure inside the library
   // struck mid-request: the next call reconnects before it sends. Guarded
@@ -230,6 +249,11 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // mu held. Calls on_progress with `progress`; if it throws, keeps the
   // exception in progress_error and stops calling it.
   void ReportProgress(const v1::Progress& progress) VAED_REQUIRES(mu);
+  // mu held. Passes the part of `range` past what was delivered to
+  // streamed.callback (after making the caller's stream wait on its CUDA
+  // event); if the callback throws, keeps the exception in progress_error
+  // and stops calling it.
+  void ReportFinalRange(const v1::FinalRange& range) VAED_REQUIRES(mu);
   uint32_t Liveness() const;
   // How long a waiting call stays silent before it sends a Heartbeat.
   std::chrono::milliseconds WaitPingInterval() const;

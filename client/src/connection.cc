@@ -120,6 +120,38 @@ void Client::Impl::ReportProgress(const v1::Progress& progress) {
     // unwinding from here would leave the request's reply unread.
     progress_error = std::current_exception();
     on_progress = nullptr;
+    streamed.callback = nullptr;
+  }
+}
+
+void Client::Impl::ReportFinalRange(const v1::FinalRange& range) {
+  if (streamed.callback == nullptr) return;
+  const bool video = range.stage() == "video";
+  uint64_t& delivered = video ? streamed.video_frames : streamed.audio_samples;
+  if (range.end() <= delivered) return;  // a retry inside the daemon
+  if (!range.ready_event().empty()) {
+    Result<internal::CudaStreamSync*> sync = CudaSync();
+    Status waited = sync.ok() ? (*sync)->WaitOutputsReady(streamed.cuda_stream,
+                                                          range.ready_event())
+                              : sync.status();
+    if (!waited.ok()) {
+      streamed.error = waited.WithContext("streamed output: ordering a final range (" +
+                                          range.stage() + " [" + std::to_string(range.begin()) +
+                                          ", " + std::to_string(range.end()) + "))");
+      streamed.callback = nullptr;
+      return;
+    }
+  }
+  v1::FinalRange part = range;
+  part.set_begin(delivered);
+  try {
+    (*streamed.callback)(part);
+    delivered = range.end();
+  } catch (...) {
+    // As ReportProgress: Decode() rethrows it once the reply is in.
+    progress_error = std::current_exception();
+    streamed.callback = nullptr;
+    on_progress = nullptr;
   }
 }
 
@@ -182,6 +214,11 @@ Result<v1::Reply> Client::Impl::ExchangeOrThrow(const std::string& bytes, uint64
         // Never the reply itself: progress of this request, or of an
         // earlier one that timed out.
         if (on_progress && id == expect_id) ReportProgress(reply.progress());
+        continue;
+      }
+      if (reply.has_final_range()) {
+        // Likewise never the reply: a final part of this request's output.
+        if (id == expect_id) ReportFinalRange(reply.final_range());
         continue;
       }
       return reply;

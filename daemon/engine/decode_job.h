@@ -19,6 +19,7 @@
 #ifndef VAED_DAEMON_ENGINE_DECODE_JOB_H_
 #define VAED_DAEMON_ENGINE_DECODE_JOB_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -82,6 +83,16 @@ struct RequestFacts {
   std::vector<std::string> output_changing;  // ResolvedOptions::output_changing
 };
 
+// What a streamed job has announced final so far (DecodeJob::
+// stream_output): its video output's pixel frames [0, video_frames) and its
+// audio output's samples per channel [0, audio_samples). Written by the
+// rank thread before each announcement, read by the server when it answers
+// a failed job (Error.final_frames / final_samples). Only grows.
+struct StreamedSoFar {
+  std::atomic<uint64_t> video_frames{0};
+  std::atomic<uint64_t> audio_samples{0};
+};
+
 // One accepted Decode request: a video part, an audio part, or both.
 struct DecodeJob {
   // Where the answer goes: opaque to the engine (the server's connection
@@ -104,6 +115,12 @@ struct DecodeJob {
   // DecodeOptions.progress: report progress (ResultSink::OnProgress) after
   // each unit of work, before the result.
   bool progress = false;
+  // DecodeOptions.stream_output: write each part of the output as soon as
+  // it is final and announce it (ResultSink::OnFinalRange) before the
+  // result; `streamed` then records what was announced (shared: copies of
+  // the job see one record).
+  bool stream_output = false;
+  std::shared_ptr<StreamedSoFar> streamed = std::make_shared<StreamedSoFar>();
   // Decode.inputs_ready_event: the 64-byte cudaIpcEventHandle_t of an event
   // the worker recorded after writing its CUDA latents (admission checked
   // its size and that a latent is in a CUDA region); the output rank's

@@ -84,6 +84,21 @@ struct ProgressEvent {
   int64_t tiles_total = 0;
 };
 
+// A part of a streamed job's output that is final (DecodeJob::
+// stream_output): its elements [begin, end) are written and this job never
+// touches them again. Per stage the ranges are contiguous from 0 and the
+// last ends at `total`.
+struct FinalRangeEvent {
+  const char* stage = "";  // "video" (the output) or "audio" (audio_output)
+  const char* unit = "";   // "frames" (pixel frames) or "samples" (per channel)
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t total = 0;
+  // CUDA outputs: the rank's event recorded after the range's writes
+  // (cuda_events.h OutputEventRing); empty for host outputs.
+  std::string ready_event;
+};
+
 }  // namespace vaed::engine
 
 #endif  // VAED_DAEMON_ENGINE_DECODE_RESULT_H_

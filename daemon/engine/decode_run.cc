@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "daemon/engine/output_format.h"
 #include "daemon/engine/process_memory.h"
 #include "daemon/engine/region_io.h"
+#include "daemon/engine/streamed_output.h"
 #include "daemon/engine/torch_cuda.h"
 #include "daemon/engine/video_on_group.h"
 #include "daemon/models/postprocess.h"
@@ -111,6 +113,14 @@ class DecodeRun {
   // failure is logged and leaves peak_device_bytes 0.
   void StartDevicePeak();
   void ReadDevicePeak();
+  // Streamed output (streamed_output.h): the job's sinks (writes through
+  // WriteOutput, events through RecordReady, announcements to the
+  // executor's ResultSink).
+  StreamSink VideoSink();
+  StreamSink AudioSink();
+  // CUDA outputs: the rank's event recorded after the writes enqueued so
+  // far; "" when the job writes no CUDA region.
+  Result<std::string> RecordReady();
   Status DecodeVideo(RankWork* work);
   Status DecodeAudio();
   Status FormatOutputs();
@@ -128,6 +138,7 @@ class DecodeRun {
   torch::Tensor raw_, wave_;             // decoded
   torch::Tensor video_out_, audio_out_;  // formatted
   HostCopies host_copies_;               // between host regions and the rank's device
+  std::optional<VideoStream> video_stream_;  // set when the job streams a video
 };
 
 Result<DecodeResult> DecodeRun::Run(RankWork* work) {
@@ -190,13 +201,17 @@ Status DecodeRun::WaitForInputs() {
                                         ctx_.cuda_stream);
 }
 
-Status DecodeRun::RecordOutputsReady() {
-  if (!WritesCudaRegions()) return Status::Ok();
+Result<std::string> DecodeRun::RecordReady() {
+  if (!WritesCudaRegions()) return std::string();
   if (ctx_.output_events == nullptr || ctx_.cuda_stream == nullptr) {
     return FailedPrecondition("CUDA outputs: rank " + std::to_string(ctx_.global_rank) +
                               " is not a CUDA rank (it has no event to order them)");
   }
-  VAED_ASSIGN_OR_RETURN(result_.outputs_ready_event, ctx_.output_events->Record(ctx_.cuda_stream));
+  return ctx_.output_events->Record(ctx_.cuda_stream);
+}
+
+Status DecodeRun::RecordOutputsReady() {
+  VAED_ASSIGN_OR_RETURN(result_.outputs_ready_event, RecordReady());
   return Status::Ok();
 }
 
@@ -242,11 +257,35 @@ Status DecodeRun::CopyIn() {
   return Status::Ok();
 }
 
+StreamSink DecodeRun::VideoSink() {
+  return {.write = [this](const torch::Tensor& formatted, const TensorRef& part) {
+            return WriteOutput(formatted, part, job_.video->output_region,
+                               job_.video->output_cuda, "output");
+          },
+          .record_ready = [this] { return RecordReady(); },
+          .announce = ctx_.final_range};
+}
+
+StreamSink DecodeRun::AudioSink() {
+  return {.write = [this](const torch::Tensor& formatted, const TensorRef& part) {
+            return WriteOutput(formatted, part, job_.audio->output_region,
+                               job_.audio->output_cuda, "audio_output");
+          },
+          .record_ready = [this] { return RecordReady(); },
+          .announce = ctx_.final_range};
+}
+
 Status DecodeRun::DecodeVideo(RankWork* work) {
   models::DecodeSettings settings = job_.settings;
   settings.cancel = job_.cancel.get();
   if (progress_.wanted()) {
     settings.progress = [this](const models::DecodeProgress& p) { progress_.Report("video", p); };
+  }
+  if (job_.stream_output) {
+    video_stream_.emplace(job_, *ctx_.model, VideoSink());
+    settings.final_frames = [this](const torch::Tensor& raw, int64_t begin, int64_t end) {
+      return video_stream_->OnFinalFrames(raw, begin, end);
+    };
   }
   Result<VideoOnGroup> video = DecodeVideoOnGroup(job_, ctx_, latent_, std::move(settings),
                                                   &result_.report, &announced_, work);
@@ -254,6 +293,10 @@ Status DecodeRun::DecodeVideo(RankWork* work) {
   VAED_RETURN_IF_ERROR(video.status());
   raw_ = std::move(video->raw);
   result_.group = std::move(video->group);
+  if (video_stream_) {
+    VAED_RETURN_IF_ERROR(video_stream_->Finish(raw_));
+    result_.report.timings.Add("stream_output", video_stream_->seconds());
+  }
   return Status::Ok();
 }
 
@@ -269,7 +312,10 @@ Status DecodeRun::FormatOutputs() {
   const auto t0 = SteadyClock::now();
   if (job_.video) {
     VAED_ASSIGN_OR_RETURN(result_.video_sanity, models::SummarizeValues(raw_, 0));
-    VAED_ASSIGN_OR_RETURN(video_out_, FormatVideo(*ctx_.model, raw_, job_.video->format));
+    // A streamed video is formatted and written already, part by part.
+    if (!video_stream_) {
+      VAED_ASSIGN_OR_RETURN(video_out_, FormatVideo(*ctx_.model, raw_, job_.video->format));
+    }
     raw_ = torch::Tensor();
   }
   if (job_.audio) {
@@ -284,11 +330,14 @@ Status DecodeRun::FormatOutputs() {
 
 Status DecodeRun::CopyOut() {
   const auto t0 = SteadyClock::now();
-  if (job_.video) {
+  if (job_.video && !video_stream_) {
     VAED_RETURN_IF_ERROR(WriteOutput(video_out_, job_.video->output, job_.video->output_region,
                                      job_.video->output_cuda, "output"));
   }
-  if (job_.audio) {
+  if (job_.audio && job_.stream_output) {
+    // Streamed: announced as soon as it is written (one range).
+    VAED_RETURN_IF_ERROR(StreamAudio(job_, audio_out_, AudioSink()));
+  } else if (job_.audio) {
     VAED_RETURN_IF_ERROR(WriteOutput(audio_out_, job_.audio->output, job_.audio->output_region,
                                      job_.audio->output_cuda, "audio_output"));
   }

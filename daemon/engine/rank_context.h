@@ -20,6 +20,7 @@
 namespace vaed::engine {
 
 using ProgressFn = std::function<void(const ProgressEvent&)>;
+using FinalRangeFn = std::function<void(const FinalRangeEvent&)>;
 
 struct RankContext {
   int local_rank = 0;
@@ -34,6 +35,7 @@ struct RankContext {
   bool spans_nodes = false;  // `spec` has ranks on other daemons
   DecodeHistory* history = nullptr;
   ProgressFn progress;  // null: the job asked for none
+  FinalRangeFn final_range;  // null: the job does not stream its output
   // CUDA ranks: the rank's stream (a cudaStream_t, current on its thread;
   // torch_cuda.h UseRankStream) and its events (cuda_events.h), owned by
   // the executor for the rank's life. Null on CPU ranks.

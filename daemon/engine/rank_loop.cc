@@ -281,6 +281,7 @@ Result<DecodeResult> Executor::Execute(int local_rank, const GroupRun& run,
                   .spans_nodes = membership_.SpansNodes(*run.spec),
                   .history = &history_,
                   .progress = nullptr,
+                  .final_range = nullptr,
                   .cuda_stream = rank.cuda_stream,
                   .client_events = rank.client_events.get(),
                   .output_events = rank.output_events.get()};
@@ -290,6 +291,16 @@ Result<DecodeResult> Executor::Execute(int local_rank, const GroupRun& run,
         sink_->OnProgress(shared, event);
       } catch (...) {
         spdlog::error("executor: handing a progress event of request {} to the server: {}",
+                      shared->request_id, parallel::ExceptionMessage());
+      }
+    };
+  }
+  if (job.stream_output) {
+    ctx.final_range = [this, shared](const FinalRangeEvent& event) {
+      try {
+        sink_->OnFinalRange(shared, event);
+      } catch (...) {
+        spdlog::error("executor: handing a final range of request {} to the server: {}",
                       shared->request_id, parallel::ExceptionMessage());
       }
     };

@@ -4,7 +4,7 @@
 // Contract: every job given to Executor::Submit() that was accepted gets
 // exactly one OnFinished() (a result, or the error that ended it: failure,
 // cancellation, shutdown), preceded by zero or more OnProgress() when the
-// job asked for progress.
+// job asked for progress and OnFinalRange() when it streams its output.
 //
 // Thread-safety: both are called from the executor's rank threads,
 // concurrently for different jobs; implementations must be thread-safe,
@@ -27,6 +27,10 @@ class ResultSink {
   // A progress event of `job` (DecodeJob::progress set).
   virtual void OnProgress(const std::shared_ptr<const DecodeJob>& job,
                           const ProgressEvent& event) = 0;
+  // A final part of `job`'s output (DecodeJob::stream_output set), after
+  // its bytes were written.
+  virtual void OnFinalRange(const std::shared_ptr<const DecodeJob>& job,
+                            const FinalRangeEvent& event) = 0;
   // The end of `job`: its result, or why it has none.
   virtual void OnFinished(std::shared_ptr<const DecodeJob> job, Result<DecodeResult> result) = 0;
 };

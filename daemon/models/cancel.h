@@ -57,8 +57,10 @@ class CancelToken {
 };
 
 // Thrown by ThrowIfCancelled() out of model code that reports errors by
-// exception (tile loops); CurrentTorchErrorStatus() turns it back into its
-// Status, so the code (kCancelled / kDeadlineExceeded) survives.
+// exception (tile loops), and by the models when a streamed-output
+// hand-over (DecodeSettings::final_frames) fails: the decode stops with
+// `status`. CurrentTorchErrorStatus() turns it back into that Status, so
+// its code (kCancelled / kDeadlineExceeded / the hand-over's) survives.
 class DecodeCancelled : public std::exception {
  public:
   explicit DecodeCancelled(Status status) : status_(std::move(status)) {}

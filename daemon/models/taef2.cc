@@ -31,9 +31,17 @@ void BeforeFrameBatch(const DecodeSettings& settings, int64_t begin, int64_t fra
   }
 }
 
-// Progress after a frame batch: `done` of `frames` pixel frames decoded.
-void AfterFrameBatch(const DecodeSettings& settings, int64_t done, int64_t frames) {
-  if (settings.progress) settings.progress({.done = done, .total = frames, .unit = "frames"});
+// After a frame batch: output frames [begin, end) of `frames` are final
+// (streamed output: handed to settings.final_frames from `out`, the whole
+// output, undefined on a rank that holds none; a failed hand-over throws
+// DecodeCancelled with its status), then progress.
+void AfterFrameBatch(const DecodeSettings& settings, const torch::Tensor& out, int64_t begin,
+                     int64_t end, int64_t frames) {
+  if (settings.final_frames && out.defined()) {
+    Status s = settings.final_frames(out.narrow(0, begin, end - begin), begin, end);
+    if (!s.ok()) throw DecodeCancelled(std::move(s));
+  }
+  if (settings.progress) settings.progress({.done = end, .total = frames, .unit = "frames"});
 }
 
 }  // namespace
@@ -108,7 +116,7 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
     if (plan.frames <= batch) {
       BeforeFrameBatch(settings, 0, plan.frames);
       out = Forward(latent);
-      AfterFrameBatch(settings, plan.frames, plan.frames);
+      AfterFrameBatch(settings, out, 0, plan.frames, plan.frames);
     } else {
       out = torch::empty({plan.frames, plan.channels, plan.height_px, plan.width_px},
                          latent.options());
@@ -116,7 +124,7 @@ Result<torch::Tensor> Taef2Decoder::Decode(const torch::Tensor& latent,
         const int64_t n = std::min(batch, plan.frames - begin);
         BeforeFrameBatch(settings, begin, plan.frames);
         out.narrow(0, begin, n).copy_(Forward(latent.narrow(0, begin, n)));
-        AfterFrameBatch(settings, begin + n, plan.frames);
+        AfterFrameBatch(settings, out, begin, begin + n, plan.frames);
       }
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
@@ -239,7 +247,7 @@ Result<torch::Tensor> Taef2Decoder::DecodeTiledHybrid(const torch::Tensor& laten
                                  &communication);
       tiles_seconds += Clock::now() - t1 -
                        std::chrono::duration<double>(communication.seconds - communication_before);
-      AfterFrameBatch(settings, begin + n, plan.frames);
+      AfterFrameBatch(settings, out, begin, begin + n, plan.frames);
     }
     if (report != nullptr) {
       report->timings.Add("taef2.stem", stem_seconds.count());

@@ -250,6 +250,15 @@ struct DecodeProgress {
 };
 using DecodeProgressFn = std::function<void(const DecodeProgress&)>;
 
+// Streamed output (DecodeSettings::final_frames): pixel frames [begin, end)
+// of the decode are final. `frames` holds them: float32 [end - begin,
+// channels, height_px, width_px] on device(), the raw decoder output
+// exactly as Decode() returns it for those frames (a view, valid during the
+// call only; the callee copies what it keeps). A non-OK status ends the
+// decode with that status.
+using FinalFramesFn =
+    std::function<Status(const torch::Tensor& frames, int64_t begin, int64_t end)>;
+
 // Per-request settings, already validated against the model's capabilities.
 struct DecodeSettings {
   StackTiling stack_tiling = StackTiling::kDefault;
@@ -269,6 +278,13 @@ struct DecodeSettings {
   // Must not throw. A retry after a failure (e.g. out of memory) reports
   // from 0 again; the caller keeps what it forwards monotonic.
   DecodeProgressFn progress = nullptr;
+  // Called on the decoding thread each time output frames become final
+  // (H3: after each temporal window, h3/final_frames.h; TAEF2: after each
+  // frame batch), in frame order, before the matching `progress`; the last
+  // call ends at the last frame. A retry after a failure calls it again
+  // from frame 0 (the caller skips what it already has). On a tile-parallel
+  // group only the output rank calls it. Null = none.
+  FinalFramesFn final_frames = nullptr;
 };
 
 // What kind of step a fallback was, set where the step is taken (never

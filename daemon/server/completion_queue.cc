@@ -19,12 +19,20 @@ CompletionQueue::~CompletionQueue() { ::close(fd_); }
 
 void CompletionQueue::OnProgress(const std::shared_ptr<const engine::DecodeJob>& job,
                                  const engine::ProgressEvent& event) {
-  Push({.job = job, .progress = event, .result = std::nullopt});
+  Push({.job = job, .progress = event, .final_range = std::nullopt, .result = std::nullopt});
+}
+
+void CompletionQueue::OnFinalRange(const std::shared_ptr<const engine::DecodeJob>& job,
+                                   const engine::FinalRangeEvent& event) {
+  Push({.job = job, .progress = std::nullopt, .final_range = event, .result = std::nullopt});
 }
 
 void CompletionQueue::OnFinished(std::shared_ptr<const engine::DecodeJob> job,
                                  Result<engine::DecodeResult> result) {
-  Push({.job = std::move(job), .progress = std::nullopt, .result = std::move(result)});
+  Push({.job = std::move(job),
+        .progress = std::nullopt,
+        .final_range = std::nullopt,
+        .result = std::move(result)});
 }
 
 void CompletionQueue::Push(Completion c) {

@@ -1,5 +1,6 @@
 // The executor's answers on their way to the control loop: the server's
-// engine::ResultSink. Rank threads push completed jobs and progress events;
+// engine::ResultSink. Rank threads push completed jobs, progress events and
+// final ranges;
 // the control loop's thread, woken through an eventfd it polls, takes them
 // and turns them into replies (decode_reply.h). Only that thread touches
 // the request handler and the control socket, so they need no locking.
@@ -7,7 +8,7 @@
 // Lifetime: a queued completion holds its job, and with it the job's
 // regions (mapped until the control loop has answered it).
 //
-// Thread-safety: OnProgress()/OnFinished() from any thread; Drain() and
+// Thread-safety: the ResultSink calls from any thread; Drain() and
 // fd() from the control loop's.
 #ifndef VAED_DAEMON_SERVER_COMPLETION_QUEUE_H_
 #define VAED_DAEMON_SERVER_COMPLETION_QUEUE_H_
@@ -22,10 +23,12 @@
 
 namespace vaed::server {
 
-// One answer of the executor: a progress event, or the end of a job.
+// One answer of the executor: a progress event, a final range of a
+// streamed output, or the end of a job.
 struct Completion {
   std::shared_ptr<const engine::DecodeJob> job;
   std::optional<engine::ProgressEvent> progress;    // set: a progress event
+  std::optional<engine::FinalRangeEvent> final_range;  // set: a final range
   std::optional<Result<engine::DecodeResult>> result;  // set: the job ended
 };
 
@@ -42,6 +45,8 @@ class CompletionQueue : public engine::ResultSink {
 
   void OnProgress(const std::shared_ptr<const engine::DecodeJob>& job,
                   const engine::ProgressEvent& event) override;
+  void OnFinalRange(const std::shared_ptr<const engine::DecodeJob>& job,
+                    const engine::FinalRangeEvent& event) override;
   void OnFinished(std::shared_ptr<const engine::DecodeJob> job,
                   Result<engine::DecodeResult> result) override;
 

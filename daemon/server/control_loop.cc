@@ -328,6 +328,13 @@ void ControlLoop::DeliverCompletions() {
                        handler_->OnJobProgress(*c.job, *c.progress, now).SerializeAsString());
       continue;
     }
+    if (c.final_range) {
+      // Skipped likewise: ranges are cumulative (every frame before `end`
+      // is final), so the next one, or the reply, covers a skipped one.
+      (void)SendFramed(stream_, routing_id,
+                       handler_->OnJobFinalRange(*c.job, *c.final_range, now).SerializeAsString());
+      continue;
+    }
     const RequestHandler::JobReplies replies = handler_->OnJobDone(*c.job, *c.result, now);
     // The decode's reply first: an UnregisterRegion answered after it
     // tells the client that its region is no longer used.

@@ -417,6 +417,7 @@ std::unique_ptr<engine::DecodeJob> DecodeAdmission::MakeJob(const ClientState& c
   job->settings.tiling = p.options.tiling;
   job->requested_group_size = options.group_size();
   job->progress = options.progress();
+  job->stream_output = options.stream_output();
   job->inputs_ready_event = req.decode().inputs_ready_event();
   job->video = std::move(p.video);
   job->audio = std::move(p.audio);

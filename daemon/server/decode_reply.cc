@@ -142,9 +142,41 @@ v1::Reply FinishedReply(const engine::DecodeJob& job,
   if (result.ok()) {
     FillDecodeResult(job, *result, reply.mutable_decode());
   } else {
-    *reply.mutable_error() = ToProtoError(result.status());
+    *reply.mutable_error() = ToProtoError(WithStreamedSoFar(job, result.status()));
   }
   return reply;
+}
+
+Status WithStreamedSoFar(const engine::DecodeJob& job, const Status& status) {
+  if (!job.stream_output) return status;
+  const uint64_t frames = job.streamed->video_frames.load();
+  const uint64_t samples = job.streamed->audio_samples.load();
+  std::string said = "; streamed: ";
+  if (frames == 0 && samples == 0) {
+    said += "no part of the output was final";
+  } else {
+    if (frames > 0) said += "output frames [0, " + std::to_string(frames) + ") are final";
+    if (frames > 0 && samples > 0) said += ", ";
+    if (samples > 0) said += "audio samples [0, " + std::to_string(samples) + ") are final";
+  }
+  return Status(status.code(), status.message() + said)
+      .WithRetryAfter(status.retry_after_ms())
+      .WithReason(status.reason())
+      .WithField(status.field())
+      .WithFinalOutput(frames, samples);
+}
+
+v1::Reply FinalRangeReply(const engine::DecodeJob& job, const engine::FinalRangeEvent& e) {
+  v1::Reply message;
+  message.set_request_id(job.request_id);
+  v1::FinalRange* r = message.mutable_final_range();
+  r->set_stage(e.stage);
+  r->set_unit(e.unit);
+  r->set_begin(static_cast<uint64_t>(e.begin));
+  r->set_end(static_cast<uint64_t>(e.end));
+  r->set_total(static_cast<uint64_t>(e.total));
+  r->set_ready_event(e.ready_event);
+  return message;
 }
 
 v1::Reply ProgressReply(const engine::DecodeJob& job, const engine::ProgressEvent& e) {

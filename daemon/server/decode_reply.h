@@ -42,6 +42,15 @@ v1::Reply FinishedReply(const engine::DecodeJob& job,
 // A Progress message of `job` (request id echoed; not the end of it).
 v1::Reply ProgressReply(const engine::DecodeJob& job, const engine::ProgressEvent& event);
 
+// A FinalRange message of a streamed `job` (request id echoed).
+v1::Reply FinalRangeReply(const engine::DecodeJob& job, const engine::FinalRangeEvent& event);
+
+// The error `status` that ended `job`, saying what of a streamed output was
+// final before it (Status::final_frames/final_samples from job.streamed,
+// and "; streamed: output frames [0, N) are final" in the message);
+// `status` itself when the job did not stream.
+Status WithStreamedSoFar(const engine::DecodeJob& job, const Status& status);
+
 // StatusReply.ranks, groups and rank_status.
 void FillExecutorStatus(const engine::ExecutorStatus& executor, v1::StatusReply* out);
 

@@ -458,6 +458,13 @@ v1::Reply RequestHandler::OnJobProgress(const engine::DecodeJob& job,
   return ProgressReply(job, event);
 }
 
+v1::Reply RequestHandler::OnJobFinalRange(const engine::DecodeJob& job,
+                                          const engine::FinalRangeEvent& event,
+                                          Clock::time_point now) {
+  if (ClientState* c = clients_.Find(job.client_id)) c->last_seen = now;
+  return FinalRangeReply(job, event);
+}
+
 RequestHandler::JobReplies RequestHandler::OnJobDone(const engine::DecodeJob& job,
                                                      const Result<engine::DecodeResult>& result,
                                                      Clock::time_point now) {

@@ -127,6 +127,10 @@ class RequestHandler {
   // counts as heard from).
   v1::Reply OnJobProgress(const engine::DecodeJob& job, const engine::ProgressEvent& event,
                           Clock::time_point now);
+  // A final range of a streamed job: returns the message to forward (the
+  // client counts as heard from).
+  v1::Reply OnJobFinalRange(const engine::DecodeJob& job, const engine::FinalRangeEvent& event,
+                            Clock::time_point now);
 
   // A reply to `routing_id` could not be queued (the peer does not read its
   // replies and its queue is at server.send_hwm): a quota fault of that

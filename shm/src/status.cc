@@ -46,7 +46,8 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::move(m))
       .WithRetryAfter(retry_after_ms_)
       .WithReason(reason_)
-      .WithField(field_);
+      .WithField(field_)
+      .WithFinalOutput(final_frames_, final_samples_);
 }
 
 std::string_view ErrorReasonName(ErrorReason reason) {

@@ -31,6 +31,8 @@ v1::Error ToProtoError(const Status& status) {
   e.set_message(status.message());
   e.set_retry_after_ms(status.retry_after_ms());
   e.set_field(status.field());
+  e.set_final_frames(status.final_frames());
+  e.set_final_samples(status.final_samples());
   return e;
 }
 
@@ -42,7 +44,8 @@ Status FromProtoError(const v1::Error& error) {
   }
   return Status(static_cast<StatusCode>(code), error.message())
       .WithRetryAfter(error.retry_after_ms())
-      .WithField(error.field());
+      .WithField(error.field())
+      .WithFinalOutput(error.final_frames(), error.final_samples());
 }
 
 void ToProto(const TensorRef& ref, v1::TensorRef* out) {

@@ -99,6 +99,81 @@ static void on_progress(const vaed_progress* p, void* user_data) {
   ++log->events;
 }
 
+/* Streamed output seen by on_final_range (vaed_request.final_range): per
+ * stage where the next range must begin, and whether each range already
+ * held its final bytes when it was announced (compared with a reference
+ * decode of the same latents: catches a frame written after it was
+ * announced, or announced before it was written). */
+typedef struct {
+  void* self; /* user_data round trip */
+  int ranges;
+  int video_ranges;
+  int ok;          /* every check held */
+  char error[256]; /* the first check that failed */
+  uint64_t video_next, audio_next;   /* end of the last range, per stage */
+  uint64_t video_total, audio_total; /* frames; samples per channel */
+  const unsigned char* video_out;    /* the streamed decode's frames */
+  const unsigned char* video_ref;    /* the reference decode's */
+  uint64_t frame_bytes;
+  const unsigned char* audio_out;    /* float32 [channels, audio_total] */
+  const unsigned char* audio_ref;
+  uint64_t channels;
+} final_log;
+
+static void init_final_log(final_log* log) {
+  memset(log, 0, sizeof(*log));
+  log->self = log;
+  log->ok = 1;
+}
+
+static void final_fail(final_log* log, const char* what, const vaed_final_range* r) {
+  if (log->ok) {
+    snprintf(log->error, sizeof(log->error), "%s: %s range [%llu, %llu) of %llu", what, r->stage,
+             (unsigned long long)r->begin, (unsigned long long)r->end,
+             (unsigned long long)r->total);
+  }
+  log->ok = 0;
+}
+
+static void on_final_range(const vaed_final_range* r, void* user_data) {
+  final_log* log = (final_log*)user_data;
+  if (log->self != log) return; /* wrong user_data: ranges stays 0 */
+  ++log->ranges;
+  if (r->struct_size < offsetof(vaed_final_range, total) + sizeof(uint64_t)) {
+    final_fail(log, "struct_size too small", r);
+    return;
+  }
+  const int video = strcmp(r->stage, "video") == 0;
+  if (!video && strcmp(r->stage, "audio") != 0) {
+    final_fail(log, "unknown stage", r);
+    return;
+  }
+  if (strcmp(r->unit, video ? "frames" : "samples") != 0) final_fail(log, "wrong unit", r);
+  uint64_t* next = video ? &log->video_next : &log->audio_next;
+  const uint64_t total = video ? log->video_total : log->audio_total;
+  if (r->begin != *next || r->end <= r->begin || r->end > r->total || r->total != total) {
+    final_fail(log, "not contiguous from 0 up to the stage's total", r);
+    return;
+  }
+  *next = r->end;
+  if (video) {
+    ++log->video_ranges;
+    const uint64_t offset = r->begin * log->frame_bytes;
+    if (memcmp(log->video_out + offset, log->video_ref + offset,
+               (r->end - r->begin) * log->frame_bytes) != 0) {
+      final_fail(log, "frames not final when announced", r);
+    }
+    return;
+  }
+  for (uint64_t ch = 0; ch < log->channels; ++ch) {
+    const uint64_t offset = (ch * total + r->begin) * sizeof(float);
+    if (memcmp(log->audio_out + offset, log->audio_ref + offset,
+               (r->end - r->begin) * sizeof(float)) != 0) {
+      final_fail(log, "samples not final when announced", r);
+    }
+  }
+}
+
 /* Entry points that need no daemon: names, NULL handles, bad arguments. */
 static void check_without_daemon(void) {
   char err[256];
@@ -414,6 +489,106 @@ static void check_video(vaed_client* c, const video_case* v) {
   vaed_region_free(out2);
 }
 
+/* Streamed output (vaed_request.final_range) of a decode with several
+ * final ranges (demo: 10 frames in batches of 4; hv: two temporal windows):
+ * the ranges are contiguous from frame 0 to the last, each holds its final
+ * bytes when announced, all come before vaed_decode_ex returns, and the
+ * output equals a decode without streaming. A caller built against the
+ * header before final_range (a smaller struct_size) gets no callbacks. */
+static void check_streamed_video(vaed_client* c, const video_case* v) {
+  char err[512];
+  const int64_t demo_shape[4] = {10, 32, 3, 3};
+  const int64_t h3_shape[5] = {1, 24, 12, 16, 16};
+  const int h3 = strcmp(v->model, "hv") == 0;
+  const int32_t ndim = h3 ? 5 : 4;
+  const int64_t* shape = h3 ? h3_shape : demo_shape;
+  vaed_tensor latent = make_tensor(0, 0, VAED_DTYPE_FLOAT32, ndim, shape);
+  vaed_request rq = VAED_REQUEST_INIT;
+  rq.model = v->model;
+  rq.latent = &latent;
+  vaed_reply plan = VAED_REPLY_INIT;
+  EXPECT_OK(vaed_plan_decode_ex(c, &rq, &plan, err, sizeof(err)));
+  if (plan.frames == 0) {
+    CHECK(0, "plan has no frames");
+    return;
+  }
+
+  const uint64_t in_bytes = elements(shape, ndim) * 4;
+  vaed_region *in = NULL, *ref = NULL, *out = NULL;
+  EXPECT_OK(vaed_region_create(in_bytes, &in, err, sizeof(err)));
+  EXPECT_OK(vaed_region_create(plan.output_bytes, &ref, err, sizeof(err)));
+  EXPECT_OK(vaed_region_create(plan.output_bytes, &out, err, sizeof(err)));
+  if (!in || !ref || !out) {
+    CHECK(0, "regions not created");
+    vaed_region_free(in);
+    vaed_region_free(ref);
+    vaed_region_free(out);
+    return;
+  }
+  float* values = (float*)vaed_region_data(in);
+  for (uint64_t i = 0; i < in_bytes / 4; ++i) {
+    values[i] = (float)((i * 6007u) % 250u) / 100.0f - 1.25f;
+  }
+  uint64_t ref_id = 0, out_id = 0;
+  EXPECT_OK(vaed_register_region(c, in, &latent.region_id, err, sizeof(err)));
+  EXPECT_OK(vaed_register_region(c, ref, &ref_id, err, sizeof(err)));
+  EXPECT_OK(vaed_register_region(c, out, &out_id, err, sizeof(err)));
+  vaed_tensor ref_output = make_tensor(ref_id, 0, plan.output_dtype, plan.output_ndim,
+                                       plan.output_shape);
+  vaed_tensor output = make_tensor(out_id, 0, plan.output_dtype, plan.output_ndim,
+                                   plan.output_shape);
+
+  /* The reference: no streaming. */
+  rq.output = &ref_output;
+  vaed_reply reply = VAED_REPLY_INIT;
+  EXPECT_OK(vaed_decode_ex(c, &rq, &reply, err, sizeof(err)));
+
+  /* Streamed, into an output that holds none of the final bytes yet. */
+  memset(vaed_region_data(out), 0xa5, plan.output_bytes);
+  final_log log;
+  init_final_log(&log);
+  log.video_total = plan.frames;
+  log.video_out = (const unsigned char*)vaed_region_data(out);
+  log.video_ref = (const unsigned char*)vaed_region_data(ref);
+  log.frame_bytes = plan.output_bytes / plan.frames;
+  vaed_request streamed = rq;
+  streamed.output = &output;
+  streamed.final_range = on_final_range;
+  streamed.final_range_user_data = &log;
+  EXPECT_OK(vaed_decode_ex(c, &streamed, &reply, err, sizeof(err)));
+  CHECK(log.ok, "%s", log.error);
+  CHECK(log.ranges >= 2 && log.video_ranges == log.ranges && log.video_next == plan.frames,
+        "%d ranges (%d video) ending at frame %llu of %u", log.ranges, log.video_ranges,
+        (unsigned long long)log.video_next, plan.frames);
+  if (h3) {
+    CHECK(log.video_ranges == (int)reply.windows, "%d ranges for %u temporal windows",
+          log.video_ranges, reply.windows);
+  }
+  CHECK(memcmp(vaed_region_data(out), vaed_region_data(ref), plan.output_bytes) == 0,
+        "the streamed decode wrote other bytes than the decode without streaming");
+
+  /* A request as an older header declared it: struct_size ends before
+   * final_range, so whatever lies there is not read (no callback). */
+  init_final_log(&log);
+  vaed_request older = streamed;
+  older.struct_size = (uint32_t)offsetof(vaed_request, final_range);
+  EXPECT_OK(vaed_decode_ex(c, &older, NULL, err, sizeof(err)));
+  CHECK(log.ranges == 0, "%d final ranges for a struct_size that ends before final_range",
+        log.ranges);
+  /* vaed_plan_decode_ex ignores the callback. */
+  init_final_log(&log);
+  EXPECT_OK(vaed_plan_decode_ex(c, &streamed, &reply, err, sizeof(err)));
+  CHECK(log.ranges == 0 && reply.planned_only == 1, "a plan called final_range %d times",
+        log.ranges);
+
+  EXPECT_OK(vaed_unregister_region(c, latent.region_id, err, sizeof(err)));
+  EXPECT_OK(vaed_unregister_region(c, ref_id, err, sizeof(err)));
+  EXPECT_OK(vaed_unregister_region(c, out_id, err, sizeof(err)));
+  vaed_region_free(in);
+  vaed_region_free(ref);
+  vaed_region_free(out);
+}
+
 /* Audio alone, and video + audio under the A/V length rule (model "hv"). */
 static void check_audio(vaed_client* c) {
   char err[512];
@@ -533,6 +708,44 @@ static void check_audio(vaed_client* c) {
         "A/V progress: %d events, last \"%s\" at %g", log.events, log.last_stage,
         log.last_fraction);
 
+  /* The same request streamed: video ranges and one audio range, each
+   * final when announced (compared with the decode above), with progress
+   * still reported. */
+  const uint64_t out_bytes = plan.output_bytes + plan.audio_output_bytes;
+  unsigned char* reference = (unsigned char*)malloc(out_bytes);
+  CHECK(reference != NULL, "malloc");
+  if (reference) {
+    memcpy(reference, vaed_region_data(out), out_bytes);
+    memset(vaed_region_data(out), 0xa5, out_bytes);
+    final_log fl;
+    init_final_log(&fl);
+    fl.video_total = plan.frames;
+    fl.video_out = (const unsigned char*)vaed_region_data(out);
+    fl.video_ref = reference;
+    fl.frame_bytes = plan.output_bytes / plan.frames;
+    fl.audio_total = plan.audio_samples;
+    fl.audio_out = fl.video_out + plan.output_bytes;
+    fl.audio_ref = reference + plan.output_bytes;
+    fl.channels = plan.audio_channels;
+    log.events = 0;
+    log.last_fraction = 0;
+    vaed_request streamed = both;
+    streamed.final_range = on_final_range;
+    streamed.final_range_user_data = &fl;
+    EXPECT_OK(vaed_decode_ex(c, &streamed, &reply, err, sizeof(err)));
+    CHECK(fl.ok, "%s", fl.error);
+    CHECK(fl.video_ranges >= 1 && fl.ranges == fl.video_ranges + 1 &&
+              fl.video_next == plan.frames && fl.audio_next == plan.audio_samples,
+          "A/V streamed: %d ranges (%d video), video up to %llu of %u, audio up to %llu of %llu",
+          fl.ranges, fl.video_ranges, (unsigned long long)fl.video_next, plan.frames,
+          (unsigned long long)fl.audio_next, (unsigned long long)plan.audio_samples);
+    CHECK(log.events >= 2 && log.last_fraction == 1.0, "streamed A/V progress: %d events at %g",
+          log.events, log.last_fraction);
+    CHECK(memcmp(vaed_region_data(out), reference, out_bytes) == 0,
+          "the streamed A/V decode wrote other bytes than the decode without streaming");
+    free(reference);
+  }
+
   /* A wrong audio output shape is named. */
   vaed_tensor bad_output = audio_output;
   bad_output.shape[1] -= 1;
@@ -568,6 +781,7 @@ int main(int argc, char** argv) {
   }
   check_bad_requests(c, v);
   check_video(c, v);
+  check_streamed_video(c, v);
   if (h3) check_audio(c);
 
   /* A CPU-only daemon refuses CUDA regions before loading the driver. */

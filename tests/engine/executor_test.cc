@@ -54,6 +54,9 @@ class ThrowingSink : public ResultSink {
     ++progress_calls;
     throw std::runtime_error("sink: progress refused");
   }
+  void OnFinalRange(const std::shared_ptr<const DecodeJob>&, const FinalRangeEvent&) override {
+    throw std::runtime_error("sink: final range refused");
+  }
   void OnFinished(std::shared_ptr<const DecodeJob> job, Result<DecodeResult> result) override {
     std::lock_guard<std::mutex> lock(mu);
     if (++finished_calls == 1) throw std::runtime_error("sink: first result refused");
@@ -78,6 +81,7 @@ class ThrowingSink : public ResultSink {
 class RunningRecordingSink : public ResultSink {
  public:
   void OnProgress(const std::shared_ptr<const DecodeJob>&, const ProgressEvent&) override {}
+  void OnFinalRange(const std::shared_ptr<const DecodeJob>&, const FinalRangeEvent&) override {}
   void OnFinished(std::shared_ptr<const DecodeJob>, Result<DecodeResult>) override {
     const size_t running = executor->running();
     std::lock_guard<std::mutex> lock(mu);
@@ -100,6 +104,7 @@ class RunningRecordingSink : public ResultSink {
 class WarmRecordingSink : public ResultSink {
  public:
   void OnProgress(const std::shared_ptr<const DecodeJob>&, const ProgressEvent&) override {}
+  void OnFinalRange(const std::shared_ptr<const DecodeJob>&, const FinalRangeEvent&) override {}
   void OnFinished(std::shared_ptr<const DecodeJob> job, Result<DecodeResult> result) override {
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_TRUE(result.ok()) << result.status().ToString();
@@ -122,6 +127,7 @@ class WarmRecordingSink : public ResultSink {
 class StatusRecordingSink : public ResultSink {
  public:
   void OnProgress(const std::shared_ptr<const DecodeJob>&, const ProgressEvent&) override {}
+  void OnFinalRange(const std::shared_ptr<const DecodeJob>&, const FinalRangeEvent&) override {}
   void OnFinished(std::shared_ptr<const DecodeJob> job, Result<DecodeResult> result) override {
     std::lock_guard<std::mutex> lock(mu);
     statuses.emplace(job->request_id, result.status());

@@ -256,6 +256,54 @@ TEST(ReconnectTest, DecodeInFlightWhenDaemonDiesIsRetriedOnceOnTheRestartedDaemo
   EXPECT_EQ((*c)->reconnects(), 1u);
 }
 
+// Streamed output (issue 22): once a range was delivered, a retry on the
+// restarted daemon would write the delivered frames again, so the decode
+// is not retried: it fails with kUnavailable saying how far the output is
+// final, the library still reconnects, and the new daemon decodes nothing.
+TEST(ReconnectTest, StreamedDecodeThatDeliveredARangeIsNotRetriedOnTheRestartedDaemon) {
+  TempDir dir;
+  const std::vector<std::string> args = {"--intra-op-threads", "1"};
+  auto first = std::make_unique<VaedOnSocket>(dir.socket(), args);
+  ASSERT_TRUE(first->ok()) << first->Log();
+  auto c = client::Client::Connect(Options(dir.socket(), "streamed"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto job = DemoJob::Create(**c, 40, 32, 32);  // 10 frame batches of 4
+  ASSERT_NE(job, nullptr);
+
+  std::promise<uint64_t> delivered;
+  std::promise<void> killed;
+  std::shared_future<void> killed_future = killed.get_future().share();
+  int calls = 0;
+  client::DecodeRequest request = job->Request();
+  request.final_range = [&](const v1::FinalRange& r) {
+    if (++calls > 1) return;
+    delivered.set_value(r.end());
+    killed_future.wait();  // the daemon dies before this client reads on
+  };
+  auto decode = std::async(std::launch::async, [&] { return (*c)->Decode(request); });
+  std::future<uint64_t> first_end = delivered.get_future();
+  ASSERT_EQ(first_end.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+      << first->Log();
+  const uint64_t end = first_end.get();
+  first->Kill();
+  killed.set_value();
+  ASSERT_GT(end, 0u);
+  ASSERT_LT(end, 40u);
+  VaedOnSocket second(dir.socket(), args);
+  ASSERT_TRUE(second.ok()) << second.Log();
+
+  auto r = decode.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  EXPECT_THAT(r.status().message(), HasSubstr("not retried"));
+  EXPECT_EQ(r.status().final_frames(), end);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ((*c)->reconnects(), 1u);
+  auto s = (*c)->GetStatus();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->requests_served(), 0u) << "the streamed decode ran again";
+}
+
 TEST(ReconnectTest, DaemonGoneForGoodFailsWithUnavailableWithinTheReconnectTimeout) {
   DaemonProcess daemon({});
   ASSERT_TRUE(daemon.ok()) << daemon.Log();

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/models/h3/video_vae.h"
@@ -83,6 +84,54 @@ TEST(H3FinalFramesTest, LaterLatentFramesChangeNoFinalFrameButTheNextOnes) {
           << "frame " << f << " was already final after window " << k;
     }
   }
+}
+
+// DecodeSettings::final_frames on the real decoder: one call per window
+// with [previous end, FinalPixelFramesAfterWindow), frames whose values at
+// the call are those Decode() returns; a failed hand-over ends the decode
+// with its status.
+TEST(H3FinalFramesTest, DecodeHandsOverEachWindowsFinalFramesWithTheirFinalValues) {
+  at::set_num_threads(2);
+  Result<std::unique_ptr<VideoVae>> created = test_util::TinyRandomVideoVae(12);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  VideoVae* model = created->get();
+  constexpr int64_t kT = 17;  // 3 windows, 56 frames
+  Result<TemporalPlan> plan = PlanTemporal(kT);
+  ASSERT_TRUE(plan.ok());
+  torch::Generator g = at::detail::createCPUGenerator(6);
+  const torch::Tensor latent = torch::randn({1, 24, kT, 4, 4}, g, torch::kFloat);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  std::vector<torch::Tensor> seen;
+  DecodeSettings settings;
+  settings.final_frames = [&](const torch::Tensor& frames, int64_t begin, int64_t end) {
+    EXPECT_EQ(frames.size(0), end - begin);
+    ranges.emplace_back(begin, end);
+    seen.push_back(frames.clone());
+    return Status::Ok();
+  };
+  Result<torch::Tensor> out = model->Decode(latent, settings, nullptr);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(int64_t(ranges.size()), plan->num_windows());
+  int64_t end = 0;
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    EXPECT_EQ(ranges[k].first, end);
+    end = FinalPixelFramesAfterWindow(*plan, int64_t(k));
+    EXPECT_EQ(ranges[k].second, end);
+    EXPECT_TRUE(torch::equal(seen[k], out->narrow(0, ranges[k].first, ranges[k].second -
+                                                                          ranges[k].first)))
+        << "window " << k << " handed over frames that changed afterwards";
+  }
+  EXPECT_EQ(end, out->size(0));
+
+  // A failed hand-over stops the decode with its status.
+  int calls = 0;
+  settings.final_frames = [&](const torch::Tensor&, int64_t, int64_t) {
+    ++calls;
+    return ClientFault("output: the segment faulted");
+  };
+  Result<torch::Tensor> failed = model->Decode(latent, settings, nullptr);
+  EXPECT_EQ(failed.status().code(), StatusCode::kClientFault) << failed.status().ToString();
+  EXPECT_EQ(calls, 1);
 }
 
 }  // namespace

@@ -173,6 +173,43 @@ TEST(Taef2CreateTest, RejectsBadOptions) {
   EXPECT_THAT(m.status().message(), HasSubstr("/nonexistent/taef2_decoder.safetensors"));
 }
 
+// Streamed output (issue 22): DecodeSettings::final_frames gets every frame
+// batch in order, [0, 4), [4, 8), [8, 10) with frame_batch 4, holding the
+// values Decode() returns, in the untiled and the hybrid tiled decode.
+TEST(Taef2CreateTest, FinalFramesHandOverEachFrameBatchWithItsFinalValues) {
+  at::set_num_threads(2);
+  Result<std::unique_ptr<Taef2Decoder>> model = Taef2Decoder::CreateDemo("demo", 3);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const torch::Tensor latent = torch::randn({10, 32, 8, 8});
+  for (bool tiled : {false, true}) {
+    SCOPED_TRACE(tiled ? "hybrid tiled" : "untiled");
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    std::vector<torch::Tensor> seen;
+    DecodeSettings settings;
+    if (tiled) settings.tiling = TilingOverride{.tile_latent = 8, .overlap_latent = 2};
+    settings.final_frames = [&](const torch::Tensor& frames, int64_t begin, int64_t end) {
+      EXPECT_EQ(frames.size(0), end - begin);
+      ranges.emplace_back(begin, end);
+      seen.push_back(frames.clone());
+      return Status::Ok();
+    };
+    Result<torch::Tensor> out = (*model)->Decode(latent, settings, nullptr);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    const std::vector<std::pair<int64_t, int64_t>> want = {{0, 4}, {4, 8}, {8, 10}};
+    ASSERT_EQ(ranges, want);
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      EXPECT_TRUE(torch::equal(seen[i], out->narrow(0, ranges[i].first,
+                                                    ranges[i].second - ranges[i].first)));
+    }
+    // A failed hand-over ends the decode with its status.
+    settings.final_frames = [](const torch::Tensor&, int64_t, int64_t) {
+      return ClientFault("output: the segment faulted");
+    };
+    EXPECT_EQ((*model)->Decode(latent, settings, nullptr).status().code(),
+              StatusCode::kClientFault);
+  }
+}
+
 // ---- Reference decodes of the three photos ----
 
 struct Photo {

@@ -235,6 +235,31 @@ struct DecodeRequest {
   // the decode succeeded or not. No exception unwinds through the library.
   // The C ABI passes a vaed_progress to a C callback (vaed_c.h vaed_request).
   std::function<void(const v1::Progress&)> progress = nullptr;
+  // Streamed output (DecodeOptions.stream_output): when set, the daemon
+  // writes each part of the output as soon as it is final (H3: after each
+  // temporal window; TAEF2: after each frame batch; the audio once) and
+  // Decode() calls this for each, in order, on the calling thread, before
+  // it returns: `range` names the stage ("video": pixel frames of
+  // `output`, unit "frames"; "audio": samples per channel of
+  // `audio_output`, unit "samples") and the half-open [begin, end) that is
+  // final. From the call on, those bytes are the caller's: the daemon has
+  // written them and this request never touches them again (the caller may
+  // read, encode or overwrite them). Per stage the ranges are contiguous
+  // from 0 and the last ends at range.total(). Same bytes as without
+  // streaming. CUDA outputs: before the call the library makes
+  // `cuda_stream` wait on the range's event, so work enqueued on it from
+  // the callback on sees the range (the host must synchronise that stream
+  // before it reads the range itself).
+  //
+  // A failed or cancelled decode keeps what was delivered: the returned
+  // Status's final_frames() / final_samples() (vaed.v1.Error's) say where
+  // the final part ends.
+  // A streamed Decode that delivered a range is not retried after a
+  // reconnect (a retry would write the delivered frames again): it fails
+  // with kUnavailable. Threading, locking and exceptions as `progress`
+  // (they share one slot: the first exception either throws stops both).
+  // The C ABI passes a vaed_final_range to a C callback.
+  std::function<void(const v1::FinalRange&)> final_range = nullptr;
   // GPU (requests naming a CUDA region; ignored otherwise): the caller's
   // stream, a CUstream / cudaStream_t value (nullptr or (void*)1 = the
   // legacy default stream of the calling thread's current context,

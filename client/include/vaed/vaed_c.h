@@ -11,10 +11,10 @@
  * version script client/src/libvaed_client.map exports exactly these
  * functions (VAED_C_API) and the C++ API.
  *
- * Growing structs (vaed_request, vaed_reply, vaed_progress): the first
- * member is `uint32_t struct_size`, the size of the struct as the CALLER
- * compiled it. Initialise every one with its macro (VAED_REQUEST_INIT,
- * VAED_REPLY_INIT) or init function (vaed_request_init, vaed_reply_init):
+ * Growing structs (vaed_request, vaed_reply, vaed_progress,
+ * vaed_final_range): the first member is `uint32_t struct_size`, the size
+ * of the struct as the CALLER compiled it. Initialise every one with its
+ * macro (VAED_REQUEST_INIT, VAED_REPLY_INIT) or init function (vaed_request_init, vaed_reply_init):
  * they zero it and set struct_size = sizeof as your header declares it.
  * Every field's zero value means "the default". The library then:
  *   - reads only the fields that fit in struct_size (a caller built against
@@ -28,8 +28,8 @@
  *     version does not know ..." rather than silently ignoring an option;
  *   - writes a reply only within struct_size (bytes it does not know are
  *     zeroed), keeping struct_size as the caller set it;
- *   - passes a vaed_progress to callbacks with struct_size set to the
- *     library's size: read only the fields that fit.
+ *   - passes a vaed_progress or vaed_final_range to callbacks with
+ *     struct_size set to the library's size: read only the fields that fit.
  * vaed_tensor, vaed_decode_result, vaed_timing and vaed_cuda_region are
  * frozen: they never change (they carry no size).
  *
@@ -60,10 +60,10 @@
  *   channel, audio latents in latent frames (H3 [channels, 32, T]: 800
  *   samples each at 32000 Hz); times in seconds unless the name says _ms.
  * - Thread-safety: a vaed_client may be used from several threads (calls are
- *   serialized on its one connection; a progress callback runs while that
- *   lock is held); a vaed_region is not synchronized (do not write a region
- *   while a decode that reads it is in flight). vaed_status_name is
- *   thread-safe. A vaed_client belongs to the process that connected it:
+ *   serialized on its one connection; progress and final_range callbacks
+ *   run while that lock is held); a vaed_region is not synchronized (do not
+ *   write a region while a decode that reads it is in flight).
+ *   vaed_status_name is thread-safe. A vaed_client belongs to the process that connected it:
  *   after fork() every call in the child fails with 5.
  * - Errors common to every call that talks to the daemon: 7 (unavailable:
  *   daemon not running, no answer in time, or not reachable again within
@@ -324,6 +324,52 @@ typedef struct vaed_progress {
  * retried after a reconnect reports its progress again from the start. */
 typedef void (*vaed_progress_fn)(const vaed_progress* progress, void* user_data);
 
+/* A part of a streamed decode's output that is final (= vaed.v1.FinalRange;
+ * vaed_request.final_range). struct_size is the library's
+ * sizeof(vaed_final_range): fields past it are absent (read them only when
+ * offsetof(vaed_final_range, field) + sizeof(field) <= struct_size).
+ * Per stage the ranges come in order and are contiguous: the first begins
+ * at 0, each begins where the previous one ended, the last ends at
+ * `total`. */
+typedef struct vaed_final_range {
+  uint32_t struct_size;
+  /* "video": pixel frames of vaed_request.output (its outermost dimension:
+   * frame f is the bytes [f * frame_bytes, (f + 1) * frame_bytes) of the
+   * tensor); "audio": samples per channel of vaed_request.audio_output
+   * [channels, samples] (planar: the range in each channel's row). */
+  const char* stage;
+  const char* unit;      /* "frames" (video) or "samples" (audio) */
+  uint64_t begin;        /* half-open [begin, end), in `unit` */
+  uint64_t end;
+  uint64_t total;        /* frames or samples per channel of the whole output */
+} vaed_final_range;
+
+/* A streamed-output callback (vaed_request.final_range): called for each
+ * part of the output that became final, in order, on the thread that
+ * called vaed_decode_ex, before it returns (H3 video: after each temporal
+ * window, pixel frames [0, 17(k+1)) final after window k; TAEF2 and the
+ * demo model: after each frame batch; audio: once, when written). From the
+ * call on, the range's bytes are the caller's: the daemon has written them
+ * and this request never writes them again, whatever happens to the rest
+ * of it, so the callback (or another thread it hands them to) may read,
+ * encode or overwrite them. The bytes are the same as without streaming.
+ * CUDA outputs: before the call the library makes vaed_request.cuda_stream
+ * wait (on the device) for the daemon's writes of the range, so work
+ * enqueued on that stream from the callback on sees them; synchronise the
+ * stream before the host reads them. `range` and its strings are valid
+ * only during the call (copy what you keep); `user_data` is
+ * vaed_request.final_range_user_data. Locking, reentrancy and unwinding as
+ * vaed_progress_fn: it runs while the client's lock is held, must not call
+ * any vaed_* function with the same client and must not unwind.
+ *
+ * A failed or cancelled decode (deadline, daemon shutting down) returns its
+ * error after the ranges it announced; those stay valid and the rest of the
+ * outputs holds unspecified bytes: the last range delivered per stage says
+ * where the final part ends (the C ABI has no other error details). A
+ * streamed decode that delivered a range is not retried after a reconnect
+ * (that would write the delivered frames again): it fails with 7. */
+typedef void (*vaed_final_range_fn)(const vaed_final_range* range, void* user_data);
+
 /* A decode request (= vaed::client::DecodeRequest). Initialise with
  * VAED_REQUEST_INIT or vaed_request_init (all fields zero = defaults).
  * Tensors are passed by pointer and read during the call only; NULL = not
@@ -378,6 +424,14 @@ typedef struct vaed_request {
    * CUDA regions (NULL = the legacy default stream); see
    * vaed_decode_on_stream. Ignored for host-only requests. Unrun on a GPU. */
   void* cuda_stream;
+  /* Fields below were appended after the first published vaed_request;
+   * a caller whose struct_size ends before them gets their defaults. */
+  /* Streamed output (vaed_decode_ex only): non-NULL asks the daemon to
+   * announce each part of the outputs as soon as it is final and calls this
+   * for each (vaed_final_range_fn); NULL = none (the outputs are usable
+   * when vaed_decode_ex returns). */
+  vaed_final_range_fn final_range;
+  void* final_range_user_data;     /* passed to `final_range` as is */
 } vaed_request;
 
 /* What a plan or a decode produced (= vaed.v1.DecodeReply, flattened).
@@ -461,10 +515,11 @@ static inline void vaed_reply_init(vaed_reply* reply) {
  * *reply (planned_only = 1) with the video output's dtype, shape, bytes,
  * frames and pixel size, the audio output's shape and samples, the tile
  * grid and the A/V length rule, so that the caller can size its outputs.
- * Region ids, offsets, outputs, the progress callback and cuda_stream are
- * ignored. Errors: 1 for client / request / reply NULL, a struct_size out
- * of range, a request with neither latent nor audio_latent, a tensor ndim
- * outside 1..VAED_MAX_DIMS, an enum field out of range, reserved0 != 0;
+ * Region ids, offsets, outputs, the progress and final_range callbacks
+ * and cuda_stream are ignored. Errors: 1 for client / request / reply
+ * NULL, a struct_size out of range, a request with neither latent nor
+ * audio_latent, a tensor ndim outside 1..VAED_MAX_DIMS, an enum field out
+ * of range, reserved0 != 0;
  * the daemon's refusal (1 naming the field, e.g. "latent.shape[1]", or the
  * A/V length rule; 2 unknown model; 5 a modality the model lacks); the
  * common errors above. */
@@ -473,15 +528,17 @@ VAED_C_API vaed_status vaed_plan_decode_ex(vaed_client* client, const vaed_reque
                                            size_t err_len) VAED_C_NOEXCEPT;
 
 /* Decodes `request` (video, audio or both) into its outputs and fills
- * *reply (may be NULL) when it succeeds. The progress callback, if any,
- * runs on this thread before the call returns. The outputs' memory is
- * written only by the daemon, during the call (a failed or timed-out decode
- * may leave them partly written). Errors: as vaed_plan_decode_ex, and 1 for
- * `latent` without `output` (or the reverse) and `audio_latent` without
+ * *reply (may be NULL) when it succeeds. The progress and final_range
+ * callbacks, if any, run on this thread before the call returns. The
+ * outputs' memory is written only by the daemon, during the call (a failed
+ * or timed-out decode may leave them partly written; with final_range, the
+ * ranges it delivered are complete). Errors: as vaed_plan_decode_ex, and 1
+ * for `latent` without `output` (or the reverse) and `audio_latent` without
  * `audio_output` (or the reverse); the daemon's refusal of an output (1
  * "output.shape ...", 4 outside its region, 2 unknown region); 13 deadline
- * exceeded; 10 client fault; 11 an exception that left the progress
- * callback; the common errors above. */
+ * exceeded; 10 client fault; 11 an exception that left the progress or
+ * final_range callback; 7 a streamed decode cut off by a reconnect after
+ * it delivered a range; the common errors above. */
 VAED_C_API vaed_status vaed_decode_ex(vaed_client* client, const vaed_request* request,
                                       vaed_reply* reply, char* err,
                                       size_t err_len) VAED_C_NOEXCEPT;

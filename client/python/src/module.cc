@@ -5,8 +5,9 @@
 //
 // Errors: every failing call raises the exception that
 // vaed_client.errors.from_status() builds for the C++ Status (code name,
-// message, retry_after_ms), so Python sees ValidationError, Quarantined,
-// Busy, DaemonUnavailable, ... with the daemon's message.
+// message, retry_after_ms, and for a streamed decode final_frames /
+// final_samples), so Python sees ValidationError, Quarantined, Busy,
+// DaemonUnavailable, ... with the daemon's message.
 //
 // The GIL is released while a call talks to the daemon, so other Python
 // threads run during a decode; the C++ Client serializes calls on its one
@@ -182,6 +183,12 @@ struct DecodeArgs {
   // (out of memory building the dict) is kept by the C++ client and
   // rethrown by Decode() once the decode is over, so Python sees it then.
   py::object progress = py::none();
+  // Streamed output (DecodeOptions.stream_output): called with a dict
+  // {stage, unit, begin, end, total} per FinalRange (DecodeRequest::
+  // final_range; the CUDA ready event is waited on by the C++ client, not
+  // passed). None = no streaming. Same thread, GIL and exception rules as
+  // `progress`.
+  py::object final_range = py::none();
 
   client::DecodeRequest ToRequest() const {
     if (format < 1 || format > 3) {
@@ -223,6 +230,24 @@ struct DecodeArgs {
         }
       };
     }
+    if (!final_range.is_none()) {
+      // Copied and released with the GIL held, as `progress` above.
+      request.final_range = [callback = final_range](const v1::FinalRange& r) {
+        py::gil_scoped_acquire gil;
+        try {
+          py::dict range;
+          range["stage"] = r.stage();
+          range["unit"] = r.unit();
+          range["begin"] = r.begin();
+          range["end"] = r.end();
+          range["total"] = r.total();
+          callback(std::move(range));
+        } catch (py::error_already_set& e) {
+          // The decode goes on; Python reports the callback's exception.
+          e.discard_as_unraisable("vaed_client final_range callback");
+        }
+      };
+    }
     return request;
   }
 };
@@ -232,14 +257,17 @@ DecodeArgs MakeArgs(std::string model, TensorArg latent, TensorArg output, Tenso
                     bool independent_lengths, std::string profile, uint32_t deadline_ms,
                     uint32_t group_size, std::vector<std::string> inject_faults,
                     std::optional<std::pair<uint32_t, uint32_t>> tiling, py::object progress,
-                    uintptr_t cuda_stream) {
+                    uintptr_t cuda_stream, py::object final_range) {
   if (!progress.is_none() && !PyCallable_Check(progress.ptr())) {
     throw StatusException(InvalidArgument("progress must be callable or None"));
+  }
+  if (!final_range.is_none() && !PyCallable_Check(final_range.ptr())) {
+    throw StatusException(InvalidArgument("final_range must be callable or None"));
   }
   return {std::move(model), std::move(latent), std::move(output), std::move(audio_latent),
           std::move(audio_output), format, stack_tiling, compile, fps, independent_lengths,
           std::move(profile), deadline_ms, group_size, std::move(inject_faults), tiling,
-          cuda_stream, std::move(progress)};
+          cuda_stream, std::move(progress), std::move(final_range)};
 }
 
 // --- DLPack (dlpack.h, v0.8 "dltensor" capsules; the ABI is stable since v0.2) ---
@@ -441,16 +469,16 @@ PYBIND11_MODULE(_core, m) {
       "not this module: it manages regions and builds numpy views.";
 
   // Status -> vaed_client.errors.from_status(code, code_name, message,
-  // retry_after_ms), raised as its own class.
+  // retry_after_ms, final_frames, final_samples), raised as its own class.
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const StatusException& e) {
       const vaed::Status& s = e.status();
       py::object errors = py::module_::import("vaed_client.errors");
-      py::object exc = errors.attr("from_status")(static_cast<int>(s.code()),
-                                                  std::string(vaed::StatusCodeName(s.code())),
-                                                  s.message(), s.retry_after_ms());
+      py::object exc = errors.attr("from_status")(
+          static_cast<int>(s.code()), std::string(vaed::StatusCodeName(s.code())), s.message(),
+          s.retry_after_ms(), s.final_frames(), s.final_samples());
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     }
   });
@@ -492,7 +520,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("fps") = 0.0, py::arg("independent_lengths") = false,
            py::arg("profile") = "", py::arg("deadline_ms") = 0, py::arg("group_size") = 0,
            py::arg("inject_faults") = std::vector<std::string>{}, py::arg("tiling") = py::none(),
-           py::arg("progress") = py::none(), py::arg("cuda_stream") = 0);
+           py::arg("progress") = py::none(), py::arg("cuda_stream") = 0,
+           py::arg("final_range") = py::none());
 
   py::class_<PyClient>(m, "Client")
       .def(py::init<const std::string&, const std::string&, int, int, int, int, bool>(),

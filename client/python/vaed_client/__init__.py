@@ -13,6 +13,9 @@ and audio back, zero-copy through POSIX shared memory::
         result.audio       # float32 [channels, samples]
         result.timings     # {"decode": 1.23, "video_vae.decode_latent": ...}
 
+        for part in vae.decode_stream(latent, audio_latent, fps=24):
+            ...  # a StreamPart per final range of frames or samples, last the DecodeResult
+
 No PyTorch import here: torch tensors are read through DLPack. Errors raise
 the classes in :mod:`vaed_client.errors`.
 """
@@ -23,14 +26,14 @@ from .errors import (Busy, ClientFault, DaemonUnavailable, DeadlineExceeded, Not
 from ._client import DEFAULT_SOCKET, Client
 from ._cuda_buffer import CudaArray
 from ._regions import SharedRegion, sweep_stale_segments
-from ._result import DecodeResult
+from ._result import DecodeResult, StreamPart
 from .safetensors import read_safetensors
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "CudaArray", "DecodeResult", "SharedRegion", "DEFAULT_SOCKET", "read_safetensors",
-    "sweep_stale_segments",
+    "Client", "CudaArray", "DecodeResult", "SharedRegion", "StreamPart", "DEFAULT_SOCKET",
+    "read_safetensors", "sweep_stale_segments",
     "VaedError", "ValidationError", "NotFound", "Quarantined", "Busy", "DaemonUnavailable",
     "ResourceExhausted", "DeadlineExceeded", "PermissionDenied", "ClientFault",
     "VersionMismatch",

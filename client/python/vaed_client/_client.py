@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import threading
 import weakref
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
+                    Union)
 
 import numpy as np
 
@@ -43,10 +45,11 @@ from . import _core
 from ._convert import TensorLike, invalid
 from ._cuda_buffer import CudaArray
 from ._regions import ClientRegions, SharedRegion, align, sweep_stale_segments
-from ._result import DecodeResult
+from ._result import DecodeResult, StreamPart
 from .errors import NotFound, ValidationError, VaedError
 
-__all__ = ["Client", "SharedRegion", "DecodeResult", "DEFAULT_SOCKET", "sweep_stale_segments"]
+__all__ = ["Client", "SharedRegion", "DecodeResult", "StreamPart", "DEFAULT_SOCKET",
+           "sweep_stale_segments"]
 
 #: The daemon's default control socket, ``/run/vaed/vaed.sock``: what
 #: :class:`Client` connects to when given no socket and ``$VAED_SOCKET`` is
@@ -446,14 +449,20 @@ class Client:
         return on_event
 
     def _send_decode(self, arrays: Dict[str, Any], plan: Dict[str, Any],
-                     options: Dict[str, Any], cuda_output: Optional[convert.CudaArray] = None
+                     options: Dict[str, Any], cuda_output: Optional[convert.CudaArray] = None,
+                     placement: Optional[Dict[str, Any]] = None
                      ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         """Places the request and decodes it (lock held): the reply and where
         the outputs lie. A request the daemon cannot map because a managed
         region was removed is placed again in new ones, once; a call cut off
-        while the daemon may still be decoding retires the managed regions."""
+        while the daemon may still be decoding retires the managed regions.
+        ``placement["where"]``, when given, is where the outputs of the
+        attempt being decoded lie, set before it is sent (streamed parts
+        are views of them)."""
         for attempt in (1, 2):
             args, where = self._prepare(arrays, plan, options, cuda_output)
+            if placement is not None:
+                placement["where"] = where
             try:
                 return self._core.decode(args), where
             except NotFound as e:
@@ -548,8 +557,29 @@ class Client:
         unless ``copy``. Raises ValidationError (a field broke a rule; the
         message names it), NotFound (model), Busy / Quarantined (with
         ``retry_after``), DeadlineExceeded, ResourceExhausted,
-        DaemonUnavailable (after reconnecting failed).
+        DaemonUnavailable (after reconnecting failed). :meth:`decode_stream`
+        is the same decode handing out each part of the output as soon as
+        it is final.
         """
+        return self._decode(
+            video_latent, audio_latent, model=model, format=format, fps=fps, profile=profile,
+            stack_tiling=stack_tiling, compile=compile, deadline=deadline, group_size=group_size,
+            independent_lengths=independent_lengths, copy=copy, progress=progress,
+            inject_faults=inject_faults, tiling=tiling, output=output, stream=stream)
+
+    def _decode(self, video_latent: Optional[TensorLike], audio_latent: Optional[TensorLike], *,
+                model: Optional[str], format: str, fps: Optional[float], profile: Optional[str],
+                stack_tiling: Union[None, bool, str], compile: Union[None, bool, str],
+                deadline: Optional[float], group_size: int, independent_lengths: bool,
+                copy: bool, progress: Optional[Callable[[Dict[str, Any]], None]],
+                inject_faults: Iterable[str], tiling: Optional[Tuple[int, int]],
+                output: Optional[TensorLike], stream: Any,
+                final_range: Optional[Callable[[Dict[str, Any], Dict[str, Any]], None]] = None
+                ) -> DecodeResult:
+        """The body of :meth:`decode`. ``final_range``: streamed output
+        (:meth:`decode_stream`), called on this thread during the decode with
+        each FinalRange dict {stage, unit, begin, end, total} and where the
+        outputs of the attempt being decoded lie (``_prepare``'s ``where``)."""
         self._check_not_in_callback()
         options = convert.decode_options(model, format, fps, profile, stack_tiling, compile,
                                          deadline, group_size, independent_lengths,
@@ -558,6 +588,9 @@ class Client:
         interrupted: List[BaseException] = []
         if progress is not None:
             options["progress"] = self._progress_on_this_client(progress, interrupted)
+        placement: Dict[str, Any] = {}
+        if final_range is not None:
+            options["final_range"] = lambda event: final_range(event, placement["where"])
         if video_latent is None and audio_latent is None:
             raise invalid("decode needs video_latent, audio_latent or both")
         cuda, stream_value = self._cuda_arguments(
@@ -579,24 +612,185 @@ class Client:
             # The daemon checks the shapes first (a cached plan): a latent it
             # would refuse is never copied into shared memory.
             plan = self._cached_plan(options, shapes)
-            reply, where = self._send_decode(arrays, plan, options, cuda_output)
+            reply, where = self._send_decode(arrays, plan, options, cuda_output, placement)
             if interrupted:
                 raise interrupted[0]
-            out = where["region"]
-            if cuda_output is not None:
-                frames = output  # written in place, ordered on the stream
-            elif where["video_shape"] is not None:
-                frames = out.ndarray(where["video_shape"],
-                                     convert.NUMPY_DTYPES[where["video_dtype"]], 0)
-            else:
-                frames = None
-            waveform = (out.ndarray(where["audio_shape"], np.float32, where["audio_offset"])
-                        if where["audio_shape"] is not None else None)
+            frames, waveform = self._output_arrays(
+                where, output if cuda_output is not None else None)
             result = DecodeResult(
                 frames=frames, audio=waveform,
                 timings={t["component"]: float(t["seconds"]) for t in reply.get("timings", [])},
                 info=reply, inputs_in_place=where["in_place"])
             return result.copy() if copy else result
+
+    @staticmethod
+    def _output_arrays(where: Dict[str, Any], cuda_output: Any
+                       ) -> Tuple[Any, Optional[np.ndarray]]:
+        """The frames and the waveform of a placed decode (``where`` from
+        :meth:`_prepare`): numpy views of the output region, or for the
+        frames the caller's CUDA ``cuda_output`` object itself (written in
+        place, ordered on the stream) when it gave one; None for a modality
+        the request did not carry."""
+        out = where["region"]
+        if cuda_output is not None:
+            frames = cuda_output
+        elif where["video_shape"] is not None:
+            frames = out.ndarray(where["video_shape"],
+                                 convert.NUMPY_DTYPES[where["video_dtype"]], 0)
+        else:
+            frames = None
+        waveform = (out.ndarray(where["audio_shape"], np.float32, where["audio_offset"])
+                    if where["audio_shape"] is not None else None)
+        return frames, waveform
+
+    def decode_stream(self, video_latent: Optional[TensorLike] = None,
+                      audio_latent: Optional[TensorLike] = None, *, model: Optional[str] = "",
+                      format: str = "uint8", fps: Optional[float] = None,
+                      profile: Optional[str] = None, stack_tiling: Union[None, bool, str] = None,
+                      compile: Union[None, bool, str] = None, deadline: Optional[float] = None,
+                      group_size: int = 0, independent_lengths: bool = False, copy: bool = False,
+                      progress: Optional[Callable[[Dict[str, Any]], None]] = None,
+                      inject_faults: Iterable[str] = (),
+                      tiling: Optional[Tuple[int, int]] = None,
+                      output: Optional[TensorLike] = None,
+                      stream: Any = None) -> Iterator[Union[StreamPart, DecodeResult]]:
+        """:meth:`decode` with streamed output: yields each part of the output
+        as soon as the daemon has made it final, then the
+        :class:`DecodeResult`, so that a worker can encode the first frames
+        while the rest are still being decoded::
+
+            for part in vae.decode_stream(latent, audio_latent, fps=24):
+                if isinstance(part, vaed_client.StreamPart):
+                    encoder.write(part.data)   # frames [part.begin, part.end)
+                else:
+                    result = part              # the DecodeResult, last
+
+        Arguments, latents, outputs and errors as :meth:`decode`; the bytes
+        written are the same as without streaming. Yields, in order:
+
+        * a :class:`StreamPart` per final range: ``stage`` "video" with
+          ``unit`` "frames" (pixel frames of the output; H3: after temporal
+          window k the frames ``[0, 17 (k + 1))`` are final, after the last
+          window all of them; TAEF2 and demo: after each frame batch) and
+          ``data`` = ``frames[begin:end]``, or ``stage`` "audio" with
+          ``unit`` "samples" (samples per channel, once, when the audio is
+          written) and ``data`` = ``audio[:, begin:end]``. Per stage the
+          parts are contiguous from 0 and the last ends at ``total``.
+          Audio and video parts may interleave in any order.
+        * the :class:`DecodeResult` that :meth:`decode` would return, last.
+
+        Ownership: ``data`` views the same memory as the result's arrays
+        (the client's output region, or the caller's CUDA ``output``) with no
+        copy unless ``copy=True`` (then each part's ``data`` and the result
+        own their memory). The daemon never writes a part's elements again
+        once it is yielded, so they may be read at once; as with
+        :meth:`decode`, their contents are overwritten by the next decode on
+        this client, which may start as soon as this decode has finished,
+        possibly before every part was consumed (a decode from another
+        thread or from the loop's body): use ``copy=True`` or one Client per
+        thread when that can happen. CUDA ``output`` (unrun on a GPU): the
+        decode's stream waits on the device for each part before it is
+        yielded; read it on that stream or synchronise the stream first.
+
+        Threads: nothing happens until the iteration starts (errors,
+        argument errors included, are raised from it). The decode then runs
+        on a background thread of this Client, holding the Client for its
+        duration as :meth:`decode` does (calls of this Client from other
+        threads, and from the loop's body, wait for it to finish), while
+        this generator yields the parts from a queue. ``progress`` is called
+        on that background thread (not the consuming one), with the same
+        rules as in :meth:`decode`. Consume the generator from one thread
+        at a time.
+
+        Errors: a failed or cancelled decode (``deadline``, daemon shutting
+        down) raises its exception after yielding every part that was final
+        before it; those parts stay valid and the rest of the outputs holds
+        unspecified bytes. The exception's ``final_frames`` /
+        ``final_samples`` say how far the video (pixel frames) and audio
+        (samples per channel) were final (0 = nothing). A streamed decode
+        that delivered a part is not retried after a reconnect: it raises
+        DaemonUnavailable.
+
+        Stopping early (``break``, ``close()``, the generator being
+        collected, or an exception such as KeyboardInterrupt while waiting
+        for a part): the daemon keeps decoding into the outputs until the
+        request ends, so the generator still waits for the decode (up to
+        ``request_timeout``) before it returns; a further KeyboardInterrupt
+        meanwhile is raised once the decode is over. The decode's own error,
+        if any, is then dropped.
+        """
+        self._check_not_in_callback()
+        # ("part", FinalRange dict, where), then ("done", DecodeResult, None)
+        # or ("error", exception, None); unbounded, so the decode thread
+        # never waits for the consumer.
+        events: "queue.Queue[Tuple[str, Any, Any]]" = queue.Queue()
+
+        def run() -> None:
+            try:
+                result = self._decode(
+                    video_latent, audio_latent, model=model, format=format, fps=fps,
+                    profile=profile, stack_tiling=stack_tiling, compile=compile,
+                    deadline=deadline, group_size=group_size,
+                    independent_lengths=independent_lengths, copy=copy, progress=progress,
+                    inject_faults=inject_faults, tiling=tiling, output=output, stream=stream,
+                    final_range=lambda event, where: events.put(("part", event, where)))
+            except BaseException as e:  # raised on the consumer's thread; nothing is lost
+                events.put(("error", e, None))
+            else:
+                events.put(("done", result, None))
+
+        worker = threading.Thread(target=run, name="vaed-decode-stream")
+        worker.start()
+        try:
+            final = {"video": 0, "audio": 0}  # how far each stage was yielded
+            while True:
+                kind, value, where = events.get()
+                if kind == "part":
+                    part = self._stream_part(value, where, output, copy)
+                    final[part.stage] = part.end
+                    yield part
+                elif kind == "done":
+                    yield value
+                    return
+                else:
+                    if isinstance(value, VaedError):
+                        # What was yielded is final whatever the status says
+                        # (e.g. a reconnect that cut the stream off).
+                        value.final_frames = max(value.final_frames, final["video"])
+                        value.final_samples = max(value.final_samples, final["audio"])
+                    raise value
+        finally:
+            # The daemon may still write the outputs until the decode
+            # returns: never leave before it; and this generator owns the
+            # thread, so it joins it.
+            interrupts: List[BaseException] = []
+            while worker.is_alive():
+                try:
+                    worker.join()
+                except BaseException as e:  # Ctrl-C while waiting: raised after the wait
+                    interrupts.append(e)
+            if interrupts:
+                raise interrupts[0]
+
+    @classmethod
+    def _stream_part(cls, event: Dict[str, Any], where: Dict[str, Any], output: Any,
+                     copy: bool) -> StreamPart:
+        """The StreamPart for a FinalRange dict of the decode whose outputs
+        lie at ``where`` (``output``: the caller's CUDA output, or None)."""
+        begin, end = int(event["begin"]), int(event["end"])
+        frames, waveform = cls._output_arrays(where, output)
+        data: Any = None
+        if event["stage"] == "video" and frames is not None:
+            try:
+                data = frames[begin:end]
+            except TypeError:  # a CUDA array that cannot be sliced: given whole
+                data = frames
+        elif event["stage"] == "audio" and waveform is not None:
+            data = waveform[:, begin:end]
+        if convert.boolean(copy, "copy") and isinstance(data, np.ndarray):
+            data = data.copy()
+        return StreamPart(stage=str(event["stage"]), unit=str(event["unit"]), begin=begin,
+                          end=end, total=int(event["total"]), data=data)
 
     def _cuda_arguments(self, objects: Dict[str, Any], stream: Any
                         ) -> Tuple[Dict[str, convert.CudaArray], int]:

@@ -48,7 +48,13 @@ class DecodeArgs:
     default, 1 off, 2 on, 3 auto. ``fps`` 0 = the model's. ``deadline_ms``
     0 = none. ``group_size`` 0 = the daemon's. ``tiling``: (tile_latent,
     overlap_latent) in latent cells. ``cuda_stream``: the caller's CUstream
-    value for requests naming CUDA regions (0 = the legacy default stream)."""
+    value for requests naming CUDA regions (0 = the legacy default stream).
+    ``progress``: called with a Progress dict per event. ``final_range``:
+    streamed output; called with {stage ("video" / "audio"), unit
+    ("frames" / "samples"), begin, end, total} for each part of the output
+    that became final, in order, on the thread that called decode(), before
+    it returns (a Python exception it raises goes to sys.unraisablehook and
+    the decode goes on; so does one of ``progress``)."""
 
     def __init__(self, *, model: str = "", latent: TensorArg = None, output: TensorArg = None,
                  audio_latent: TensorArg = None, audio_output: TensorArg = None,
@@ -57,7 +63,8 @@ class DecodeArgs:
                  group_size: int = 0, inject_faults: List[str] = ...,
                  tiling: Optional[Tuple[int, int]] = None,
                  progress: Optional[Callable[[Dict[str, Any]], None]] = None,
-                 cuda_stream: int = 0) -> None: ...
+                 cuda_stream: int = 0,
+                 final_range: Optional[Callable[[Dict[str, Any]], None]] = None) -> None: ...
 
 class Client:
     """The C++ vaed::client::Client (Hello on construction; reconnects by

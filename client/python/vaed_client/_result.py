@@ -1,4 +1,5 @@
-"""What vaed_client.Client.decode returns: :class:`DecodeResult`."""
+"""What vaed_client.Client.decode returns (:class:`DecodeResult`) and what
+Client.decode_stream yields before it (:class:`StreamPart`)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,48 @@ class DecodeResult:
             audio=None if self.audio is None else self.audio.copy(),
             timings=dict(self.timings), info=self.info,
             inputs_in_place=dict(self.inputs_in_place))
+
+
+@dataclass(frozen=True)
+class StreamPart:
+    """One part of the output that became final, yielded by
+    :meth:`Client.decode_stream` before its :class:`DecodeResult` (the
+    daemon's ``vaed.v1.FinalRange``).
+
+    stage
+        ``"video"`` (the frames) or ``"audio"`` (the waveform).
+    unit
+        ``"frames"`` for video: pixel frames of the output (not latent
+        frames); ``"samples"`` for audio: samples per channel (H3: 32000
+        Hz).
+    begin, end
+        The half-open range ``[begin, end)`` in ``unit``. Per stage the
+        parts are contiguous and in order: the first begins at 0, each
+        begins where the previous one ended, the last ends at ``total``.
+    total
+        Frames (video) or samples per channel (audio) of the whole output.
+    data
+        Exactly the final elements, with no copy unless
+        ``decode_stream(copy=True)``. Video: ``frames[begin:end]`` of what
+        :attr:`DecodeResult.frames` will be (uint8 ``[end - begin,
+        height_px, width_px, 3]`` or float32 ``[end - begin, 3, height_px,
+        width_px]``, by ``format``); with a CUDA ``output=``, that object
+        sliced the same way (ordered on the decode's stream; an object
+        that cannot be sliced, such as :class:`CudaArray`, is given whole:
+        index it with ``begin`` and ``end``). Audio: float32 ``[channels,
+        end - begin]``, ``audio[:, begin:end]`` of :attr:`DecodeResult.audio`
+        (a strided view, not contiguous when there are 2 channels).
+
+    Ownership: a view aliases the client's output region (or the caller's
+    CUDA ``output``). The daemon has written those elements and never
+    writes them again for this request, so they may be read (encoded,
+    copied) at once; like :class:`DecodeResult` views, their *contents* are
+    overwritten by the next decode on the same client.
+    """
+
+    stage: str
+    unit: str
+    begin: int
+    end: int
+    total: int
+    data: Any

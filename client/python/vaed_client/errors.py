@@ -54,16 +54,25 @@ __all__ = [
 
 class VaedError(Exception):
     """Base class: ``code`` (protocol status code, int), ``code_name``
-    (e.g. ``"invalid_argument"``), ``message`` (the daemon's text) and
-    ``retry_after`` (seconds, float, or None when the daemon did not say)."""
+    (e.g. ``"invalid_argument"``), ``message`` (the daemon's text),
+    ``retry_after`` (seconds, float, or None when the daemon did not say),
+    and for a decode that streamed its output (:meth:`Client.decode_stream`)
+    ``final_frames`` / ``final_samples``: the video output's pixel frames
+    ``[0, final_frames)`` and the audio output's samples per channel
+    ``[0, final_samples)`` were final before the failure and stay valid
+    (``vaed.v1.Error.final_frames`` / ``final_samples``); 0 = none, and
+    always 0 for other calls."""
 
     def __init__(self, message: str, *, code: int = 11, code_name: str = "internal",
-                 retry_after: Optional[float] = None) -> None:
+                 retry_after: Optional[float] = None, final_frames: int = 0,
+                 final_samples: int = 0) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.code_name = code_name
         self.retry_after = retry_after
+        self.final_frames = final_frames
+        self.final_samples = final_samples
 
     def __str__(self) -> str:
         text = f"{self.code_name}: {self.message}"
@@ -134,9 +143,13 @@ _CLASS_BY_CODE = {
 }
 
 
-def from_status(code: int, code_name: str, message: str, retry_after_ms: int = 0) -> VaedError:
+def from_status(code: int, code_name: str, message: str, retry_after_ms: int = 0,
+                final_frames: int = 0, final_samples: int = 0) -> VaedError:
     """The exception for a failed vaed Status (used by the extension
-    module). ``retry_after_ms`` 0 means "not said" (``retry_after`` None)."""
+    module). ``retry_after_ms`` 0 means "not said" (``retry_after`` None);
+    ``final_frames`` / ``final_samples``: the Status's streamed-output
+    extent (pixel frames, samples per channel; 0 = none)."""
     cls = _CLASS_BY_CODE.get(code, VaedError)
     retry_after = retry_after_ms / 1000.0 if retry_after_ms else None
-    return cls(message, code=code, code_name=code_name, retry_after=retry_after)
+    return cls(message, code=code, code_name=code_name, retry_after=retry_after,
+               final_frames=int(final_frames), final_samples=int(final_samples))

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/models/h3/final_frames.h"
 #include "daemon/models/tensor_memory.h"
 #include "daemon/models/torch_status.h"
 
@@ -182,7 +183,8 @@ torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
 torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, const TileGrid& grid,
                           const TileDecodeFn& decode, int64_t tiles_per_call,
                           TiledDecodeStats* stats, const WindowProgressFn& progress,
-                          BlendRamps* ramps, TileGroup* group) {
+                          BlendRamps* ramps, TileGroup* group,
+                          const WindowFinalFn& final_frames) {
   TORCH_CHECK(tiles_per_call >= 1, "tiles_per_call is ", tiles_per_call, "; must be >= 1");
   stats->final_tiles_per_call = tiles_per_call;
   stats->span_time.Start();
@@ -200,6 +202,17 @@ torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, cons
     if (frames <= 0) return;  // pad frames past the end are dropped
     out.narrow(2, write_pos, frames).copy_(part.narrow(2, 0, frames));
     write_pos += frames;
+  };
+
+  // Streamed output: hands over the frames final after window `k`.
+  int64_t final_end = 0;
+  auto announce = [&](int64_t k) {
+    const int64_t end = FinalPixelFramesAfterWindow(plan, k);
+    TORCH_CHECK(end <= write_pos, "window ", k, " made frames [0, ", end, ") final but only ",
+                write_pos, " are written");
+    if (!final_frames || end <= final_end) return;
+    final_frames(out, final_end, end);
+    final_end = end;
   };
 
   torch::Tensor prev_tail;
@@ -223,11 +236,13 @@ torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, cons
     write(main);
     // Own copy, so the decoded window can be freed now.
     prev_tail = dec.narrow(2, kTailBeginFrame, kTailPixelFrames).clone();
+    const bool last = w.index + 1 == plan.num_windows();
+    if (last) write(prev_tail);  // the last window's tail closes the video
+    announce(w.index);
     if (progress) progress(w.index + 1, plan.num_windows());
   }
   stats->span_time.Stop();
   if (!out.defined()) return out;  // not the output rank
-  write(prev_tail);
   TORCH_CHECK(write_pos == plan.output_pixel_frames, "temporal assembly wrote ", write_pos,
               " frames, the plan has ", plan.output_pixel_frames);
   return out;

@@ -104,6 +104,14 @@ class BlendRamps {
 // Called after each temporal window with (windows done, windows total).
 using WindowProgressFn = std::function<void(int64_t, int64_t)>;
 
+// Streamed output: called when output frames [begin, end) are final, with
+// `video` the output being assembled, float32 [B, 3,
+// plan.output_pixel_frames, H, W]; its frames before `end` hold their
+// final values and are not written again (final_frames.h). May throw (the
+// decode then stops with that exception).
+using WindowFinalFn =
+    std::function<void(const torch::Tensor& video, int64_t begin, int64_t end)>;
+
 // The official `blend`: returns a tensor shaped like `b` whose first
 // e = min(a.size(dim), b.size(dim), overlap) entries along `dim` are
 // a_last_e * (1 - p/e) + b_first_e * (p/e) for p = 0..e-1 (so the ramp never
@@ -145,10 +153,16 @@ torch::Tensor DecodeWindow(const torch::Tensor& z_window, const TileGrid& grid,
 // size > 1 every window is decoded tile-parallel (DecodeWindow); rank 0
 // assembles and returns the video, the other ranks return an undefined
 // tensor. Throws CollectiveFailed.
+// `final_frames` (may be empty; called on the assembling rank only): after
+// window k is assembled, with the frames that became final, [previous end,
+// FinalPixelFramesAfterWindow(plan, k)), before `progress`; a window that
+// makes no new frame final gets no call. The last call ends at
+// plan.output_pixel_frames.
 torch::Tensor DecodeVideo(const torch::Tensor& z, const TemporalPlan& plan, const TileGrid& grid,
                           const TileDecodeFn& decode, int64_t tiles_per_call,
                           TiledDecodeStats* stats, const WindowProgressFn& progress = {},
-                          BlendRamps* ramps = nullptr, TileGroup* group = nullptr);
+                          BlendRamps* ramps = nullptr, TileGroup* group = nullptr,
+                          const WindowFinalFn& final_frames = {});
 
 }  // namespace vaed::models::h3
 

@@ -229,6 +229,20 @@ int64_t LargestSameShapeGroup(const TileGrid& grid) {
   return best;
 }
 
+// Streamed output: the tiled decode's final frames ([1, 3, F, H, W], B = 1)
+// handed to settings.final_frames as [frames, 3, H, W] views, the layout
+// Decode() returns; a failed hand-over throws DecodeCancelled with its
+// status. Empty when the request does not stream.
+WindowFinalFn FinalFramesOf(const DecodeSettings& settings) {
+  if (!settings.final_frames) return {};
+  return [&settings](const torch::Tensor& video, int64_t begin, int64_t end) {
+    const torch::Tensor frames =
+        video.select(0, 0).narrow(1, begin, end - begin).permute({1, 0, 2, 3});
+    Status s = settings.final_frames(frames, begin, end);
+    if (!s.ok()) throw DecodeCancelled(std::move(s));
+  };
+}
+
 }  // namespace
 
 void VideoVae::RecordCallPeak(int64_t t, int64_t h, int64_t w, int64_t tiles, uint64_t bytes) {
@@ -567,7 +581,8 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
                              .tiles_done = done * grid.num_tiles(),
                              .tiles_total = total * grid.num_tiles()});
         },
-        settings.compile == CompileMode::kOff ? nullptr : &ramps_, settings.group);
+        settings.compile == CompileMode::kOff ? nullptr : &ramps_, settings.group,
+        FinalFramesOf(settings));
     total_time.Stop();
     fill_report();
     if (!video.defined()) return video;  // a rank other than the group's output rank

@@ -114,12 +114,28 @@ class [[nodiscard]] Status {
     return s;
   }
 
+  // A failed Decode that streamed its output (DecodeOptions.stream_output):
+  // the output's pixel frames [0, final_frames()) and audio samples per
+  // channel [0, final_samples()) were announced final before the failure
+  // and stay valid (vaed.v1.Error.final_frames / final_samples); 0 = none.
+  // Kept by WithContext().
+  uint64_t final_frames() const { return final_frames_; }
+  uint64_t final_samples() const { return final_samples_; }
+  Status WithFinalOutput(uint64_t frames, uint64_t samples) const {
+    Status s = *this;
+    s.final_frames_ = frames;
+    s.final_samples_ = samples;
+    return s;
+  }
+
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
   uint32_t retry_after_ms_ = 0;
   ErrorReason reason_ = ErrorReason::kNone;
   std::string field_;
+  uint64_t final_frames_ = 0;
+  uint64_t final_samples_ = 0;
 };
 
 inline Status InvalidArgument(std::string m) {
