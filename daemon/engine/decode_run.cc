@@ -116,8 +116,8 @@ class DecodeRun {
   // Streamed output (streamed_output.h): the job's sinks (writes through
   // WriteOutput, events through RecordReady, announcements to the
   // executor's ResultSink).
-  StreamSink VideoSink();
-  StreamSink AudioSink();
+  StreamSink SinkFor(const std::shared_ptr<HostRegion>& host,
+                     const std::shared_ptr<CudaRegion>& cuda, const std::string& field);
   // CUDA outputs: the rank's event recorded after the writes enqueued so
   // far; "" when the job writes no CUDA region.
   Result<std::string> RecordReady();
@@ -257,19 +257,11 @@ Status DecodeRun::CopyIn() {
   return Status::Ok();
 }
 
-StreamSink DecodeRun::VideoSink() {
-  return {.write = [this](const torch::Tensor& formatted, const TensorRef& part) {
-            return WriteOutput(formatted, part, job_.video->output_region,
-                               job_.video->output_cuda, "output");
-          },
-          .record_ready = [this] { return RecordReady(); },
-          .announce = ctx_.final_range};
-}
-
-StreamSink DecodeRun::AudioSink() {
-  return {.write = [this](const torch::Tensor& formatted, const TensorRef& part) {
-            return WriteOutput(formatted, part, job_.audio->output_region,
-                               job_.audio->output_cuda, "audio_output");
+StreamSink DecodeRun::SinkFor(const std::shared_ptr<HostRegion>& host,
+                              const std::shared_ptr<CudaRegion>& cuda, const std::string& field) {
+  return {.write = [this, host, cuda, field](const torch::Tensor& formatted,
+                                             const TensorRef& part) {
+            return WriteOutput(formatted, part, host, cuda, field);
           },
           .record_ready = [this] { return RecordReady(); },
           .announce = ctx_.final_range};
@@ -282,7 +274,8 @@ Status DecodeRun::DecodeVideo(RankWork* work) {
     settings.progress = [this](const models::DecodeProgress& p) { progress_.Report("video", p); };
   }
   if (job_.stream_output) {
-    video_stream_.emplace(job_, *ctx_.model, VideoSink());
+    video_stream_.emplace(job_, *ctx_.model,
+                          SinkFor(job_.video->output_region, job_.video->output_cuda, "output"));
     settings.final_frames = [this](const torch::Tensor& raw, int64_t begin, int64_t end) {
       return video_stream_->OnFinalFrames(raw, begin, end);
     };
@@ -336,7 +329,9 @@ Status DecodeRun::CopyOut() {
   }
   if (job_.audio && job_.stream_output) {
     // Streamed: announced as soon as it is written (one range).
-    VAED_RETURN_IF_ERROR(StreamAudio(job_, audio_out_, AudioSink()));
+    VAED_RETURN_IF_ERROR(StreamAudio(
+        job_, audio_out_,
+        SinkFor(job_.audio->output_region, job_.audio->output_cuda, "audio_output")));
   } else if (job_.audio) {
     VAED_RETURN_IF_ERROR(WriteOutput(audio_out_, job_.audio->output, job_.audio->output_region,
                                      job_.audio->output_cuda, "audio_output"));

@@ -5,6 +5,9 @@
 #include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
 
+#include <functional>
+#include <memory>
+
 #include "daemon/engine/decode_run.h"
 #include "daemon/engine/executor.h"
 #include "daemon/engine/group_job.h"
@@ -20,6 +23,23 @@ using SteadyClock = std::chrono::steady_clock;
 
 double SecondsSince(SteadyClock::time_point t0) {
   return std::chrono::duration<double>(SteadyClock::now() - t0).count();
+}
+
+// A message of `job` to the server through `hand` (a ResultSink call),
+// with what it throws logged, not propagated: the rank decodes on, and the
+// message (`what`) is lost.
+template <typename Event>
+std::function<void(const Event&)> ToSink(
+    const std::shared_ptr<const DecodeJob>& job, const char* what,
+    std::function<void(const std::shared_ptr<const DecodeJob>&, const Event&)> hand) {
+  return [job, what, hand = std::move(hand)](const Event& event) {
+    try {
+      hand(job, event);
+    } catch (...) {
+      spdlog::error("executor: handing {} of request {} to the server: {}", what,
+                    job->request_id, parallel::ExceptionMessage());
+    }
+  };
 }
 
 }  // namespace
@@ -286,24 +306,14 @@ Result<DecodeResult> Executor::Execute(int local_rank, const GroupRun& run,
                   .client_events = rank.client_events.get(),
                   .output_events = rank.output_events.get()};
   if (job.progress) {
-    ctx.progress = [this, shared](const ProgressEvent& event) {
-      try {
-        sink_->OnProgress(shared, event);
-      } catch (...) {
-        spdlog::error("executor: handing a progress event of request {} to the server: {}",
-                      shared->request_id, parallel::ExceptionMessage());
-      }
-    };
+    ctx.progress = ToSink<ProgressEvent>(
+        shared, "a progress event",
+        [this](const auto& j, const ProgressEvent& e) { sink_->OnProgress(j, e); });
   }
   if (job.stream_output) {
-    ctx.final_range = [this, shared](const FinalRangeEvent& event) {
-      try {
-        sink_->OnFinalRange(shared, event);
-      } catch (...) {
-        spdlog::error("executor: handing a final range of request {} to the server: {}",
-                      shared->request_id, parallel::ExceptionMessage());
-      }
-    };
+    ctx.final_range = ToSink<FinalRangeEvent>(
+        shared, "a final range",
+        [this](const auto& j, const FinalRangeEvent& e) { sink_->OnFinalRange(j, e); });
   }
   RankWork work;
   *decoded = true;
