@@ -1,9 +1,11 @@
 // Writing decoded frames (uint8 NHWC RGB) to disk: PNG images and H.264 MP4
 // through the ffmpeg command-line tool, or raw bytes with a JSON sidecar.
 //
-// ffmpeg is run as a child process (no shell) that reads rawvideo rgb24
-// from its stdin; its diagnostics go to this process's stderr, never to
-// stdout, so `--json` output stays clean.
+// ffmpeg is run as a child process (no shell, child_process.h) that reads
+// rawvideo rgb24 from its stdin; its diagnostics go to this process's
+// stderr, never to stdout, so `--json` output stays clean. The MP4
+// arguments are built in one place (ffmpeg_command.h), shared with
+// mp4_stream.h, which encodes an MP4 while its frames still arrive.
 //
 // Errors: kFailedPrecondition when ffmpeg is not on PATH (the message says
 // how to install it), kInvalidArgument for inconsistent frame geometry,

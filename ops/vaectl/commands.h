@@ -62,6 +62,14 @@ struct DecodeCommandOptions {
   // (DecodeRequest::group_size): 0 = the daemon's group.size, otherwise one
   // of its group.qualified_sizes (the daemon refuses others). Same bytes.
   uint32_t group_size = 0;
+  // --format mp4: false (default) feeds the frames to ffmpeg as the daemon
+  // announces them final (a streamed decode), so encoding overlaps the
+  // decode; true encodes after the decode. The same frames and audio either way.
+  bool no_stream = false;
+  // Milliseconds the daemon may take, queue time included
+  // (DecodeRequest::deadline_ms); 0 = no deadline. A decode past it fails
+  // and writes nothing (a streamed MP4 is removed).
+  uint32_t deadline_ms = 0;
   // Per-window progress on stderr: auto (a bar on a terminal), bar, lines
   // or none (ParseProgressMode in progress_format.h).
   std::string progress = "auto";

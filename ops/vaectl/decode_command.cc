@@ -14,6 +14,7 @@
 #include "ops/vaectl/latent_input.h"
 #include "ops/vaectl/output_plan.h"
 #include "ops/vaectl/progress_format.h"
+#include "ops/vaectl/streamed_mp4.h"
 #include "vaed/tensor_ref.h"
 #include "vaed/wire.h"
 
@@ -121,6 +122,12 @@ Result<ops::WavSampleFormat> CheckDecodeFlags(const DecodeCommandOptions& option
                            " names the WAV of the decoded audio, and this decode has no audio "
                            "latent: give --audio-latent FILE or --random-audio-latent C,32,T");
   }
+  if (options.no_stream && options.format != "mp4") {
+    return InvalidArgument(
+        "--no-stream applies to --format mp4 (whose frames are otherwise "
+        "encoded while the daemon decodes); --format " +
+        options.format + " is always written after the decode");
+  }
   if (!has_video && (options.format != "png" || !options.out.empty())) {
     if (options.format != "none" || !options.out.empty()) {
       return InvalidArgument("--format " + options.format +
@@ -166,6 +173,7 @@ client::DecodeRequest BuildRequest(const DecodeCommandOptions& options, const De
   request.fps = options.fps;
   request.independent_lengths = options.independent_lengths;
   request.group_size = options.group_size;
+  request.deadline_ms = options.deadline_ms;
   if (in.video) request.latent = {0, 0, in.video->dtype, in.video->shape};
   if (in.audio) request.audio_latent = {0, 0, in.audio->dtype, in.audio->shape};
   return request;
@@ -305,6 +313,81 @@ void CompareWithInputs(const DecodeCommandOptions& options, const DecodeInputs& 
   }
 }
 
+// The uint8 NHWC video output region as the plan sizes it, before the
+// decode (the streamed MP4 reads announced frames from it).
+Result<ops::RgbFrames> PlannedFrames(const v1::DecodeReply& plan, const DecodeRegions& regions) {
+  const client::SharedRegion& region = *regions.video->output.region;
+  if (plan.output_bytes() > region.size()) {
+    return Internal("daemon planned " + std::to_string(plan.output_bytes()) +
+                    " output bytes, the region holds " + std::to_string(region.size()));
+  }
+  const ops::RgbFrames frames{std::span<const uint8_t>(region.data(), plan.output_bytes()),
+                              static_cast<int64_t>(plan.frames()),
+                              static_cast<int64_t>(plan.height_px()),
+                              static_cast<int64_t>(plan.width_px())};
+  Status s = ops::CheckRgbFrames(frames);
+  if (!s.ok()) return Internal("daemon planned an inconsistent video output: " + s.message());
+  return frames;
+}
+
+// One decode and the writing of its outputs: --format mp4 streams the MP4
+// (StreamedMp4Output) unless options.no_stream; everything else is written
+// after the decode (WriteDecodedOutputs). Fills the report's reply, round
+// trip, outputs and mp4. `request` has its regions and progress callback.
+// Errors: the decode's (a streamed MP4 is then removed: nothing partial is
+// left) and the writers'.
+Result<DecodedViews> DecodeAndWrite(client::Client& client, const DecodeCommandOptions& options,
+                                    const v1::DecodeReply& plan, const OutputPlan& outputs,
+                                    const DecodeRegions& regions, client::DecodeRequest* request,
+                                    bool* bar_open, DecodeReport* report) {
+  std::unique_ptr<StreamedMp4Output> streamed;
+  if (outputs.kind == OutputKind::kMp4 && !options.no_stream) {
+    VAED_ASSIGN_OR_RETURN(const ops::RgbFrames planned, PlannedFrames(plan, regions));
+    VAED_ASSIGN_OR_RETURN(streamed, StreamedMp4Output::Start(outputs, planned, options.fps));
+    request->final_range = [s = streamed.get()](const v1::FinalRange& r) { s->OnFinalRange(r); };
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto reply = client.Decode(*request);
+  const auto replied = std::chrono::steady_clock::now();
+  request->final_range = nullptr;           // it points at `streamed`
+  if (*bar_open) std::fputc('\n', stderr);  // the decode failed before 100 %
+  *bar_open = false;
+  report->round_trip_seconds = std::chrono::duration<double>(replied - start).count();
+  if (!reply.ok()) {
+    if (streamed) {
+      streamed->Abort();
+      if (reply.status().final_frames() != 0) {
+        std::cerr << "vaectl decode: frames [0, " << reply.status().final_frames()
+                  << ") were final when the decode failed; the partial MP4 " << outputs.path
+                  << " was removed\n";
+      }
+    }
+    return reply.status();
+  }
+  report->reply = *reply;
+
+  VAED_ASSIGN_OR_RETURN(DecodedViews views, ViewOutputs(*reply, regions));
+  const ops::PlanarAudio* audio = views.audio ? &*views.audio : nullptr;
+  if (streamed) {
+    // The WAV first: the MP4's audio is muxed from it.
+    VAED_ASSIGN_OR_RETURN(report->outputs, WriteWavOutput(outputs, audio));
+    VAED_RETURN_IF_ERROR(streamed->Finish());
+    report->outputs.insert(report->outputs.begin(), outputs.path);
+  } else {
+    VAED_ASSIGN_OR_RETURN(
+        report->outputs,
+        WriteDecodedOutputs(outputs, {views.frames ? &*views.frames : nullptr, audio},
+                            options.fps));
+  }
+  if (outputs.kind == OutputKind::kMp4) {
+    report->mp4 = Mp4Report{
+        .streamed = streamed != nullptr,
+        .tail_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - replied).count()};
+  }
+  return views;
+}
+
 void PrintReport(const GlobalOptions& global, const DecodeReport& report) {
   if (global.json) {
     if (report.reply.demo_weights()) {
@@ -354,27 +437,13 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
   if (!progress_mode.ok()) return ReportFailure("decode", progress_mode.status());
   bool bar_open = false;
   ShowProgress(*progress_mode, &bar_open, &request);
-  const auto start = std::chrono::steady_clock::now();
-  auto reply = client->Decode(request);
-  if (bar_open) std::fputc('\n', stderr);  // the decode failed before 100 %
-  const double round_trip =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!reply.ok()) return ReportFailure("decode", reply.status());
-
-  auto views = ViewOutputs(*reply, *regions);
-  if (!views.ok()) return ReportFailure("decode", views.status());
-  auto written = WriteDecodedOutputs(
-      *outputs,
-      {views->frames ? &*views->frames : nullptr, views->audio ? &*views->audio : nullptr},
-      options.fps);
-  if (!written.ok()) return ReportFailure("decode", written.status());
-
   DecodeReport report;
-  report.reply = *reply;
-  report.round_trip_seconds = round_trip;
+  auto views =
+      DecodeAndWrite(*client, options, *plan, *outputs, *regions, &request, &bar_open, &report);
+  if (!views.ok()) return ReportFailure("decode", views.status());
+
   report.format = options.format;
   if (in->video) report.latent_source = in->video->source;
-  report.outputs = *written;
   CompareWithInputs(options, *in, *views, *outputs, &report);
   PrintReport(global, report);
   return kExitOk;

@@ -29,6 +29,17 @@ struct AudioReport {
   AudioQuality quality;
 };
 
+// How `vaectl decode --format mp4` wrote its MP4.
+struct Mp4Report {
+  // Fed to ffmpeg frame by frame while the daemon decoded (frames streamed
+  // as they became final); false with --no-stream (encoded after the
+  // decode).
+  bool streamed = false;
+  // Seconds from Decode()'s reply to the MP4 being complete (the WAV and
+  // the audio mux included): the encode tail the decode did not hide.
+  double tail_seconds = 0;
+};
+
 // Everything `vaectl decode` reports. A request without a video latent
 // (audio-only) has an empty reply.latent_shape and latent_source.
 struct DecodeReport {
@@ -39,6 +50,7 @@ struct DecodeReport {
   std::vector<std::string> outputs;
   Quality quality;
   std::optional<AudioReport> audio;  // set when the request had an audio latent
+  std::optional<Mp4Report> mp4;      // set when an MP4 was written
 
   // Whether the request had a video latent (the reply then has a latent
   // shape; audio-only replies do not).
@@ -65,7 +77,9 @@ struct DecodeReport {
 // reply, e.g. audio-only), or {name, size, generation, ranks [{rank (global),
 // tiles, decode_seconds, started_unix, finished_unix (wall clock, seconds)}],
 // imbalance (max / mean decode seconds; null if not finite), fallback ("" when
-// the request ran on the group as planned)}.
+// the request ran on the group as planned)}; mp4_streamed (the MP4 was
+// encoded while decoding; false with --no-stream) and mp4_tail_seconds
+// (reply to complete MP4), both null unless an MP4 was written.
 // Audio-only: frames/height_px/width_px are 0, latent_shape is [],
 // latent_source, latent_dtype, video_seconds and video_sanity are null.
 // Comparisons that were not made are null, and so is an infinite PSNR
@@ -76,7 +90,9 @@ nlohmann::json DecodeReportToJson(const DecodeReport& report);
 // timing table (component, seconds, ms) and the quality lines. A reply with
 // a GroupReport gets a "group" line (name, ranks, generation, each rank's
 // tiles and decode seconds, imbalance) and, when the group fell back, a
-// "FALLBACK     group: <why>" line. A decode by demo weights starts with a
+// "FALLBACK     group: <why>" line. An MP4 adds a "(mp4 after reply,
+// streamed)" or "(mp4 after reply, not streamed)" row to the timing
+// table: the seconds from the reply to the complete MP4. A decode by demo weights starts with a
 // loud warning; non-finite or constant outputs get WARNING lines.
 std::string FormatDecodeReport(const DecodeReport& report);
 

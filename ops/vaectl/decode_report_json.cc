@@ -128,6 +128,9 @@ nlohmann::json ReplyJson(const DecodeReport& report) {
       {"stack_decision", r.stack_decision()},
       {"output_changing",
        std::vector<std::string>(r.output_changing().begin(), r.output_changing().end())},
+      {"mp4_streamed", report.mp4 ? nlohmann::json(report.mp4->streamed) : nlohmann::json(nullptr)},
+      {"mp4_tail_seconds",
+       report.mp4 ? nlohmann::json(report.mp4->tail_seconds) : nlohmann::json(nullptr)},
   };
 }
 

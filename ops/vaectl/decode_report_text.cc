@@ -191,7 +191,8 @@ void PrintSummary(const DecodeReport& report, std::ostream& out) {
   out << "\n";
 }
 
-// Seconds and milliseconds per component, then the client's round trip.
+// Seconds and milliseconds per component, then the client's round trip
+// and, for an MP4, the seconds from the reply to the complete file.
 void PrintTimings(const DecodeReport& report, std::ostream& out) {
   ops::TextTable timings({"component", "seconds", "ms"}, {false, true, true});
   for (const auto& t : report.reply.timings()) {
@@ -200,6 +201,12 @@ void PrintTimings(const DecodeReport& report, std::ostream& out) {
   }
   timings.AddRow({"(client round trip)", ops::FormatFixed(report.round_trip_seconds, 4),
                   ops::FormatFixed(report.round_trip_seconds * 1e3, 1)});
+  if (report.mp4) {
+    const double tail = report.mp4->tail_seconds;
+    timings.AddRow(
+        {report.mp4->streamed ? "(mp4 after reply, streamed)" : "(mp4 after reply, not streamed)",
+         ops::FormatFixed(tail, 4), ops::FormatFixed(tail * 1e3, 1)});
+  }
   out << timings.Render();
 }
 

@@ -44,6 +44,14 @@ constexpr const char* kDecodeFooter =
     "MP4 also carries it as AAC. --format none writes no video, and a WAV only where\n"
     "--audio-out names one.\n"
     "\n"
+    "--format mp4 streams: the daemon announces each part of the output as soon as it\n"
+    "is final (H3: after each temporal window; TAEF2: after each frame batch) and\n"
+    "vaectl feeds those frames to one ffmpeg through a pipe while the rest decodes;\n"
+    "the audio is muxed in at the end (the video is not re-encoded). --no-stream\n"
+    "encodes after the whole decode instead: the same frames and audio. The report's\n"
+    "\"mp4 after reply\" row (JSON mp4_streamed, mp4_tail_seconds) says how long the\n"
+    "MP4 took after the decode. A decode that fails leaves no partial MP4.\n"
+    "\n"
     "A joint request must satisfy the daemon's A/V length rule: audio latent frames =\n"
     "round(video frames / fps * 40) for H3 (fps: --fps, also the MP4's rate), unless\n"
     "--independent-lengths.\n"
@@ -68,6 +76,8 @@ constexpr const char* kDecodeFooter =
     "astronaut.png\n"
     "  vaectl decode ../shared/data/taef2/video_bikes.safetensors --model taef2 --format mp4 --fps "
     "25\n"
+    "  vaectl decode ../shared/data/taef2/video_bikes.safetensors --model taef2 --format mp4 "
+    "--no-stream\n"
     "  vaectl decode ../shared/golden/h3/video_case_grid_2x2.safetensors --model h3 --format "
     "mp4 --reference-key frames_u8 --stack-tiling on\n"
     "  vaectl decode ../shared/golden/h3/video_case_one_tile.safetensors --reference-key "
@@ -250,6 +260,12 @@ void AddDecodeChoiceOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) 
       ->check(CLI::IsMember({"default", "off", "on", "auto"}));
   decode_cmd->add_option("--model", decode->model,
                          "model to decode with (default: the daemon's default model)");
+  decode_cmd
+      ->add_option("--deadline-ms", decode->deadline_ms,
+                   "give up when the daemon has not finished within this many milliseconds "
+                   "(queue time included); 0 = no deadline. Nothing is written then")
+      ->capture_default_str()
+      ->type_name("MS");
 }
 
 // Video outputs and the comparisons with the latent file's tensors.
@@ -262,6 +278,10 @@ void AddVideoOutputOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
   decode_cmd->add_option("--format", decode->format, "what to write: png, mp4, raw or none")
       ->capture_default_str()
       ->check(CLI::IsMember({"png", "mp4", "raw", "none"}));
+  decode_cmd->add_flag(
+      "--no-stream", decode->no_stream,
+      "mp4: encode after the whole decode instead of feeding each frame to "
+      "ffmpeg as soon as the daemon announces it final; the same frames and audio");
   decode_cmd
       ->add_option("--fps", decode->fps,
                    "video frame rate: of the MP4, and the one the daemon's A/V length rule and "

@@ -149,6 +149,17 @@ Result<std::vector<std::string>> WriteOutputs(const OutputPlan& plan, const ops:
   return Internal("WriteOutputs: unknown output kind");
 }
 
+Result<std::vector<std::string>> WriteWavOutput(const OutputPlan& plan,
+                                                const ops::PlanarAudio* audio) {
+  if (plan.wav.empty()) return std::vector<std::string>{};
+  if (audio == nullptr) {
+    return InvalidArgument("WriteWavOutput: a WAV output is planned but there is no audio");
+  }
+  auto stats = ops::WriteWav(*audio, plan.wav, plan.wav_format);
+  if (!stats.ok()) return stats.status();
+  return std::vector<std::string>{plan.wav};
+}
+
 Result<std::vector<std::string>> WriteDecodedOutputs(const OutputPlan& plan,
                                                      const DecodedOutputs& decoded, double fps) {
   if (plan.kind != OutputKind::kNone && decoded.video == nullptr) {
@@ -162,10 +173,7 @@ Result<std::vector<std::string>> WriteDecodedOutputs(const OutputPlan& plan,
     return InvalidArgument("WriteDecodedOutputs: muxing audio needs an MP4 and a WAV output");
   }
   // The WAV comes first: the MP4 muxer reads it.
-  if (!plan.wav.empty()) {
-    auto stats = ops::WriteWav(*decoded.audio, plan.wav, plan.wav_format);
-    if (!stats.ok()) return stats.status();
-  }
+  VAED_ASSIGN_OR_RETURN(const std::vector<std::string> wav, WriteWavOutput(plan, decoded.audio));
   std::vector<std::string> files;
   if (plan.mux_audio) {
     VAED_RETURN_IF_ERROR(ops::WriteMp4WithAudio(*decoded.video, plan.path, fps, plan.wav));
@@ -173,7 +181,7 @@ Result<std::vector<std::string>> WriteDecodedOutputs(const OutputPlan& plan,
   } else if (plan.kind != OutputKind::kNone) {
     VAED_ASSIGN_OR_RETURN(files, WriteOutputs(plan, *decoded.video, fps));
   }
-  if (!plan.wav.empty()) files.push_back(plan.wav);
+  files.insert(files.end(), wav.begin(), wav.end());
   return files;
 }
 

@@ -91,6 +91,12 @@ struct DecodedOutputs {
   const ops::PlanarAudio* audio = nullptr;
 };
 
+// Writes the WAV `plan` asks for (plan.wav) from `audio`; returns {plan.wav},
+// or {} when plan.wav is empty. Errors: kInvalidArgument when a WAV is
+// planned and `audio` is null; those of WriteWav.
+Result<std::vector<std::string>> WriteWavOutput(const OutputPlan& plan,
+                                                const ops::PlanarAudio* audio);
+
 // Writes everything `plan` asks for: the WAV first (when plan.wav is set
 // and there is audio), then the video, muxing the WAV into an MP4 when
 // plan.mux_audio. Returns the files written (video files, then the WAV).

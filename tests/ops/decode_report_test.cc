@@ -531,6 +531,32 @@ TEST(FormatDecodeReportTest, ShowsTimingTableGeometryAndQuality) {
   EXPECT_THAT(text, Not(HasSubstr("DEMO")));
 }
 
+// Issue 22: how the MP4 was written, additive keys: null without an MP4.
+TEST(DecodeReportToJsonTest, Mp4StreamingKeysAreNullWithoutAnMp4) {
+  DecodeReport r = SampleReport();
+  auto j = DecodeReportToJson(r);
+  ASSERT_TRUE(j.contains("mp4_streamed"));
+  ASSERT_TRUE(j.contains("mp4_tail_seconds"));
+  EXPECT_TRUE(j["mp4_streamed"].is_null());
+  EXPECT_TRUE(j["mp4_tail_seconds"].is_null());
+  r.mp4 = Mp4Report{.streamed = true, .tail_seconds = 0.25};
+  j = DecodeReportToJson(r);
+  EXPECT_EQ(j["mp4_streamed"], true);
+  EXPECT_DOUBLE_EQ(j["mp4_tail_seconds"].get<double>(), 0.25);
+  r.mp4->streamed = false;
+  EXPECT_EQ(DecodeReportToJson(r)["mp4_streamed"], false);
+}
+
+TEST(FormatDecodeReportTest, Mp4TailIsATimingRowSayingWhetherItStreamed) {
+  DecodeReport r = SampleReport();
+  EXPECT_THAT(FormatDecodeReport(r), Not(HasSubstr("mp4 after reply")));
+  r.mp4 = Mp4Report{.streamed = true, .tail_seconds = 0.125};
+  EXPECT_THAT(FormatDecodeReport(r),
+              ::testing::ContainsRegex("\\(mp4 after reply, streamed\\) +0\\.1250 +125\\.0"));
+  r.mp4->streamed = false;
+  EXPECT_THAT(FormatDecodeReport(r), HasSubstr("(mp4 after reply, not streamed)"));
+}
+
 // Every key a video-only report had before audio existed, plus the new
 // ones (null for video-only).
 TEST(DecodeReportToJsonTest, VideoOnlyKeepsEveryKeyAndHasNullAudio) {

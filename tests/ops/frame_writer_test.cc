@@ -5,34 +5,27 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <numbers>
 #include <string>
 #include <vector>
 
-#include "ops/common/audio_writer.h"
+#include "media_fixtures.h"
 #include "test_util.h"
 
 namespace vaed::ops {
 namespace {
 
 namespace fs = std::filesystem;
+using ops_test::HaveFfmpeg;
+using ops_test::Pattern;
 using ops_test::ReadFile;
 using ops_test::TempDir;
+using ops_test::WriteStereoTone;
 using ::testing::HasSubstr;
 
-std::vector<uint8_t> Pattern(size_t n) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>((i * 37 + i / 7) & 0xff);
-  return v;
-}
-
 std::string Capture(const std::string& command) { return ops_test::RunCommand(command).out; }
-
-bool HaveFfmpeg() { return FindExecutable("ffmpeg").ok() && FindExecutable("ffprobe").ok(); }
 
 TEST(FindExecutableTest, FindsShellAndRejectsUnknownName) {
   auto sh = FindExecutable("sh");
@@ -138,21 +131,6 @@ TEST(WriteMp4Test, RejectsNonPositiveFps) {
             StatusCode::kInvalidArgument);
 }
 
-// A 1 s stereo 32 kHz tone (440 Hz left, 660 Hz right) written as a WAV.
-std::string WriteStereoTone(const TempDir& dir) {
-  const int64_t rate = 32000, samples = 32000;
-  std::vector<float> audio(2 * samples);
-  for (int64_t t = 0; t < samples; ++t) {
-    const double s = 2 * std::numbers::pi * static_cast<double>(t) / rate;
-    audio[t] = static_cast<float>(0.5 * std::sin(440 * s));
-    audio[samples + t] = static_cast<float>(0.25 * std::sin(660 * s));
-  }
-  const std::string path = dir / "tone.wav";
-  auto stats = WriteWav({audio, 2, samples, rate}, path);
-  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
-  return path;
-}
-
 TEST(WriteMp4WithAudioTest, MuxesH264VideoAndAacAudioKeepingBothWhole) {
   if (!HaveFfmpeg()) GTEST_SKIP() << "ffmpeg/ffprobe not installed";
   TempDir dir;
@@ -210,30 +188,6 @@ TEST(WriteMp4WithAudioTest, RejectsNonPositiveFps) {
             StatusCode::kInvalidArgument);
 }
 
-// Puts `dir` first on PATH for the life of this object.
-class ScopedPathPrefix {
- public:
-  explicit ScopedPathPrefix(const std::string& dir) {
-    const char* old = std::getenv("PATH");
-    had_path_ = old != nullptr;
-    if (had_path_) old_path_ = old;
-    ::setenv("PATH", (dir + ":" + old_path_).c_str(), 1);
-  }
-  ~ScopedPathPrefix() {
-    if (had_path_) {
-      ::setenv("PATH", old_path_.c_str(), 1);
-    } else {
-      ::unsetenv("PATH");
-    }
-  }
-  ScopedPathPrefix(const ScopedPathPrefix&) = delete;
-  ScopedPathPrefix& operator=(const ScopedPathPrefix&) = delete;
-
- private:
-  bool had_path_ = false;
-  std::string old_path_;
-};
-
 // The video half of WriteMp4WithAudio's ffmpeg command is WriteMp4's, and
 // the audio half adds only the WAV input, the stream maps and the AAC
 // settings (no -shortest). Checked with a stand-in ffmpeg that records its
@@ -242,31 +196,18 @@ TEST(WriteMp4WithAudioTest, KeepsTheVideoSettingsOfWriteMp4) {
   TempDir dir;
   const std::string args = dir / "args.txt";
   const std::string fake = dir / "ffmpeg";
-  {
-    std::ofstream f(fake);
-    f << "#!/bin/sh\nprintf '%s\\n' \"$@\" > '" << args << "'\ncat > /dev/null\n";
-  }
-  fs::permissions(fake, fs::perms::owner_all);
+  ops_test::WriteScript(fake, "printf '%s\\n' \"$@\" > '" + args + "'\ncat > /dev/null\n");
   const std::string wav = WriteStereoTone(dir);
   const auto data = Pattern(2 * 4 * 6 * 3);
   const std::string out = dir / "o.mp4";
 
   std::vector<std::string> video_only, with_audio;
   {
-    ScopedPathPrefix path(dir.path().string());
-    auto split = [](const std::string& text) {
-      std::vector<std::string> lines;
-      size_t begin = 0, end;
-      while ((end = text.find('\n', begin)) != std::string::npos) {
-        lines.push_back(text.substr(begin, end - begin));
-        begin = end + 1;
-      }
-      return lines;
-    };
+    ops_test::ScopedPathPrefix path(dir.path().string());
     ASSERT_TRUE(WriteMp4({data, 2, 4, 6}, out, 24.0).ok());
-    video_only = split(ReadFile(args));
+    video_only = ops_test::Lines(ReadFile(args));
     ASSERT_TRUE(WriteMp4WithAudio({data, 2, 4, 6}, out, 24.0, wav).ok());
-    with_audio = split(ReadFile(args));
+    with_audio = ops_test::Lines(ReadFile(args));
   }
   ASSERT_FALSE(video_only.empty());
   EXPECT_EQ(std::count(with_audio.begin(), with_audio.end(), "-shortest"), 0);

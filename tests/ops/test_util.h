@@ -1,5 +1,6 @@
 // Helpers shared by the tests in tests/ops: a scratch directory, whole-file
-// reads, running a shell command with its output captured, table rows.
+// reads, running a shell command with its output captured, table rows, a
+// directory put first on PATH (stand-in tools).
 #ifndef VAED_TESTS_OPS_TEST_UTIL_H_
 #define VAED_TESTS_OPS_TEST_UTIL_H_
 
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -87,6 +89,53 @@ inline std::vector<std::string> TableRow(const std::string& frame, const std::st
     if (!cells.empty() && cells[0] == first) return cells;
   }
   return {};
+}
+
+// Puts `dir` first on PATH for the life of this object (e.g. a stand-in
+// ffmpeg). Not thread-safe: PATH is the process's.
+class ScopedPathPrefix {
+ public:
+  explicit ScopedPathPrefix(const std::string& dir) {
+    const char* old = std::getenv("PATH");
+    had_path_ = old != nullptr;
+    if (had_path_) old_path_ = old;
+    ::setenv("PATH", (dir + ":" + old_path_).c_str(), 1);
+  }
+  ~ScopedPathPrefix() {
+    if (had_path_) {
+      ::setenv("PATH", old_path_.c_str(), 1);
+    } else {
+      ::unsetenv("PATH");
+    }
+  }
+  ScopedPathPrefix(const ScopedPathPrefix&) = delete;
+  ScopedPathPrefix& operator=(const ScopedPathPrefix&) = delete;
+
+ private:
+  bool had_path_ = false;
+  std::string old_path_;
+};
+
+// Writes an executable shell script `path` whose body is `body` (after
+// "#!/bin/sh"): a stand-in for a tool.
+inline void WriteScript(const std::string& path, const std::string& body) {
+  {
+    std::ofstream f(path);
+    f << "#!/bin/sh\n" << body;
+  }
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+}
+
+// The lines of `text` (each ended by '\n'; a last unterminated line is
+// dropped).
+inline std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t begin = 0, end;
+  while ((end = text.find('\n', begin)) != std::string::npos) {
+    lines.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return lines;
 }
 
 }  // namespace vaed::ops_test

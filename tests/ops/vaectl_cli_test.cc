@@ -169,6 +169,25 @@ TEST(VaectlCliTest, DecodeHelpDescribesGroupSize) {
   EXPECT_THAT(r.out, HasSubstr("group.qualified_sizes"));
 }
 
+// Issue 22: --format mp4 streams by default; --no-stream is described and
+// refused (before connecting) with a format it does not apply to.
+TEST(VaectlCliTest, DecodeHelpDescribesStreamingAndNoStream) {
+  const auto r = Vaectl("decode --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--no-stream"));
+  EXPECT_THAT(r.out, HasSubstr("--deadline-ms"));
+  EXPECT_THAT(r.out, HasSubstr("--format mp4 streams"));
+}
+
+TEST(VaectlCliTest, DecodeRefusesNoStreamWithoutMp4) {
+  const auto r = Vaectl(
+      "--socket /nonexistent/x.sock decode --random-latent 1,32,4,4 --format raw "
+      "--no-stream");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("--no-stream applies to --format mp4"));
+  EXPECT_THAT(r.out, Not(HasSubstr("not running")));
+}
+
 TEST(VaectlCliTest, DecodeRejectsANegativeGroupSize) {
   const auto r =
       Vaectl("--socket /nonexistent/x.sock decode --random-latent 1,32,4,4 --group-size -1");

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/common/daemon_process.h"
@@ -40,6 +41,35 @@ CliRun VaectlAt(const std::string& socket, const fs::path& dir, const std::strin
   const auto run = vaed::ops_test::RunCommand(std::string(VAECTL_PATH) + " --socket '" + socket +
                                               "' " + args + " 2>'" + err_path + "'");
   return {run.exit_code, run.out, ReadFile(err_path)};
+}
+
+bool HaveTool(const std::string& name) {
+  return vaed::ops_test::RunCommand("command -v " + name + " >/dev/null 2>&1").exit_code == 0;
+}
+
+// The first video stream of `mp4` decoded to rgb24 bytes, or the first
+// audio stream to float32 samples; "" when there is none.
+std::string DecodedVideo(const std::string& mp4) {
+  return vaed::ops_test::RunCommand("ffmpeg -v error -nostdin -i '" + mp4 +
+                                    "' -map 0:v:0 -f rawvideo -pix_fmt rgb24 - 2>/dev/null")
+      .out;
+}
+std::string DecodedAudio(const std::string& mp4) {
+  return vaed::ops_test::RunCommand("ffmpeg -v error -nostdin -i '" + mp4 +
+                                    "' -map 0:a:0 -f f32le - 2>/dev/null")
+      .out;
+}
+
+// Files in `dir` whose name contains `part` (e.g. the temporary video of
+// a streamed MP4 with audio, "<out>.video-<pid>.mp4").
+std::vector<std::string> FilesContaining(const fs::path& dir, const std::string& part) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().find(part) != std::string::npos) {
+      found.push_back(e.path().string());
+    }
+  }
+  return found;
 }
 
 // One daemon per test suite, started with Daemon::Args() when
@@ -73,6 +103,32 @@ class DaemonSuite : public ::testing::Test {
   static CliRun Vaectl(const std::string& args) { return VaectlAt(socket_, dir_, args); }
 
   static std::string Tmp(const std::string& name) { return (dir_ / name).string(); }
+
+  // Issue 22: runs `vaectl decode` with `args` (--format mp4 among them)
+  // twice with --json: streamed into `streamed`, then with --no-stream into
+  // `unstreamed`. Both must succeed and say how they wrote the MP4 (the
+  // seconds after the reply are printed). Their reports, or nulls after a
+  // failure (reported).
+  static std::pair<nlohmann::json, nlohmann::json> DecodeStreamedAndNot(
+      const std::string& args, const std::string& streamed, const std::string& unstreamed) {
+    const CliRun s = Vaectl(args + " --json --out '" + streamed + "'");
+    const CliRun u = Vaectl(args + " --json --no-stream --out '" + unstreamed + "'");
+    if (s.exit_code != 0 || u.exit_code != 0) {
+      ADD_FAILURE() << "streamed: exit " << s.exit_code << ", " << s.err << "\n--no-stream: exit "
+                    << u.exit_code << ", " << u.err;
+      return {};
+    }
+    const auto js = nlohmann::json::parse(s.out);
+    const auto ju = nlohmann::json::parse(u.out);
+    EXPECT_EQ(js["mp4_streamed"], true);
+    EXPECT_EQ(ju["mp4_streamed"], false);
+    EXPECT_GE(js["mp4_tail_seconds"].get<double>(), 0.0);
+    EXPECT_GE(ju["mp4_tail_seconds"].get<double>(), 0.0);
+    std::printf("%s: MP4 complete %.3f s after the reply streamed, %.3f s not streamed\n",
+                streamed.c_str(), js["mp4_tail_seconds"].get<double>(),
+                ju["mp4_tail_seconds"].get<double>());
+    return {js, ju};
+  }
 
   static inline vaed::testing::DaemonProcess* daemon_ = nullptr;
   static inline fs::path dir_;
@@ -185,6 +241,8 @@ TEST_F(VaectlDaemonTest, DecodeToMp4HasEveryFrame) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("!!! DEMO WEIGHTS"));
   EXPECT_THAT(r.out, HasSubstr("component"));
+  // Streamed by default (issue 22): the timing table says so.
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("\\(mp4 after reply, streamed\\) +[0-9.]+ +[0-9.]+"));
   const std::string probe = vaed::ops_test::RunCommand(
                                 "ffprobe -v error -count_frames -show_entries "
                                 "stream=nb_read_frames,width,height -of default=nw=1 '" +
@@ -193,6 +251,33 @@ TEST_F(VaectlDaemonTest, DecodeToMp4HasEveryFrame) {
   EXPECT_THAT(probe, HasSubstr("nb_read_frames=3"));
   EXPECT_THAT(probe, HasSubstr("width=48"));
   EXPECT_THAT(probe, HasSubstr("height=32"));
+
+  const CliRun unstreamed = Vaectl(
+      "decode --random-latent 3,32,4,6 --model demo --format mp4 --fps 30 --no-stream --out '" +
+      Tmp("demo_unstreamed.mp4") + "'");
+  ASSERT_EQ(unstreamed.exit_code, 0) << unstreamed.err;
+  EXPECT_THAT(unstreamed.out, HasSubstr("(mp4 after reply, not streamed)"));
+  EXPECT_TRUE(DecodedVideo(Tmp("demo_unstreamed.mp4")) == DecodedVideo(mp4));
+}
+
+// Issue 22: --format mp4 feeds each frame batch to ffmpeg as the daemon
+// announces it final; --no-stream encodes after the decode. The real bikes
+// clip gives the same frames either way, and the report says which ran.
+TEST_F(VaectlDaemonTest, StreamedAndUnstreamedMp4OfTheBikesClipHoldTheSameFrames) {
+  if (!HaveTool("ffmpeg")) GTEST_SKIP() << "ffmpeg not installed";
+  const std::string bikes = kData + "/video_bikes.safetensors";
+  if (!fs::exists(bikes)) GTEST_SKIP() << bikes << " not present";
+  const std::string streamed = Tmp("bikes_streamed.mp4");
+  const std::string unstreamed = Tmp("bikes_unstreamed.mp4");
+  const auto [js, ju] = DecodeStreamedAndNot(
+      "decode '" + bikes + "' --model taef2 --format mp4 --fps 25", streamed, unstreamed);
+  if (js.is_null()) return;
+  EXPECT_EQ(js["outputs"], nlohmann::json({streamed}));
+  EXPECT_EQ(ju["outputs"], nlohmann::json({unstreamed}));
+
+  const std::string frames = DecodedVideo(unstreamed);
+  EXPECT_EQ(frames.size(), 16u * 272 * 640 * 3);
+  EXPECT_TRUE(DecodedVideo(streamed) == frames) << "the streamed MP4 holds other frames";
 }
 
 TEST_F(VaectlDaemonTest, MissingFfmpegFailsBeforeDecoding) {
@@ -344,10 +429,6 @@ WavFile ReadWavFile(const std::string& path) {
       what, {.values = report["values_compared"].get<uint64_t>(),
              .differing = report["values_differing_from_reference"].get<uint64_t>(),
              .max_abs_diff = report["max_abs_diff_vs_reference"].get<int>()});
-}
-
-bool HaveTool(const std::string& name) {
-  return vaed::ops_test::RunCommand("command -v " + name + " >/dev/null 2>&1").exit_code == 0;
 }
 
 // One daemon with the golden tiny H3 decoders: "a3" (audio only) and "hv"
@@ -543,6 +624,88 @@ TEST_F(VaectlH3DaemonTest, MismatchedJointLengthsFailUnlessIndependentLengths) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("the video needs 37 audio latent frames: +3 latent frames, "
                                   "independent lengths"));
+}
+
+// Issue 22: a joint H3 decode streamed to MP4 (video encoded while
+// decoding, the WAV muxed in at the end) is the --no-stream file: the same
+// frames, the same audio, the same streams; the temporary video is gone.
+TEST_F(VaectlH3DaemonTest, StreamedJointMp4HoldsTheFramesAndAudioOfTheUnstreamedOne) {
+  if (!HaveTool("ffmpeg") || !HaveTool("ffprobe")) GTEST_SKIP() << "ffmpeg not installed";
+  const std::string streamed = Tmp("joint_streamed.mp4");
+  const std::string unstreamed = Tmp("joint_unstreamed.mp4");
+  const auto [js, ju] = DecodeStreamedAndNot(
+      "decode '" + kGolden + "/video_case_one_tile.safetensors' --audio-latent '" + kGolden +
+          "/audio_case_odd_length.safetensors' --model hv --format mp4",
+      streamed, unstreamed);
+  if (js.is_null()) return;
+  EXPECT_EQ(js["outputs"], nlohmann::json({streamed, Tmp("joint_streamed.wav")}));
+  EXPECT_EQ(ReadFile(Tmp("joint_streamed.wav")), ReadFile(Tmp("joint_unstreamed.wav")));
+
+  const std::string frames = DecodedVideo(unstreamed);
+  EXPECT_EQ(frames.size(), 22u * 256 * 256 * 3);
+  EXPECT_TRUE(DecodedVideo(streamed) == frames) << "the streamed MP4 holds other frames";
+  const std::string audio = DecodedAudio(unstreamed);
+  EXPECT_GE(audio.size(), 29600u * sizeof(float));
+  EXPECT_TRUE(DecodedAudio(streamed) == audio) << "the streamed MP4 holds other audio";
+  auto streams = [](const std::string& mp4) {
+    return vaed::ops_test::RunCommand(
+               "ffprobe -v error -show_entries stream=codec_type,codec_name,pix_fmt,width,height,"
+               "r_frame_rate,color_space,color_range,sample_rate,channels -of compact '" +
+               mp4 + "'")
+        .out;
+  };
+  EXPECT_EQ(streams(streamed), streams(unstreamed));
+  EXPECT_THAT(streams(streamed), HasSubstr("codec_name=aac"));
+  EXPECT_THAT(FilesContaining(dir_, ".video-"), ::testing::IsEmpty());
+}
+
+// Issue 22: an H3 decode of 7 temporal windows (111 frames) streams window
+// by window into the MP4: the frames of the --no-stream file.
+TEST_F(VaectlH3DaemonTest, MultiWindowStreamedMp4HoldsTheUnstreamedFrames) {
+  if (!HaveTool("ffmpeg")) GTEST_SKIP() << "ffmpeg not installed";
+  const auto [js, ju] = DecodeStreamedAndNot(
+      "decode --random-latent 1,24,33,16,16 --seed 3 --model hv --format mp4 --progress lines",
+      Tmp("windows_s.mp4"), Tmp("windows_u.mp4"));
+  if (js.is_null()) return;
+  EXPECT_EQ(js["frames"], 111);
+  EXPECT_EQ(js["tiling"]["windows"], 7);
+  const std::string frames = DecodedVideo(Tmp("windows_u.mp4"));
+  EXPECT_EQ(frames.size(), 111u * 256 * 256 * 3);
+  EXPECT_TRUE(DecodedVideo(Tmp("windows_s.mp4")) == frames)
+      << "the streamed MP4 holds other frames";
+}
+
+// Issue 22: a streamed decode that fails after some windows were final
+// (here: its --deadline-ms passes) leaves no partial MP4 (nor the
+// temporary video of one with audio) and says which frames were final.
+TEST_F(VaectlH3DaemonTest, FailedStreamedDecodeLeavesNoPartialMp4) {
+  if (!HaveTool("ffmpeg")) GTEST_SKIP() << "ffmpeg not installed";
+  const std::string mp4 = Tmp("cut.mp4");
+  // How long the decode takes depends on the machine: deadlines grow until
+  // one lets it finish; every shorter one must fail and leave nothing.
+  bool mid_stream = false, finished = false;
+  for (int deadline_ms = 5; deadline_ms < 120000 && !finished; deadline_ms = deadline_ms * 3 / 2) {
+    SCOPED_TRACE("--deadline-ms " + std::to_string(deadline_ms));
+    const CliRun r = Vaectl(
+        "decode --random-latent 1,24,33,16,16 --random-audio-latent 1,32,185 --model hv "
+        "--format mp4 --out '" +
+        mp4 + "' --deadline-ms " + std::to_string(deadline_ms));
+    if (r.exit_code == 0) {
+      finished = true;
+      EXPECT_TRUE(fs::exists(mp4));
+      break;
+    }
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("vaectl decode: "));
+    EXPECT_FALSE(fs::exists(mp4)) << "a failed decode left " << mp4;
+    EXPECT_THAT(FilesContaining(dir_, "cut.mp4.video-"), ::testing::IsEmpty());
+    if (r.err.find("were final when the decode failed; the partial MP4") != std::string::npos) {
+      mid_stream = true;
+      EXPECT_THAT(r.err, ::testing::ContainsRegex("frames \\[0, [1-9][0-9]*\\) were final"));
+    }
+  }
+  EXPECT_TRUE(finished) << "no deadline let the decode finish";
+  EXPECT_TRUE(mid_stream) << "no deadline ended the decode after a final window";
 }
 
 // --------------------------------------------------------- VAE groups
