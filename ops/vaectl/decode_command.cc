@@ -358,8 +358,8 @@ Result<DecodedViews> DecodeAndWrite(client::Client& client, const DecodeCommandO
       streamed->Abort();
       if (reply.status().final_frames() != 0) {
         std::cerr << "vaectl decode: frames [0, " << reply.status().final_frames()
-                  << ") were final when the decode failed; the partial MP4 " << outputs.path
-                  << " was removed\n";
+                  << ") were final when the decode failed; the partial MP4 was removed and "
+                  << outputs.path << " was not written\n";
       }
     }
     return reply.status();

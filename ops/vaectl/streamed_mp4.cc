@@ -11,6 +11,10 @@ std::string StreamedMp4Output::TemporaryVideoPath(const std::string& path) {
   return path + ".video-" + std::to_string(::getpid()) + ".mp4";
 }
 
+std::string StreamedMp4Output::TemporaryMuxPath(const std::string& path) {
+  return path + ".muxed-" + std::to_string(::getpid()) + ".mp4";
+}
+
 Result<std::unique_ptr<StreamedMp4Output>> StreamedMp4Output::Start(const OutputPlan& plan,
                                                                     const ops::RgbFrames& output,
                                                                     double fps) {
@@ -18,7 +22,7 @@ Result<std::unique_ptr<StreamedMp4Output>> StreamedMp4Output::Start(const Output
     return InvalidArgument("StreamedMp4Output: the plan does not write an MP4");
   }
   VAED_RETURN_IF_ERROR(ops::CheckRgbFrames(output));
-  const std::string video_path = plan.mux_audio ? TemporaryVideoPath(plan.path) : plan.path;
+  const std::string video_path = TemporaryVideoPath(plan.path);
   VAED_ASSIGN_OR_RETURN(std::unique_ptr<ops::Mp4Stream> encoder,
                         ops::Mp4Stream::Start(video_path, output.height_px, output.width_px, fps));
   std::unique_ptr<StreamedMp4Output> out(
@@ -94,7 +98,22 @@ void StreamedMp4Output::StopWriter(bool cancel) noexcept {
 void StreamedMp4Output::RemoveFiles() const noexcept {
   std::error_code ec;
   std::filesystem::remove(video_path_, ec);
-  if (video_path_ != plan_.path) std::filesystem::remove(plan_.path, ec);
+  std::filesystem::remove(TemporaryMuxPath(plan_.path), ec);
+}
+
+Status StreamedMp4Output::MoveIntoPlace() const {
+  std::string complete = video_path_;
+  if (plan_.mux_audio) {
+    complete = TemporaryMuxPath(plan_.path);
+    VAED_RETURN_IF_ERROR(ops::MuxWavIntoMp4(video_path_, plan_.wav, complete));
+  }
+  std::error_code ec;
+  std::filesystem::rename(complete, plan_.path, ec);
+  if (ec) {
+    return IoError("moving the finished MP4 " + complete + " to " + plan_.path + ": " +
+                   ec.message());
+  }
+  return Status::Ok();
 }
 
 Status StreamedMp4Output::Finish() {
@@ -118,12 +137,8 @@ Status StreamedMp4Output::Finish() {
   StopWriter(/*cancel=*/false);
   done_ = true;
   Status s = encoder_->Finish();  // also a failed Append's error (write_error_)
-  if (s.ok() && plan_.mux_audio) {
-    s = ops::MuxWavIntoMp4(video_path_, plan_.wav, plan_.path);
-    std::error_code ec;
-    std::filesystem::remove(video_path_, ec);
-  }
-  if (!s.ok()) RemoveFiles();
+  if (s.ok()) s = MoveIntoPlace();
+  RemoveFiles();  // the temporary files (moved ones are gone already)
   return s;
 }
 

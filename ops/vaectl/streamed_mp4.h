@@ -34,9 +34,11 @@ namespace vaed::vaectl {
 // returned.
 class StreamedMp4Output {
  public:
-  // `plan`: an OutputKind::kMp4 plan; with plan.mux_audio the video is
-  // encoded to a temporary file beside plan.path (TemporaryVideoPath) and
-  // plan.wav is muxed in by Finish(). `output`: the whole planned video
+  // `plan`: an OutputKind::kMp4 plan. The video is encoded to a temporary
+  // file beside plan.path (TemporaryVideoPath); with plan.mux_audio Finish()
+  // muxes plan.wav into a second one (TemporaryMuxPath); only a complete
+  // MP4 is renamed to plan.path, so a failure leaves a file already at
+  // plan.path as it was. `output`: the whole planned video
   // output, uint8 [frames, height_px, width_px, 3] RGB (the request's
   // output region); not owned, must outlive this object; read only where
   // announced final. `fps`: the MP4's frame rate.
@@ -63,23 +65,26 @@ class StreamedMp4Output {
   // After a successful Decode(): queues the frames not announced yet (all
   // of them, from a daemon that does not stream), waits until the writer
   // has sent every frame, finishes the encoder and, with plan.mux_audio,
-  // muxes plan.wav (already written) into plan.path and removes the
-  // temporary video. OK: plan.path is complete. On error nothing partial
-  // is left (plan.path and the temporary file are removed). Errors: an
+  // muxes plan.wav (already written) in, then renames the complete MP4 to
+  // plan.path. OK: plan.path is complete. On error nothing partial is left
+  // (the temporary files are removed; plan.path is untouched). Errors: an
   // inconsistent announced range (kInternal), the encoder's and
   // ops::MuxWavIntoMp4's. Calling it again returns kFailedPrecondition.
   Status Finish();
 
   // After a failed Decode(): stops the writer thread and ffmpeg and removes
-  // the partial files. Idempotent; a no-op after Finish().
+  // the temporary files (plan.path is untouched). Idempotent; a no-op after
+  // Finish().
   void Abort() noexcept;
 
   // Pixel frames announced final so far (the end of the last video range).
   uint64_t announced_frames() const;
 
-  // Where the video is encoded before the mux when the plan has audio:
-  // "<plan.path>.video-<pid>.mp4", beside the output.
+  // Where the video is encoded: "<plan.path>.video-<pid>.mp4", beside the
+  // output (so the final rename stays on one file system).
   static std::string TemporaryVideoPath(const std::string& path);
+  // Where the audio is muxed in: "<plan.path>.muxed-<pid>.mp4".
+  static std::string TemporaryMuxPath(const std::string& path);
 
  private:
   StreamedMp4Output(const OutputPlan& plan, const ops::RgbFrames& output,
@@ -90,12 +95,15 @@ class StreamedMp4Output {
   // Closes the queue and joins the writer; `cancel` kills ffmpeg first (a
   // writer blocked on the pipe then returns).
   void StopWriter(bool cancel) noexcept;
-  // Removes plan.path and the temporary video (when they differ).
+  // Removes the temporary files (never plan.path).
   void RemoveFiles() const noexcept;
+  // The finished video (and plan.wav when muxed) as the complete MP4 at
+  // plan.path, by rename. Errors: the mux's; kIoError for the rename.
+  Status MoveIntoPlace() const;
 
   const OutputPlan plan_;
   const ops::RgbFrames output_;
-  const std::string video_path_;  // plan.path, or the temporary file with audio
+  const std::string video_path_;  // the temporary file the encoder writes
   const uint64_t frame_bytes_;
   // Used by the writer thread until it is joined, then by Finish/Abort.
   std::unique_ptr<ops::Mp4Stream> encoder_;

@@ -139,7 +139,39 @@ TEST_F(StreamedMp4OutputTest, WithAudioTheVideoIsMuxedFromATemporaryFileThenRemo
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(fs::exists(plan.path));  // the mux's output (empty from the stand-in)
   EXPECT_FALSE(fs::exists(temporary));
+  EXPECT_FALSE(fs::exists(StreamedMp4Output::TemporaryMuxPath(plan.path)));
   EXPECT_TRUE(fs::exists(plan.wav));
+}
+
+// Regression (issue 22 review): a failed streamed MP4 deleted a file the
+// user already had at --out (ffmpeg opened the final path with -y at the
+// start; with audio, Abort removed the final path it never wrote). The MP4
+// is now encoded and muxed beside it and renamed into place only when
+// complete.
+TEST_F(StreamedMp4OutputTest, RegressionAFailedStreamKeepsTheFileAlreadyAtTheOutputPath) {
+  for (const bool with_audio : {false, true}) {
+    SCOPED_TRACE(with_audio ? "with audio" : "video only");
+    const OutputPlan plan = Mp4Plan(with_audio);
+    std::ofstream(plan.path) << "an earlier video";
+    {  // aborted mid-stream
+      auto out = StreamedMp4Output::Start(plan, Frames(), 24.0);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      Write(0, 2);
+      (*out)->OnFinalRange(Range(0, 2));
+      (*out)->Abort();
+    }
+    EXPECT_EQ(ReadFile(plan.path), "an earlier video");
+    {  // a range error found by Finish
+      auto out = StreamedMp4Output::Start(plan, Frames(), 24.0);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      (*out)->OnFinalRange(Range(1, 2));
+      EXPECT_EQ((*out)->Finish().code(), StatusCode::kInternal);
+    }
+    EXPECT_EQ(ReadFile(plan.path), "an earlier video");
+    EXPECT_FALSE(fs::exists(StreamedMp4Output::TemporaryVideoPath(plan.path)));
+    EXPECT_FALSE(fs::exists(StreamedMp4Output::TemporaryMuxPath(plan.path)));
+    fs::remove(plan.path);
+  }
 }
 
 // A failed decode: Abort stops the encoder and removes what it wrote, the
@@ -148,8 +180,7 @@ TEST_F(StreamedMp4OutputTest, AbortRemovesThePartialFiles) {
   for (const bool with_audio : {false, true}) {
     SCOPED_TRACE(with_audio ? "with audio" : "video only");
     const OutputPlan plan = Mp4Plan(with_audio);
-    const std::string video =
-        with_audio ? StreamedMp4Output::TemporaryVideoPath(plan.path) : plan.path;
+    const std::string video = StreamedMp4Output::TemporaryVideoPath(plan.path);
     auto out = StreamedMp4Output::Start(plan, Frames(), 24.0);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     Write(0, 2);
@@ -159,7 +190,7 @@ TEST_F(StreamedMp4OutputTest, AbortRemovesThePartialFiles) {
     EXPECT_TRUE(fs::exists(video));
     (*out)->Abort();
     EXPECT_FALSE(fs::exists(video));
-    EXPECT_FALSE(fs::exists(plan.path));
+    EXPECT_FALSE(fs::exists(plan.path));  // never written (rename only when complete)
     if (with_audio) {
       EXPECT_TRUE(fs::exists(plan.wav));
     }
