@@ -158,7 +158,10 @@ Result<DecodeResult> DecodeRun::Run(RankWork* work) {
   if (job_.video) VAED_RETURN_IF_ERROR(DecodeVideo(work));
   if (job_.audio) VAED_RETURN_IF_ERROR(DecodeAudio());
   VAED_RETURN_IF_ERROR(FormatOutputs());
-  VAED_RETURN_IF_ERROR(job_.cancel->Check("before writing the output (decode done)"));
+  // A streamed video is written already; its error says what is final.
+  VAED_RETURN_IF_ERROR(job_.cancel->Check(video_stream_
+                                              ? "after the decode (streamed frames written)"
+                                              : "before writing the output (decode done)"));
   VAED_RETURN_IF_ERROR(CopyOut());
   Finish();
   return std::move(result_);
