@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 namespace vaed::vaectl {
@@ -23,6 +26,12 @@ Result<std::unique_ptr<StreamedMp4Output>> StreamedMp4Output::Start(const Output
   }
   VAED_RETURN_IF_ERROR(ops::CheckRgbFrames(output));
   const std::string video_path = TemporaryVideoPath(plan.path);
+  // An output directory that cannot be written fails now, before the
+  // decode, not when ffmpeg exits after it.
+  if (!std::ofstream(video_path)) {
+    return IoError("cannot create " + video_path + " beside the output " + plan.path + ": " +
+                   std::strerror(errno));
+  }
   VAED_ASSIGN_OR_RETURN(std::unique_ptr<ops::Mp4Stream> encoder,
                         ops::Mp4Stream::Start(video_path, output.height_px, output.width_px, fps));
   std::unique_ptr<StreamedMp4Output> out(

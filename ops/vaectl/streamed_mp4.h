@@ -43,8 +43,9 @@ class StreamedMp4Output {
   // output region); not owned, must outlive this object; read only where
   // announced final. `fps`: the MP4's frame rate.
   // Starts ffmpeg and the writer thread. Errors: kInvalidArgument for a
-  // plan that is not kMp4 or inconsistent `output`; those of
-  // ops::Mp4Stream::Start.
+  // plan that is not kMp4 or inconsistent `output`; kIoError when the
+  // temporary file beside plan.path cannot be created (checked before any
+  // decode); those of ops::Mp4Stream::Start.
   static Result<std::unique_ptr<StreamedMp4Output>> Start(const OutputPlan& plan,
                                                           const ops::RgbFrames& output, double fps);
 

@@ -210,6 +210,17 @@ TEST_F(StreamedMp4OutputTest, DestroyingAnUnfinishedOutputRemovesTheFile) {
   EXPECT_FALSE(fs::exists(plan.path));
 }
 
+// Review (issue 22): an output directory that cannot be written failed
+// only after the whole decode; Start() now says so before it.
+TEST_F(StreamedMp4OutputTest, StartFailsAtOnceForAnOutputDirectoryThatCannotBeWritten) {
+  OutputPlan plan = Mp4Plan(false);
+  plan.path = (fs::path(dir_.path()) / "no_such_dir" / "clip.mp4").string();
+  auto out = StreamedMp4Output::Start(plan, Frames(), 24.0);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kIoError);
+  EXPECT_THAT(out.status().message(), HasSubstr("no_such_dir"));
+}
+
 TEST_F(StreamedMp4OutputTest, StartRefusesAPlanWithoutAnMp4) {
   OutputPlan plan{OutputKind::kRaw, dir_ / "x.u8", dir_ / "x.json"};
   EXPECT_EQ(StreamedMp4Output::Start(plan, Frames(), 24.0).status().code(),
