@@ -272,14 +272,8 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
                           .audio_samples = 0,
                           .error = Status::Ok()};
         Result<v1::Reply> called = impl->CallLocked(
-            [&](v1::Request* req) VAED_REQUIRES(impl->mu) -> Status {
+            [&](v1::Request* req) {
               // Runs under impl->mu, per attempt: ids map to the current daemon.
-              // A retry after a reconnect would write delivered frames again.
-              if (impl->streamed.delivered_any()) {
-                return Unavailable("vaed went away during a streamed decode; not retried, "
-                                   "since a retry would write the delivered part again")
-                    .WithFinalOutput(impl->streamed.video_frames, impl->streamed.audio_samples);
-              }
               VAED_RETURN_IF_ERROR(BuildDecode(
                   request, /*plan_only=*/false,
                   [impl](uint64_t id, std::string_view field)
@@ -299,8 +293,14 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
         const Impl::FinalRangeDelivery streamed = std::exchange(impl->streamed, {});
         if (!called.ok() && request.final_range && called.status().final_frames() == 0 &&
             called.status().final_samples() == 0) {
-          // Failed in this library or the connection: what was delivered.
-          return called.status().WithFinalOutput(streamed.video_frames, streamed.audio_samples);
+          // Failed in this library or the connection: what was delivered
+          // (CallLocked does not retry once a part was delivered).
+          Status failed = called.status();
+          if (streamed.delivered_any()) {
+            failed = failed.WithContext("streamed decode not retried (a retry would write the "
+                                        "delivered part of the output again)");
+          }
+          return failed.WithFinalOutput(streamed.video_frames, streamed.audio_samples);
         }
         VAED_RETURN_IF_ERROR(streamed.error);
         VAED_ASSIGN_OR_RETURN(v1::Reply reply, std::move(called));

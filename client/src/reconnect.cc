@@ -119,7 +119,10 @@ Result<v1::Reply> Client::Impl::CallLockedOrThrow(const Builder& build, int time
     // retried: the daemon may still be running the request.
     const bool lost_daemon =
         broken && (reply.ok() || reply.status().code() == StatusCode::kUnavailable);
-    if (!lost_daemon || !MayReconnect() || attempt > 0) {
+    // A streamed decode that delivered part of its output is not retried
+    // (the retry would write that part again): it fails now, without
+    // waiting for the daemon to come back.
+    if (!lost_daemon || !MayReconnect() || attempt > 0 || streamed.delivered_any()) {
       return reply;  // a broken connection is mended by the next call
     }
     VAED_RETURN_IF_ERROR(Reconnect());

@@ -258,8 +258,9 @@ TEST(ReconnectTest, DecodeInFlightWhenDaemonDiesIsRetriedOnceOnTheRestartedDaemo
 
 // Streamed output (issue 22): once a range was delivered, a retry on the
 // restarted daemon would write the delivered frames again, so the decode
-// is not retried: it fails with kUnavailable saying how far the output is
-// final, the library still reconnects, and the new daemon decodes nothing.
+// is not retried: it fails at once with kUnavailable saying how far the
+// output is final (without waiting for the daemon to come back), the next
+// call reconnects, and the new daemon decodes nothing.
 TEST(ReconnectTest, StreamedDecodeThatDeliveredARangeIsNotRetriedOnTheRestartedDaemon) {
   TempDir dir;
   const std::vector<std::string> args = {"--intra-op-threads", "1"};
@@ -289,19 +290,21 @@ TEST(ReconnectTest, StreamedDecodeThatDeliveredARangeIsNotRetriedOnTheRestartedD
   killed.set_value();
   ASSERT_GT(end, 0u);
   ASSERT_LT(end, 40u);
-  VaedOnSocket second(dir.socket(), args);
-  ASSERT_TRUE(second.ok()) << second.Log();
-
+  // Fails before any daemon is back (within the liveness check, not the
+  // 20 s reconnect timeout).
+  ASSERT_EQ(decode.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   auto r = decode.get();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
   EXPECT_THAT(r.status().message(), HasSubstr("not retried"));
   EXPECT_EQ(r.status().final_frames(), end);
   EXPECT_EQ(calls, 1);
-  EXPECT_EQ((*c)->reconnects(), 1u);
-  auto s = (*c)->GetStatus();
+  VaedOnSocket second(dir.socket(), args);
+  ASSERT_TRUE(second.ok()) << second.Log();
+  auto s = (*c)->GetStatus();  // reconnects
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->requests_served(), 0u) << "the streamed decode ran again";
+  EXPECT_EQ((*c)->reconnects(), 1u);
 }
 
 TEST(ReconnectTest, DaemonGoneForGoodFailsWithUnavailableWithinTheReconnectTimeout) {

@@ -254,9 +254,9 @@ struct DecodeRequest {
   // A failed or cancelled decode keeps what was delivered: the returned
   // Status's final_frames() / final_samples() (vaed.v1.Error's) say where
   // the final part ends.
-  // A streamed Decode that delivered a range is not retried after a
-  // reconnect (a retry would write the delivered frames again): it fails
-  // with kUnavailable. Threading, locking and exceptions as `progress`
+  // A streamed Decode that delivered a range is not retried after the
+  // daemon went away (a retry would write the delivered frames again): it
+  // fails at once with kUnavailable (the next call reconnects). Threading, locking and exceptions as `progress`
   // (they share one slot: the first exception either throws stops both).
   // The C ABI passes a vaed_final_range to a C callback.
   std::function<void(const v1::FinalRange&)> final_range = nullptr;

@@ -367,7 +367,8 @@ typedef struct vaed_final_range {
  * outputs holds unspecified bytes: the last range delivered per stage says
  * where the final part ends (the C ABI has no other error details). A
  * streamed decode that delivered a range is not retried after a reconnect
- * (that would write the delivered frames again): it fails with 7. */
+ * (that would write the delivered frames again): it fails at once with 7
+ * (the next call reconnects). */
 typedef void (*vaed_final_range_fn)(const vaed_final_range* range, void* user_data);
 
 /* A decode request (= vaed::client::DecodeRequest). Initialise with

@@ -708,8 +708,8 @@ class Client:
         unspecified bytes. The exception's ``final_frames`` /
         ``final_samples`` say how far the video (pixel frames) and audio
         (samples per channel) were final (0 = nothing). A streamed decode
-        that delivered a part is not retried after a reconnect: it raises
-        DaemonUnavailable.
+        that delivered a part is not retried when the daemon goes away: it
+        raises DaemonUnavailable at once (the next call reconnects).
 
         Stopping early (``break``, ``close()``, the generator being
         collected, or an exception such as KeyboardInterrupt while waiting
