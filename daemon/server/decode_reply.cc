@@ -151,19 +151,15 @@ Status WithStreamedSoFar(const engine::DecodeJob& job, const Status& status) {
   if (!job.stream_output) return status;
   const uint64_t frames = job.streamed->video_frames.load();
   const uint64_t samples = job.streamed->audio_samples.load();
-  std::string said = "; streamed: ";
-  if (frames == 0 && samples == 0) {
-    said += "no part of the output was final";
-  } else {
-    if (frames > 0) said += "output frames [0, " + std::to_string(frames) + ") are final";
-    if (frames > 0 && samples > 0) said += ", ";
-    if (samples > 0) said += "audio samples [0, " + std::to_string(samples) + ") are final";
+  std::string said;
+  if (frames > 0) said = "output frames [0, " + std::to_string(frames) + ") are final";
+  if (samples > 0) {
+    said += (said.empty() ? "" : ", ") + std::string("audio samples [0, ") +
+            std::to_string(samples) + ") are final";
   }
-  return Status(status.code(), status.message() + said)
-      .WithRetryAfter(status.retry_after_ms())
-      .WithReason(status.reason())
-      .WithField(status.field())
-      .WithFinalOutput(frames, samples);
+  if (said.empty()) said = "no part of the output was final";
+  // WithContext keeps the status's typed fields (reason, field, retry).
+  return status.WithContext("streamed: " + said).WithFinalOutput(frames, samples);
 }
 
 v1::Reply FinalRangeReply(const engine::DecodeJob& job, const engine::FinalRangeEvent& e) {

@@ -47,7 +47,7 @@ v1::Reply FinalRangeReply(const engine::DecodeJob& job, const engine::FinalRange
 
 // The error `status` that ended `job`, saying what of a streamed output was
 // final before it (Status::final_frames/final_samples from job.streamed,
-// and "; streamed: output frames [0, N) are final" in the message);
+// and "streamed: output frames [0, N) are final: " before the message);
 // `status` itself when the job did not stream.
 Status WithStreamedSoFar(const engine::DecodeJob& job, const Status& status);
 
