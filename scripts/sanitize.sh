@@ -7,11 +7,12 @@
 #   - the load test (VAED_LOAD_CLIENTS x VAED_LOAD_DECODES decodes through an
 #     instrumented daemon; default here 8 x 50, the full acceptance run is
 #     `VAED_LOAD_DECODES=200 scripts/sanitize.sh`),
-#   - the hostile-input tests (truncated segments, floods, deadlines, ...).
+#   - the hostile-input tests (truncated segments, floods, deadlines, ...),
+#   - the control socket's contract against libzmq (shm_raw_socket_test).
 # Any sanitizer report aborts the process and fails the pass.
 #
 # Usage: scripts/sanitize.sh [GTEST_FILTER]
-#   GTEST_FILTER: a GoogleTest filter for the three test binaries, e.g.
+#   GTEST_FILTER: a GoogleTest filter for the test binaries, e.g.
 #   '-*Flood*:*ClientKilled*' (what scripts/test.sh passes: the slow flood and
 #   crash cases run in the plain suite); default all.
 set -euo pipefail
@@ -37,11 +38,13 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DVAED_SANITIZE=address,undefined -DVAED_PREBUILT_MODELS="$PWD/$models" > /dev/null
 cmake --build build-asan -j "$(nproc)" --target vaed vaectl victim_client hostile_client \
-  load_test request_handler_test hostile_input_test vaed_models_thread_safety
+  load_test request_handler_test hostile_input_test shm_raw_socket_test \
+  vaed_models_thread_safety
 # Each binary whole, in one process (its suites share their daemons).
 filter="${1:-*}"
 status=0
-for t in daemon/request_handler_test integration/load_test integration/hostile_input_test; do
+for t in shm/shm_raw_socket_test daemon/request_handler_test integration/load_test \
+  integration/hostile_input_test; do
   echo "sanitize.sh: $t --gtest_filter='$filter'"
   (cd "build-asan/tests/${t%/*}" && timeout 900 "./${t#*/}" --gtest_filter="$filter") || status=1
 done

@@ -2,7 +2,7 @@
 // cycle every call goes through. Internal to the client library.
 //
 // Where each job lives:
-//   connection.cc  the ZMQ_STREAM socket: a fresh connection with Hello,
+//   connection.cc  the raw socket (vaed/raw_socket.h): a fresh connection with Hello,
 //                  sending framed messages, and Exchange() (one request and
 //                  its reply, with heartbeats while waiting)
 //   reconnect.cc   getting back to a daemon that went away: Reconnect(),
@@ -120,7 +120,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // connection to be made, then says Hello and waits up to `reply_ms` for
   // the reply (0 = forever, both); adopts the reply's client id and
   // settings and clears `broken`. Nothing is sent before the connection
-  // exists (ZMQ_STREAM reports it with a notice carrying its routing id),
+  // exists (the socket reports it with a notice carrying its routing id),
   // so an attempt that finds no daemon leaves no stray Hello behind (it
   // would register a client nobody uses). ZeroMQ does not reconnect the
   // socket by itself: a closed connection stays closed, and a send on it
@@ -190,7 +190,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   zmq::context_t context{1};
 
   Mutex mu;  // serializes all use of `socket` and the state below
-  // ZMQ_STREAM socket with vaed's framing (vaed/framing.h); guarded by mu,
+  // The raw socket (vaed/raw_socket.h) with vaed's framing (vaed/framing.h); guarded by mu,
   // replaced on reconnect, with the routing id of its one connection and
   // the reassembly of the daemon's byte stream.
   std::unique_ptr<zmq::socket_t> socket VAED_GUARDED_BY(mu);

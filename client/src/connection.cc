@@ -1,4 +1,4 @@
-// The client's connection to the daemon: one ZMQ_STREAM socket carrying
+// The client's connection to the daemon: one raw ZeroMQ socket (vaed/raw_socket.h) carrying
 // vaed's framed messages (vaed/framing.h says why vaed frames its own), the
 // Hello on a fresh connection, and Exchange(), the wait for one reply with
 // the zguide's heartbeats while waiting.
@@ -8,6 +8,7 @@
 #include "client_impl.h"
 #include "exception_status.h"
 #include "fault_points.h"
+#include "vaed/raw_socket.h"
 #include "vaed/wire.h"
 #include "vaed/zmq_status.h"
 
@@ -92,7 +93,7 @@ Result<std::optional<std::string>> Client::Impl::NextMessage(long wait_ms) {
     if (!socket->recv(id, zmq::recv_flags::dontwait)) continue;
     (void)socket->recv(chunk, zmq::recv_flags::none);
     if (chunk.size() == 0) {
-      // ZMQ_STREAM's notice: the connection closed (the daemon exited or
+      // The socket's notice: the connection closed (the daemon exited or
       // refused this process). Reconnecting is the caller's business.
       broken = true;
       connection_id.clear();
@@ -249,7 +250,7 @@ Status Client::Impl::HelloOnFreshSocket(int connect_ms, int reply_ms) {
     socket.reset();  // linger 0: stale requests and heartbeats are dropped
     connection_id.clear();
     reader = wire::FrameReader(kMaxReplyBytes);
-    socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::stream);
+    socket = std::make_unique<zmq::socket_t>(wire::OpenRawSocket(context));
     socket->set(zmq::sockopt::linger, 0);
     socket->set(zmq::sockopt::reconnect_ivl, -1);
     socket->connect("ipc://" + options.socket);

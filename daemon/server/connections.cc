@@ -81,7 +81,7 @@ std::optional<Connection> Connections::Inspect(zmq::message_t& notice, TimePoint
 bool Connections::ClaimSocket(const std::string& routing_id, ino_t inode) {
   // Descriptor numbers are reused at once, so a late notice (of a
   // connection already gone unnoticed, e.g. in a pause) can name the socket
-  // of a newer connection. ZeroMQ numbers ZMQ_STREAM connections in
+  // of a newer connection. ZeroMQ numbers the raw socket's connections in
   // increasing order (5-byte ids): of two notices naming one socket, the
   // later-numbered is that socket's own, the other a stale one.
   auto later = [](const std::string& a, const std::string& b) {

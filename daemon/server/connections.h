@@ -24,8 +24,8 @@
 // Bookkeeping against reuse: descriptor numbers and routing ids outlive
 // connections. Each live entry owns its socket by inode; late notices of
 // connections already forgotten are recognised (retired routing ids, and a
-// second notice naming an owned socket: ZeroMQ numbers ZMQ_STREAM
-// connections in increasing order, so the earlier-numbered is stale).
+// second notice naming an owned socket: ZeroMQ numbers the raw
+// socket's connections in increasing order, so the earlier-numbered is stale).
 //
 // When a connection ends, its clients are dropped at once
 // (RequestHandler::OnDisconnected): work cancelled, regions unmapped.

@@ -11,6 +11,7 @@
 #include "daemon/server/startup_checks.h"
 #include "daemon/server/stream_send.h"
 #include "daemon/server/warm_up_plan.h"
+#include "vaed/raw_socket.h"
 #include "vaed/zmq_status.h"
 
 namespace vaed::server {
@@ -99,7 +100,7 @@ ControlLoop::ControlLoop(const DaemonOptions& options, models::ModelRegistry* re
       registry_(registry),
       stop_fd_(stop_fd),
       context_(1),
-      stream_(context_, zmq::socket_type::stream) {}
+      stream_(wire::OpenRawSocket(context_)) {}
 
 ControlLoop::~ControlLoop() {
   descriptors_.Stop();
@@ -125,7 +126,7 @@ Status ControlLoop::Bind(std::optional<gid_t> group) {
   socket_group_ = group;
   try {
     // Raw bytes in and out (vaed/framing.h frames the messages), with
-    // connect / disconnect notices (ZMQ_STREAM_NOTIFY, on by default). A
+    // connect / disconnect notices (vaed/raw_socket.h). A
     // message over server.max_message_bytes is answered from its header
     // and its bytes skipped unbuffered; ZeroMQ holds at most recv_hwm
     // chunks per connection before it stops reading from the peer.

@@ -1,6 +1,6 @@
 // The control loop: the daemon's sockets and its one serving thread. It owns
-// the ZeroMQ ZMQ_STREAM socket on ipc://<server.socket> with vaed's own
-// message framing (vaed/framing.h), the executor, and the request handler;
+// the raw ZeroMQ socket (vaed/raw_socket.h) on ipc://<server.socket>
+// with vaed's own message framing (vaed/framing.h), the executor, and the request handler;
 // each turn it answers what the executor finished, reads requests, expires
 // connections and clients, guards the descriptor count and checks health.
 //
@@ -140,7 +140,7 @@ class ControlLoop {
   const int stop_fd_;
 
   zmq::context_t context_;
-  zmq::socket_t stream_;  // ZMQ_STREAM on ipc://<server.socket>
+  zmq::socket_t stream_;  // vaed/raw_socket.h, on ipc://<server.socket>
   // Prometheus metrics (metrics.enabled): the registry the handler feeds and
   // its HTTP endpoint; declared before the handler, which points at them.
   std::unique_ptr<Metrics> metrics_;

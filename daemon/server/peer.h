@@ -2,8 +2,8 @@
 //
 // The kernel records the uid, gid and pid of the process that connected a
 // Unix socket (SO_PEERCRED); ZeroMQ reads them when the connection is made
-// and attaches them to the connection's messages, the connect notice of a
-// ZMQ_STREAM socket included ("Peer-Address" metadata), as
+// and attaches them to the connection's messages, the connect notice of the
+// raw control socket included (vaed/raw_socket.h) ("Peer-Address" metadata), as
 // "<address>:<uid>:<gid>:<pid>" (libzmq 4.3.4, ipc transport). They cannot be forged by the client; the
 // pid a client puts in Hello can (and inside a container it is another
 // namespace's pid), so the daemon trusts only these.

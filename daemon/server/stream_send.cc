@@ -30,7 +30,7 @@ bool SendFramed(zmq::socket_t& stream, const std::string& routing_id, const std:
 
 void SendClose(zmq::socket_t& stream, const std::string& routing_id) {
   try {
-    // A zero-length message closes a ZMQ_STREAM connection.
+    // A zero-length message closes the connection (vaed/raw_socket.h).
     if (stream.send(zmq::buffer(routing_id), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
       stream.send(zmq::message_t(), zmq::send_flags::dontwait);
     }

@@ -1,5 +1,5 @@
-// Sending on the control socket (a ZeroMQ ZMQ_STREAM socket carrying raw
-// bytes): every message out is framed here (vaed/framing.h), and a
+// Sending on the control socket (vaed/raw_socket.h: raw bytes per
+// connection): every message out is framed here (vaed/framing.h), and a
 // connection is closed here. Neither blocks: a peer that does not read
 // must never stall the control loop.
 //

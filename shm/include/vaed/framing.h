@@ -1,8 +1,8 @@
 // Message framing on vaed's control channel.
 //
-// The channel is a ZeroMQ ZMQ_STREAM socket on a Unix socket: ZeroMQ moves
-// raw bytes and reports connects and disconnects, and vaed frames its own
-// messages. Each message on the byte stream is
+// The channel is a raw ZeroMQ socket (vaed/raw_socket.h) on a Unix socket:
+// ZeroMQ moves raw bytes and reports connects and disconnects, and vaed
+// frames its own messages. Each message on the byte stream is
 //
 //   uint32 little-endian  length    (bytes that follow, 0 .. 2^32-1)
 //   length bytes          payload   (a serialized vaed.v1.Request / Reply)
