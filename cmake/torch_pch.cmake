@@ -30,7 +30,7 @@ function(_vaed_add_torch_pch name)
     file(WRITE "${source}" "// Holds a precompiled <torch/torch.h> (cmake/torch_pch.cmake).\n")
   endif()
   add_library(${name} OBJECT "${source}")
-  target_link_libraries(${name} PRIVATE torch vaed_warnings)
+  target_link_libraries(${name} PRIVATE vaed_torch vaed_warnings)
   target_precompile_headers(${name} PRIVATE <torch/torch.h>)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     # Without a timestamp in the .pch, ccache can hash and reuse it.

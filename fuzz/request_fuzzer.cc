@@ -25,11 +25,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-// First: LibTorch 1.13's headers compile with clang in C++20 mode only when
-// c10::IValue is complete before ATen/core/List.h is used (see
-// CMakeLists.txt).
-#include <ATen/core/ivalue.h>
-// Then the rest.
 #include <ATen/Parallel.h>
 #include <fuzzer/FuzzedDataProvider.h>
 #include <google/protobuf/stubs/logging.h>

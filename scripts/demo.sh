@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end on a fresh Debian 12 machine (as root):
-#   1. installs the Debian packages and builds vaed (CPU preset);
+#   1. installs the Debian packages and LibTorch 2.11 (scripts/install-deps.sh)
+#      and builds what it runs, vaed and vaectl (CPU preset);
 #   2. starts `vaed` with its embedded default config (plus the real TAEF2
 #      weights from ../shared/data/taef2 when they are there);
 #   3. decodes a latent through the client library with `vaectl decode`:
@@ -16,6 +17,9 @@
 #   5. stops the daemon with SIGTERM and checks it exited cleanly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The compiler cache of every script (test, GPU build, sanitizer, fuzz):
+# what the demo compiles, scripts/test.sh then finds in the cache.
+source scripts/ccache-env.sh
 root=$(pwd)
 shared="$root/../shared/data/taef2"
 golden="$root/../shared/golden/h3"

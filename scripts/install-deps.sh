@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages vaed needs to build, test and run.
-# Idempotent; run as root. Set VAED_SKIP_APT_UPDATE=1 to skip `apt-get update`.
+# Installs the Debian 12 packages vaed needs to build, test and run, then
+# vaed's one LibTorch: PyPI's torch 2.11.0 wheel, pinned by SHA-256, cached
+# and installed by scripts/fetch-libtorch.sh (Debian's LibTorch 1.13 is not
+# used). Idempotent; a second run downloads nothing. Run as root. Set
+# VAED_SKIP_APT_UPDATE=1 to skip `apt-get update`.
 #
 # --test-tools (scripts/test.sh) also puts Prometheus' `promtool` at
 # /usr/local/bin/promtool for the metrics tests: extracted from Debian's
@@ -27,7 +30,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   file                           # cpack -G DEB sorts the packaged files with it (cmake/packaging.cmake)
   ccache                         # compiler cache (scripts/ccache-env.sh); builds work without it
-  libtorch-dev libopenblas0-pthread
+  python3-pip python3-venv        # scripts/fetch-libtorch.sh: pip download, the torch venv
   libzmq3-dev cppzmq-dev
   libprotobuf-dev protobuf-compiler
   libboost-dev
@@ -39,7 +42,7 @@ packages=(
   libssl-dev libacl1-dev
   libgloo-dev
   ffmpeg
-  pybind11-dev python3-dev python3-numpy python3-pytest python3-venv python3-torch
+  pybind11-dev python3-dev python3-numpy python3-pytest
   clang libclang-rt-14-dev
 )
 missing=()
@@ -55,3 +58,4 @@ else
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 if [ "$test_tools" = 1 ]; then install_promtool; fi
+"$(dirname "$0")/fetch-libtorch.sh"

@@ -95,7 +95,7 @@ void Free(void* data) {
 
 class CountingAllocator final : public c10::Allocator {
  public:
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) override {
     const uint64_t live = g_live.fetch_add(n, std::memory_order_relaxed) + n;
     const uint64_t budget = g_budget.load(std::memory_order_relaxed);
     if (budget > 0 && live > budget) {
@@ -119,6 +119,11 @@ class CountingAllocator final : public c10::Allocator {
     return {data, data, &Free, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &Free; }
+  // Host memory on both sides: a plain copy (LibTorch's clone of a CPU
+  // storage goes through here).
+  void copy_data(void* dest, const void* src, size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
 };
 
 CountingAllocator g_counting;

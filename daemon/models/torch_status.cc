@@ -4,7 +4,6 @@
 
 #include "daemon/models/cancel.h"
 #include "daemon/models/tile_group.h"
-#include "daemon/models/torch_version.h"
 
 #include <new>
 #include <string>
@@ -41,7 +40,6 @@ Status Make(StatusCode code, std::string_view context, std::string_view message)
   return Status(code, std::move(m));
 }
 
-#if VAED_TORCH_AT_LEAST(2, 8)
 // A CUDA error LibTorch reported with its code.
 Status FromCudaError(int code, std::string_view context, std::string_view message) {
   const ErrorReason reason = CudaErrorReason(code);
@@ -51,7 +49,6 @@ Status FromCudaError(int code, std::string_view context, std::string_view messag
   Status s = Make(StatusCode::kInternal, context, message);
   return reason == ErrorReason::kStickyDevice ? s.WithReason(reason) : s;
 }
-#endif
 
 }  // namespace
 
@@ -63,15 +60,11 @@ Status CurrentTorchErrorStatus(std::string_view context) noexcept {
       return e.status().WithContext(context);
     } catch (const CollectiveFailed& e) {
       return e.status().WithContext(context);
-#if VAED_TORCH_AT_LEAST(2, 0)
     } catch (const c10::OutOfMemoryError& e) {
       return Make(StatusCode::kResourceExhausted, context, e.what_without_backtrace())
           .WithReason(ErrorReason::kOutOfMemory);
-#endif
-#if VAED_TORCH_AT_LEAST(2, 8)
     } catch (const c10::AcceleratorError& e) {
       return FromCudaError(e.get_error_code(), context, e.what_without_backtrace());
-#endif
     } catch (const c10::Error& e) {
       const std::string_view message = e.what_without_backtrace();
       if (MentionsAllocationFailure(message)) {

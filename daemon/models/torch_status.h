@@ -32,12 +32,13 @@ namespace vaed::models {
 //                       the daemon must restart (DESIGN.md §2 item 7);
 //   kInternal           any other c10::Error, std::exception or unknown
 //                       exception.
-// By type and code where LibTorch gives them: c10::OutOfMemoryError
-// (LibTorch >= 2.0) is out of memory, and c10::AcceleratorError (>= 2.8)
-// carries the CUDA error code, classified by CudaErrorReason(). Otherwise
-// (LibTorch 1.13, errors without a code) the message is the only place
-// they are visible, so this adapter (and tensor_memory.cc's allocator, the
-// other LibTorch edge) are the only readers of message text.
+// By type and code where LibTorch gives them: c10::OutOfMemoryError is out
+// of memory, and c10::AcceleratorError carries the CUDA error code,
+// classified by CudaErrorReason(). Errors LibTorch raises as a plain
+// c10::Error (e.g. a CPU allocation failure of a kernel's scratch space)
+// show their kind only in the message, so this adapter (and
+// tensor_memory.cc's allocator, the other LibTorch edge) are the only
+// readers of message text.
 // Never throws.
 Status CurrentTorchErrorStatus(std::string_view context) noexcept;
 

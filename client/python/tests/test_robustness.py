@@ -220,7 +220,7 @@ def test_regression_stale_segments_of_a_killed_worker_are_swept(daemon):
 
 
 # Regression (issue 8 review, fixed in 68fcd5f "negative-bit torch views"):
-# torch 1.13's DLPack export drops a view's negative bit (z.conj().imag), so
+# torch's DLPack export (1.13, 2.11) drops a view's negative bit (z.conj().imag), so
 # the daemon decoded -x; the client now resolves the bit first.
 def test_regression_a_negated_torch_view_is_decoded_with_its_sign(client):
     torch = pytest.importorskip("torch")

@@ -119,7 +119,8 @@ def _from_dlpack(obj: TensorLike, field_name: str) -> np.ndarray:
     if device not in (_DL_CPU, _DL_CUDA_HOST):
         raise invalid(f"{field_name}: DLPack device type {device} is not host memory")
     # torch keeps negation as a bit (e.g. z.conj().imag) that its DLPack
-    # export (1.13) drops: materialise it, or the daemon would see -x.
+    # export drops (torch 1.13 and 2.11 alike): materialise it, or the
+    # daemon would see -x.
     is_neg = getattr(obj, "is_neg", None)
     try:
         if callable(is_neg) and is_neg():

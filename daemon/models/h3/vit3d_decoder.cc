@@ -8,7 +8,6 @@
 
 #include "daemon/models/gemm.h"
 #include "daemon/models/h3/vit3d_weights.h"
-#include "daemon/models/torch_version.h"
 
 namespace vaed::models::h3 {
 namespace {
@@ -94,23 +93,17 @@ torch::Tensor EmbedTokens(const torch::Tensor& z, const vit3d::Weights& w,
                     1);
 }
 
-// SDPA of q, k, v [B, H, S, dh] into `out` [B, H, S, dh]: LibTorch 2.x's
-// fused kernel (flash / memory-efficient attention, as the official code's
-// F.scaled_dot_product_attention runs under fp16 autocast on a GPU: no
-// rounding of the scores to the compute dtype). Used for the reduced
-// recipes on CUDA only; true when it ran. LibTorch 1.13 has no fused SDPA
-// (false: the caller runs the explicit form). Unrun: needs LibTorch 2.x
-// and a GPU.
+// SDPA of q, k, v [B, H, S, dh] into `out` [B, H, S, dh]: LibTorch's fused
+// kernel (flash / memory-efficient / cuDNN attention, as the official
+// code's F.scaled_dot_product_attention runs under fp16 autocast on a GPU:
+// no rounding of the scores to the compute dtype). Used for the reduced
+// recipes on CUDA only; true when it ran, false for the caller's explicit
+// form (CPU ranks, float32). Unrun: needs a GPU.
 bool FusedAttentionInto(torch::Tensor& out, const torch::Tensor& q, const torch::Tensor& k,
                         const torch::Tensor& v) {
-#if VAED_TORCH_AT_LEAST(2, 0)
   if (!q.is_cuda() || q.scalar_type() == torch::kFloat) return false;
   out.copy_(at::scaled_dot_product_attention(q, k, v));
   return true;
-#else
-  (void)out, (void)q, (void)k, (void)v;
-  return false;
-#endif
 }
 
 // SDPA without mask as the explicit softmax((q k^T) * scale) v of q, k, v

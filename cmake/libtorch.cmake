@@ -1,0 +1,95 @@
+# vaed's one LibTorch: the LibTorch inside PyPI's torch 2.11.0 wheel (its
+# CUDA 13.0 build), the same torch the GPU machines' python3 and the DiT
+# workers run. scripts/fetch-libtorch.sh installs it into a venv whose
+# site-packages is VAED_LIBTORCH_PREFIX (torch/include, torch/lib,
+# torch/share/cmake, and nvidia/*/lib beside torch/, where the libraries'
+# RPATHs look); any site-packages holding torch 2.11 works too (the GPU
+# machine's, for instance).
+#
+# Defines the INTERFACE target vaed_torch, what every source that includes
+# LibTorch links: torch_cpu + c10 with the C++ API's include folder and
+# torch_cpu's compile definitions. It is the same in CPU and GPU builds, so a
+# shared source compiles with the same flags in both and the compiler cache
+# serves the GPU build from the CPU build's objects (scripts/cuda-build.sh).
+# GPU builds link LibTorch's CUDA side only through their CUDA sources
+# (cmake/cuda_sources.cmake): VAED_TORCH_CUDA_LIBS is torch_cuda_library,
+# which links libtorch_cuda.so --no-as-needed (LibTorch registers its CUDA
+# backend when that library loads, whether or not a symbol of it is used).
+# torch_cuda's own compile definitions (USE_C10D_NCCL, USE_NVSHMEM) stay
+# off every source: vaed includes no header that reads them.
+#
+# Configuring needs the CUDA toolkit, the CPU build's too: the wheel's
+# TorchConfig.cmake finds it (Caffe2's public/cuda.cmake). Running does not:
+# libtorch_cpu.so needs only libcudart.so.13 and libcupti.so.13 of CUDA,
+# which fetch-libtorch.sh puts beside it from their PyPI wheels.
+#
+# Header hygiene: the wheel ships fmt 11 (torch/include/fmt) and an old
+# protobuf (torch/include/google), and LibTorch's include folder comes
+# before /usr/include on the compile line. Debian's spdlog is built against
+# Debian's fmt 9 and vaed.pb.h comes from Debian's protoc 3.21, so either
+# folder seen first breaks them. vaed_torch's include folder is therefore a
+# view of LibTorch's (one symbolic link per entry, in the build folder)
+# without those two; the check below fails the configure if, with
+# vaed_torch's include folders, <fmt/core.h> or protobuf's headers are not
+# Debian's.
+set(VAED_LIBTORCH_PREFIX "/opt/vaed/torch-2.11.0/lib/python3.11/site-packages" CACHE PATH
+    "site-packages holding torch 2.11 (scripts/fetch-libtorch.sh --print-prefix)")
+list(PREPEND CMAKE_PREFIX_PATH "${VAED_LIBTORCH_PREFIX}/torch")
+find_package(Torch 2.11 QUIET)
+if(NOT Torch_FOUND OR NOT Torch_VERSION VERSION_EQUAL 2.11.0)
+  message(FATAL_ERROR
+    "vaed builds against LibTorch 2.11.0 (PyPI's torch==2.11.0); found "
+    "'${Torch_VERSION}' under VAED_LIBTORCH_PREFIX=${VAED_LIBTORCH_PREFIX}. "
+    "Run scripts/fetch-libtorch.sh (scripts/install-deps.sh does), or point "
+    "VAED_LIBTORCH_PREFIX at a site-packages that holds torch 2.11.")
+endif()
+
+# The include view without the bundled fmt and protobuf.
+set(_vaed_torch_include "${CMAKE_BINARY_DIR}/libtorch-include")
+file(REMOVE_RECURSE "${_vaed_torch_include}")
+file(MAKE_DIRECTORY "${_vaed_torch_include}")
+file(GLOB _vaed_torch_entries RELATIVE "${TORCH_INSTALL_PREFIX}/include"
+     "${TORCH_INSTALL_PREFIX}/include/*")
+foreach(entry IN LISTS _vaed_torch_entries)
+  if(NOT entry MATCHES "^(fmt|google)$")
+    file(CREATE_LINK "${TORCH_INSTALL_PREFIX}/include/${entry}" "${_vaed_torch_include}/${entry}"
+         SYMBOLIC)
+  endif()
+endforeach()
+
+add_library(vaed_torch INTERFACE)
+target_include_directories(vaed_torch SYSTEM INTERFACE
+  "${_vaed_torch_include}" "${_vaed_torch_include}/torch/csrc/api/include")
+target_compile_definitions(vaed_torch INTERFACE
+  $<TARGET_PROPERTY:torch_cpu,INTERFACE_COMPILE_DEFINITIONS>)
+# The libraries without their usage requirements (their include folder is
+# the one the view replaces).
+target_link_libraries(vaed_torch INTERFACE $<LINK_ONLY:torch_cpu> $<LINK_ONLY:c10>)
+set(VAED_TORCH_CUDA_LIBS torch_cuda_library)
+
+# The check: with vaed_torch's include folders first, as on every compile
+# line, fmt and protobuf resolve to Debian's.
+include(CheckCXXSourceCompiles)
+set(CMAKE_REQUIRED_INCLUDES "${_vaed_torch_include}" "${_vaed_torch_include}/torch/csrc/api/include")
+set(CMAKE_REQUIRED_QUIET ON)
+check_cxx_source_compiles([[
+#include <fmt/core.h>
+#include <google/protobuf/stubs/common.h>
+#if FMT_VERSION >= 100000
+#error LibTorch's bundled fmt shadows Debian's
+#endif
+#if GOOGLE_PROTOBUF_VERSION != 3021012
+#error LibTorch's bundled protobuf shadows Debian's
+#endif
+int main() { return 0; }
+]] VAED_TORCH_HEADERS_LEAVE_DEBIANS)
+unset(CMAKE_REQUIRED_INCLUDES)
+unset(CMAKE_REQUIRED_QUIET)
+if(NOT VAED_TORCH_HEADERS_LEAVE_DEBIANS)
+  unset(VAED_TORCH_HEADERS_LEAVE_DEBIANS CACHE)
+  message(FATAL_ERROR
+    "With LibTorch's include folders (${_vaed_torch_include}) first, <fmt/core.h> or "
+    "<google/protobuf/stubs/common.h> is not Debian's (libfmt-dev 9, libprotobuf-dev 3.21): "
+    "spdlog and vaed.pb.h would break. Is libfmt-dev / libprotobuf-dev installed?")
+endif()
+message(STATUS "LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX} (include view ${_vaed_torch_include})")
