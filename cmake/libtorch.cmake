@@ -35,6 +35,21 @@
 set(VAED_LIBTORCH_PREFIX "/opt/vaed/torch-2.11.0/lib/python3.11/site-packages" CACHE PATH
     "site-packages holding torch 2.11 (scripts/fetch-libtorch.sh --print-prefix)")
 list(PREPEND CMAKE_PREFIX_PATH "${VAED_LIBTORCH_PREFIX}/torch")
+# The venv's python3 (Debian's interpreter, which also imports this torch:
+# the Python tests run under it and client/python builds its extension for
+# it), chosen before TorchConfig.cmake, which looks for a Python too and
+# would otherwise take the first python3 on PATH.
+if(NOT Python_EXECUTABLE AND EXISTS "${VAED_LIBTORCH_PREFIX}/../../../bin/python3")
+  get_filename_component(Python_EXECUTABLE "${VAED_LIBTORCH_PREFIX}/../../../bin/python3" ABSOLUTE)
+endif()
+# TorchConfig.cmake picks nvcc architecture flags, by default by running a
+# probe of the installed GPUs, which fails to configure on a machine without
+# one. vaed compiles no CUDA kernels (its CUDA sources are C++ against the
+# runtime API), so the list only has to be valid: the H100/H200 (9.0) and
+# B300 (10.3) of vaed's users.
+if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+  set(TORCH_CUDA_ARCH_LIST "9.0;10.3")
+endif()
 find_package(Torch 2.11 QUIET)
 if(NOT Torch_FOUND OR NOT Torch_VERSION VERSION_EQUAL 2.11.0)
   message(FATAL_ERROR
