@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares, on this Debian 12 machine, what scripts/gpu/check.sh needs on the
-# GPU machine besides the checkout, in two git-ignored folders that the
-# device call carries (docs/gpu.md, "The device check"):
+# GPU machine besides the checkout and the prebuilt programs (.gpu-bin,
+# scripts/gpu/pack-binaries.sh), in two git-ignored folders that the device
+# call carries (docs/gpu.md, "The device check"):
 #
 #   .gpu-debs/    the Debian 12 packages of vaed's build dependencies that the
 #                 GPU image lacks (it has CUDA, PyTorch's LibTorch, CMake and
@@ -9,21 +10,27 @@
 #                 download`, plus the shared libraries they need at run time
 #                 (found by following DT_NEEDED of every shared object and
 #                 program in them). check.sh unpacks them with `dpkg -x` into
-#                 a prefix under its build folder, never into /.
+#                 a prefix under its build folder, never into /: the
+#                 prebuilt programs take from them the libraries the machine
+#                 lacks (libzmq5, libprotobuf32, libspdlog1.10, ...), and a
+#                 build there (when the prebuilt programs do not start, or
+#                 the Python client for another Python) the -dev packages.
 #                 Boost is not carried as its 9.5 MB package: only the headers
 #                 vaed's #include <boost/...> lines reach (whole modules, so a
 #                 different compiler there finds what its #if branches want)
 #                 and Boost's CMake config, re-packed as boost-headers.tar.gz.
 #   .gpu-golden/  the golden H3 data the GPU check compares with, re-packed
-#                 small from ../shared/golden/h3 (scripts/gpu/repack_golden.py):
-#                 tiny weights and configs, each case's latent and uint8
-#                 frames, the first two raw frames where the case has raw
-#                 output, and the audio cases; not the float32 outputs (104 MB).
+#                 small from ../shared/golden/h3 (scripts/gpu/repack_golden.py)
+#                 to what the GPU steps read: tiny weights and configs, each
+#                 video case's latent and uint8 frames, the first two raw
+#                 frames where the case has raw output, each audio case's
+#                 latent and waveform; not the float32 outputs (104 MB).
 #
-# Prints the size of each folder and of everything that would travel (the
-# device tool's limit is 64 MiB: tracked files, untracked files git does not
-# ignore, and the carried folders). Run it in the checkout that the device
-# call sends (the session's own), after any change to the dependency lists.
+# Prints the size of each folder and of everything that would travel
+# (scripts/gpu/carry_size.sh; the device tool's limit is 64 MiB: tracked
+# files, untracked files git does not ignore, and the carried folders). Run
+# it in the checkout that the device call sends (the session's own), after
+# any change to the dependency lists.
 #
 # Usage: scripts/gpu/fetch-debs.sh [--debs-only | --golden-only] [--shared DIR]
 # Needs: apt-get (network to the Debian mirror), dpkg-deb, readelf, g++
@@ -199,17 +206,11 @@ if [ "$do_golden" = 1 ]; then
     echo "fetch-debs.sh: $shared/golden/h3 is missing: cannot re-pack the golden data" >&2
     exit 1
   fi
+  rm -rf "$golden_dir"  # nothing of an older re-pack may stay behind
   /usr/bin/python3 "$root/scripts/gpu/repack_golden.py" "$shared/golden/h3" "$golden_dir/golden/h3"
   echo "fetch-debs.sh: $golden_dir: $(find "$golden_dir" -type f | wc -l) files, $(mib "$golden_dir")"
 fi
 
-# What the device call would send: tracked + untracked-not-ignored files,
-# plus the two carried folders.
-tree_bytes=$(cd "$root" && git ls-files -z --cached --others --exclude-standard |
-             xargs -0 -r stat -c %s 2>/dev/null | awk '{s+=$1} END {print s+0}')
-carried_bytes=$(du -sb "$debs_dir" "$golden_dir" 2>/dev/null | awk '{s+=$1} END {print s+0}')
-awk -v t="$tree_bytes" -v c="$carried_bytes" 'BEGIN {
-  printf "fetch-debs.sh: would travel: working tree %.1f MiB + carried %.1f MiB = %.1f MiB (limit 64 MiB)\n",
-         t/1048576, c/1048576, (t+c)/1048576
-  exit (t + c > 64 * 1048576) ? 1 : 0 }' || {
-  echo "fetch-debs.sh: over the device tool's 64 MiB limit" >&2; exit 1; }
+# What the device call would send, the prebuilt programs included.
+"$root/scripts/gpu/carry_size.sh" || {
+  echo "fetch-debs.sh: over the device tool's 64 MiB limit less its margin" >&2; exit 1; }

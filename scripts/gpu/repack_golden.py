@@ -6,19 +6,25 @@ Usage: repack_golden.py SRC_DIR DST_DIR
 SRC_DIR is the golden folder (../shared/golden/h3, 104 MB: two video cases
 hold their float32 outputs). DST_DIR (e.g. .gpu-golden/golden/h3, so that
 VAED_SHARED_DIR=.gpu-golden finds it where tests look) receives, under the
-same file names:
+same file names, only what the GPU check reads (scripts/gpu/check.sh's
+steps; the test programs labelled gpu read no golden data):
 
-* the tiny video and audio decoders' weights and configs, video_cases.json
-  and audio_cases.json, unchanged;
+* the tiny video and audio decoders' weights and configs (the daemon's
+  model "h3" of golden_h3, ipc_decode and ipc_client_death) and
+  video_cases.json (golden_check.py compares the raw output's SHA-256 with
+  the one it records), unchanged;
 * each video case with only ``latent`` (float32 [1, 24, T, h, w], what the
-  daemon decodes) and ``frames_u8`` (uint8 [F, H, W, 3], the official decode);
-  where the case holds ``frames_f32`` (raw decoder output, float32
-  [1, 3, F, H, W]) also ``frames_f32_head``: its first two pixel frames,
-  float32 [1, 3, 2, H, W], so a max abs difference against the raw golden
-  output can be measured without carrying all of it. ``latent_denorm``,
-  ``frames_f32`` and ``tile_raw`` are left out;
-* the audio cases unchanged (each under 0.6 MB; ``waveform`` is their
-  reference).
+  daemon decodes) and ``frames_u8`` (uint8 [F, H, W, 3], the official
+  decode, vaectl's --reference-key); where the case holds ``frames_f32``
+  (raw decoder output, float32 [1, 3, F, H, W]) also ``frames_f32_head``:
+  its first two pixel frames, float32 [1, 3, 2, H, W], so that
+  golden_check.py measures a max abs difference against the raw golden
+  output without carrying all of it. ``latent_denorm``, ``frames_f32`` and
+  ``tile_raw`` are left out;
+* each audio case with only ``latent`` (float32 [B, 32, T]) and
+  ``waveform`` (float32 [B, 1, N], vaectl's audio reference);
+  ``latent_denorm`` and ``waveform_stereo_1x2xN`` are left out, and so is
+  audio_cases.json (nothing on the GPU reads it).
 
 Standard library only (the safetensors layout: an 8-byte little-endian
 header length, a JSON header of dtype / shape / data_offsets per tensor,
@@ -33,8 +39,9 @@ import struct
 import sys
 
 COPIED = ("video_tiny_weights.safetensors", "video_tiny_config.json", "video_cases.json",
-          "audio_tiny_weights.safetensors", "audio_tiny_config.json", "audio_cases.json")
+          "audio_tiny_weights.safetensors", "audio_tiny_config.json")
 KEPT_VIDEO_KEYS = ("latent", "frames_u8")
+KEPT_AUDIO_KEYS = ("latent", "waveform")
 HEAD_FRAMES = 2  # raw pixel frames kept of frames_f32
 
 
@@ -89,14 +96,25 @@ def raw_head(header, data, path):
     return [1, channels, keep, height, width], b"".join(parts)
 
 
-def repack_video_case(src, dst):
-    header, metadata, data = read_safetensors(src)
+def kept_tensors(header, data, keys, path):
+    """The tensors `keys` of a file, as write_safetensors takes them."""
     tensors = []
-    for key in KEPT_VIDEO_KEYS:
+    for key in keys:
         info = header.get(key)
         if info is None:
-            raise ValueError(f"{src}: tensor '{key}' is missing")
-        tensors.append((key, info["dtype"], info["shape"], tensor_bytes(header, data, key, src)))
+            raise ValueError(f"{path}: tensor '{key}' is missing")
+        tensors.append((key, info["dtype"], info["shape"], tensor_bytes(header, data, key, path)))
+    return tensors
+
+
+def repack_audio_case(src, dst):
+    header, metadata, data = read_safetensors(src)
+    write_safetensors(dst, kept_tensors(header, data, KEPT_AUDIO_KEYS, src), metadata)
+
+
+def repack_video_case(src, dst):
+    header, metadata, data = read_safetensors(src)
+    tensors = kept_tensors(header, data, KEPT_VIDEO_KEYS, src)
     if "frames_f32" in header:
         shape, raw = raw_head(header, data, src)
         tensors.append(("frames_f32_head", "F32", shape, raw))
@@ -117,7 +135,7 @@ def main(argv):
             if name.startswith("video_case_") and name.endswith(".safetensors"):
                 repack_video_case(src, os.path.join(dst_dir, name))
             elif name.startswith("audio_case_") and name.endswith(".safetensors"):
-                shutil.copyfile(src, os.path.join(dst_dir, name))
+                repack_audio_case(src, os.path.join(dst_dir, name))
     except (OSError, ValueError, KeyError) as e:
         print(f"repack_golden.py: {e}", file=sys.stderr)
         return 1
