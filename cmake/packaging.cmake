@@ -3,7 +3,10 @@
 # One install component (the COMPONENT of the install() rules) per package:
 #   vaed                the daemon (sbin/vaed), vaed.service (enabled, not
 #                       started, on install), its sysusers.d and tmpfiles.d
-#                       snippets, the example /etc/vaed/vaed.toml (a conffile)
+#                       snippets, the example /etc/vaed/vaed.toml (a conffile),
+#                       and its private LibTorch 2.11 runtime in lib/vaed
+#                       (cmake/libtorch_runtime.cmake): no Debian package
+#                       provides torch 2.11
 #   vaectl              the operator tool
 #   libvaed-client0     (component client) libvaed_client.so.0
 #   libvaed-client-dev  (component client_dev) the headers, libvaed_client.so,
@@ -52,6 +55,16 @@ if(NOT VAED_CLIENT_LIBRARY_DIR)
   get_target_property(VAED_CLIENT_LIBRARY_DIR vaed_client BINARY_DIR)
 endif()
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${VAED_CLIENT_LIBRARY_DIR})
+# The same for the LibTorch runtime the vaed package carries (libtorch_cpu.so,
+# libc10.so, libgomp.so.1, libcudart.so.13, libcupti.so.13): dpkg-shlibdeps
+# finds them where they were copied from, the wheel's folders, before any
+# system folder, so no Debian package (libgomp1, libtorch) is taken for
+# them; they are in the package itself and need no relation. (A private
+# folder also makes CPack pass --ignore-missing-info.)
+if(NOT VAED_CLIENT_ONLY)
+  list(APPEND CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS
+       "${TORCH_INSTALL_PREFIX}/lib" "${VAED_LIBTORCH_PREFIX}/nvidia/cu13/lib")
+endif()
 # A component's DEPENDS (CPACK_COMPONENT_<C>_DEPENDS) becomes
 # "Depends: <its package> (= version)".
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
@@ -61,10 +74,15 @@ set(CPACK_DEBIAN_CLIENT_PACKAGE_SECTION libs)
 set(CPACK_COMPONENT_CLIENT_DESCRIPTION "client library of the vaed VAE decode daemon
 libvaed_client.so.0, the C++ API and C ABI with which DiT workers hand
 latents to vaed and get frames back in POSIX shared memory.")
-# A shlibs file in packages with a shared library (only this one), so that
-# packages built against it depend on it.
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
+# A shlibs file, so that packages built against libvaed_client depend on
+# this package. Written here, not by CPack (CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS):
+# CPack would write one into every package holding a shared object, and so
+# announce the vaed package's private LibTorch libraries (libgomp.so.1,
+# libcudart.so.13, ...) as public libraries of the system.
+get_target_property(VAED_CLIENT_SOVERSION vaed_client SOVERSION)
+file(WRITE ${PROJECT_BINARY_DIR}/packaging/client/shlibs
+     "libvaed_client ${VAED_CLIENT_SOVERSION} libvaed-client0 (>= ${PROJECT_VERSION})\n")
+set(CPACK_DEBIAN_CLIENT_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/packaging/client/shlibs)
 
 set(CPACK_DEBIAN_CLIENT_DEV_PACKAGE_NAME libvaed-client-dev)
 set(CPACK_DEBIAN_CLIENT_DEV_PACKAGE_SECTION libdevel)
@@ -92,6 +110,8 @@ plans decodes and decodes latent files through it.")
   set(CPACK_COMPONENT_VAED_DESCRIPTION "VAE decode sidecar for DiT workers
 vaed keeps VAE decoders (MiniMax-H3 video and audio, TAEF2) warm and
 decodes the latents that DiT workers on the node hand it in shared memory.
+It carries its own LibTorch 2.11 runtime (CPU) in a private folder, so the
+host needs no torch, no CUDA toolkit and no GPU.
 vaed.service is installed enabled but not started.")
   # The postinst runs systemd-sysusers, from systemd or a standalone package.
   set(CPACK_DEBIAN_VAED_PACKAGE_DEPENDS "systemd | systemd-sysusers")

@@ -6,24 +6,33 @@
 #   2. dpkg-deb -I / -c of each: the files, Depends (from dpkg-shlibdeps
 #      plus the packages' own relations), no file in two packages; vaed's
 #      conffiles (/etc/vaed/vaed.toml) and maintainer scripts, which never
-#      start or restart the daemon.
+#      start or restart the daemon. vaed carries its LibTorch 2.11 runtime
+#      (cmake/libtorch_runtime.cmake) in <libdir>/vaed: exactly
+#      libtorch_cpu.so, libc10.so, libgomp.so.1, libcudart.so.13 and
+#      libcupti.so.13, stripped, and depends on no libtorch, BLAS, libgomp1
+#      or CUDA package.
 #   3. dpkg -x of all four into a scratch root: systemd-analyze verify of
 #      the unit as installed, run with --root (its ExecStart must name the
-#      unpacked daemon); the unpacked vaectl --help and vaed --help with
-#      libvaed_client from the root only.
+#      unpacked daemon); the unpacked vaed resolves every library in the
+#      root (its LibTorch in <libdir>/vaed) or the base system, none under
+#      /opt/vaed or /usr/local/cuda (ldd, without LD_LIBRARY_PATH); the
+#      unpacked vaectl --help and vaed --help with libvaed_client from the
+#      root only.
 #   4. As root: vaed's maintainer scripts run against that root as dpkg
 #      would (DPKG_ROOT) for install, remove, reinstall, upgrade and purge:
 #      the user vaed, /var/lib/vaed, vaed.service enabled, masked on removal,
 #      left disabled by an upgrade once the operator disabled it, forgotten
 #      on purge.
-# Nothing is installed on this machine and no daemon is started.
+# Nothing is installed on this machine and no daemon is started
+# (fresh_debian_decode_test.sh installs the packages in a fresh Debian 12
+# root and decodes).
 #
 # Usage: debian_packages_test.sh BUILD_DIR   (after the build; exit 77 =
 # skipped: a Debian tool is missing)
 set -euo pipefail
 build=${1:?usage: debian_packages_test.sh BUILD_DIR}
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for tool in cpack dpkg-deb dpkg dpkg-shlibdeps file systemd-analyze; do
+for tool in cpack dpkg-deb dpkg dpkg-shlibdeps file systemd-analyze readelf ldd; do
   command -v "$tool" > /dev/null || { echo "SKIP: $tool is not installed" >&2; exit 77; }
 done
 [[ -f $build/CPackConfig.cmake ]] || fail "$build/CPackConfig.cmake is missing (configure the full tree)"
@@ -68,8 +77,12 @@ expect_depends vaectl "$libc" "libvaed-client0 \(= $version\)"
 expect_depends libvaed-client0 "$libc" 'libzmq5( \(>= [^)]+\))?' 'libprotobuf[0-9]+( \(>= [^)]+\))?' \
                'libacl1( \(>= [^)]+\))?'
 expect_depends libvaed-client-dev "libvaed-client0 \(= $version\)" 'libprotobuf-dev \(>= [0-9.]+\)'
-# vaed does not link the client library.
+# vaed does not link the client library, and its LibTorch, OpenMP and CUDA
+# runtime libraries are its own (3 below), not Debian's or NVIDIA's.
 [[ $(field vaed Depends) != *libvaed-client0* ]] || fail "vaed depends on libvaed-client0"
+foreign=$(field vaed Depends | tr ',' '\n' | sed 's/^ *//' |
+            grep -E '^(libtorch|libopenblas|libblas|liblapack|libgomp|libcuda|libcudart|libcupti|nvidia)' || true)
+[[ -z $foreign ]] || fail "vaed depends on packages whose libraries it carries: $foreign"
 for package in vaed vaectl libvaed-client0 libvaed-client-dev; do
   [[ $(field "$package" Version) == "$version" ]] || fail "$package has version $(field "$package" Version), not $version"
 done
@@ -88,6 +101,12 @@ for package in vaed vaectl libvaed-client0 libvaed-client-dev; do
 done
 expect_files vaed usr/sbin/vaed usr/lib/systemd/system/vaed.service usr/lib/sysusers.d/vaed.conf \
              usr/lib/tmpfiles.d/vaed.conf etc/vaed/vaed.toml
+# The private LibTorch runtime: these five and nothing else of the wheel
+# (no libtorch_cuda.so: the CPU daemon never loads it).
+runtime=(libc10.so libcudart.so.13 libcupti.so.13 libgomp.so.1 libtorch_cpu.so)
+in_runtime=$(grep "^\./$libdir/vaed/" "$scratch/vaed.files" | sed "s|^\./$libdir/vaed/||" | LC_ALL=C sort | tr '\n' ' ')
+[[ $in_runtime == "${runtime[*]} " ]] ||
+  fail "vaed's /$libdir/vaed holds '$in_runtime', not exactly '${runtime[*]}'"
 expect_files vaectl usr/bin/vaectl
 expect_files libvaed-client0 "$libdir/libvaed_client.so.0" "$libdir/libvaed_client.so.$version"
 expect_files libvaed-client-dev "$libdir/libvaed_client.so" usr/include/vaed/client.h \
@@ -104,6 +123,12 @@ shared=$(sort "$scratch"/*.files | uniq -d)
 dpkg-deb -e "$(deb vaed)" "$scratch/control"
 [[ $(cat "$scratch/control/conffiles" 2> /dev/null) == "/etc/vaed/vaed.toml" ]] ||
   fail "vaed's conffiles is not exactly /etc/vaed/vaed.toml: $(cat "$scratch/control/conffiles" 2>&1)"
+# Only the client library is announced to dpkg-shlibdeps; the private
+# LibTorch libraries in vaed are nobody else's to link.
+[[ ! -e $scratch/control/shlibs ]] || fail "vaed has a shlibs file: $(cat "$scratch/control/shlibs")"
+dpkg-deb -e "$(deb libvaed-client0)" "$scratch/client-control"
+[[ $(cat "$scratch/client-control/shlibs" 2> /dev/null) == "libvaed_client 0 libvaed-client0 (>= $version)" ]] ||
+  fail "libvaed-client0's shlibs is not 'libvaed_client 0 libvaed-client0 (>= $version)': $(cat "$scratch/client-control/shlibs" 2>&1)"
 for script in postinst prerm postrm; do
   [[ -x $scratch/control/$script ]] || fail "vaed has no executable $script"
   sh -n "$scratch/control/$script" || fail "vaed's $script is not valid sh"
@@ -136,6 +161,33 @@ if ! out=$(cd "$scratch" && systemd-analyze verify --root="$root" /usr/lib/syste
   fail "systemd-analyze verify --root=$root vaed.service reported problems (above)"
 fi
 echo "systemd-analyze verify: the unpacked vaed.service is clean"
+
+# The unpacked vaed finds its LibTorch in the root through its RPATH alone,
+# everything else in the base system; nothing from the build machine's
+# torch venv or CUDA toolkit.
+for lib in "${runtime[@]}"; do
+  file "$root/$libdir/vaed/$lib" | grep -q ', stripped' || fail "/$libdir/vaed/$lib is not stripped"
+done
+rpath=$(readelf -d "$root/$libdir/vaed/libtorch_cpu.so" | sed -n 's/.*(RPATH).*\[\(.*\)\]/\1/p')
+[[ $rpath == '$ORIGIN' ]] || fail "the packaged libtorch_cpu.so has the RPATH '$rpath', not \$ORIGIN"
+libs=$(env -i PATH=/usr/bin:/bin ldd "$root/usr/sbin/vaed")
+declare -A resolved=()  # soname -> the file ldd resolved it to, without ../
+while read -r name arrow path _; do
+  [[ $arrow == '=>' ]] || continue
+  [[ $path != not ]] || { echo "$libs" >&2; fail "the unpacked vaed does not find $name"; }
+  resolved[$name]=$(realpath "$path")
+done <<< "$libs"
+for name in "${!resolved[@]}"; do
+  case ${resolved[$name]} in
+    "$root"/* | /lib/* | /lib64/* | /usr/lib/* | /usr/lib64/*) ;;
+    *) echo "$libs" >&2; fail "the unpacked vaed loads $name from outside the root and the base system: ${resolved[$name]}" ;;
+  esac
+done
+for lib in "${runtime[@]}"; do
+  [[ ${resolved[$lib]:-} == "$root/$libdir/vaed/$lib" ]] ||
+    fail "the unpacked vaed does not load $lib from the root's /$libdir/vaed: ${resolved[$lib]:-not at all}"
+done
+echo "unpacked vaed: LibTorch from $root/$libdir/vaed, the rest from the base system"
 
 # The unpacked programs run, with libvaed_client from the root only.
 run_unpacked() {
