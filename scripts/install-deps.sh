@@ -29,6 +29,7 @@ install_promtool() {
 packages=(
   build-essential cmake ninja-build pkg-config
   file                           # cpack -G DEB sorts the packaged files with it (cmake/packaging.cmake)
+  debootstrap                    # a fresh Debian 12 root for the packages (tests/install/fresh_debian_decode_test.sh)
   ccache                         # compiler cache (scripts/ccache-env.sh); builds work without it
   python3-pip python3-venv        # scripts/fetch-libtorch.sh: pip download, the torch venv
   libzmq3-dev cppzmq-dev
