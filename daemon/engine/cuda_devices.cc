@@ -15,7 +15,14 @@ bool CudaDevicesAvailable() { return true; }
 Result<std::vector<CudaDevice>> ListCudaDevices() {
   int count = 0;
   if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
-    return CudaStatus(err, "listing CUDA devices (cudaGetDeviceCount)");
+    // The runtime says "driver version is insufficient" (35) also when no
+    // driver is loaded at all, and "no CUDA-capable device" (100) when it
+    // sees none: name the likely cause for the operator.
+    const bool no_driver = err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice;
+    return CudaStatus(err, no_driver ? "listing CUDA devices (cudaGetDeviceCount; is an NVIDIA "
+                                       "driver for CUDA 13 loaded and a GPU visible? "
+                                       "executor.device = \"cuda\" needs both)"
+                                     : "listing CUDA devices (cudaGetDeviceCount)");
   }
   std::vector<CudaDevice> devices;
   for (int i = 0; i < count; ++i) {
