@@ -3,14 +3,24 @@
 #
 #   scripts/gpu/check.sh --out DIR
 #
-# builds vaed with the machine's LibTorch and CUDA (and the Debian packages
-# carried in .gpu-debs, made here by scripts/gpu/fetch-debs.sh), then runs
-# these steps, each in its own process under its own timeout, so that one
-# failure never hides the others' figures (in this order):
+# runs the GPU build's programs prebuilt on the Debian machine (.gpu-bin,
+# made there by scripts/gpu/pack-binaries.sh from build-cuda/, against the
+# same torch 2.11 wheel as this machine's python3) with the Debian libraries
+# carried in .gpu-debs (scripts/gpu/fetch-debs.sh), and builds only what
+# cannot come prebuilt; then it runs these steps, each in its own process
+# under its own timeout, so that one failure never hides the others'
+# figures (in this order):
 #
 #   environment    machine, GPU, driver, torch, compilers, commit
-#   build          unpack .gpu-debs, configure the `cuda` preset, build the
-#                  targets the steps need (keeps going past a failed one)
+#   build          unpack .gpu-debs and .gpu-bin, link the prebuilt
+#                  programs to this machine's torch and libraries, check
+#                  that `vaed --help` starts, and take the carried Python
+#                  extension when python3 is the one it was built for (else
+#                  build the client alone, -DVAED_CLIENT_ONLY=ON). Only when
+#                  the prebuilt programs are absent or do not start:
+#                  configure the `cuda` preset and build the targets the
+#                  steps need (keeps going past a failed one). Its figures
+#                  say which (build_path: prebuilt or built) and the seconds
 #   ctest_gpu      ctest -L gpu (tests read the carried golden data:
 #                  VAED_SHARED_DIR=.gpu-golden)
 #   golden_h3      every golden H3 case (5 video, 3 audio) decoded on the
@@ -54,11 +64,16 @@
 # Options:
 #   --out DIR        where check.json and check.log go (required; created)
 #   --dry-run        check the arguments and the carried folders, print the
-#                    plan (configure command, steps, timeouts); build nothing
+#                    prebuilt programs it would use (path, size, commit),
+#                    the carried sizes, and the plan (the configure command
+#                    of a build there, for when they cannot be used; the
+#                    steps and their timeouts); run nothing
 #   --cpu-only       the same steps as a CPU build here (VAED_WITH_CUDA=OFF,
 #                    the system's packages, ccache, build-gpucheck/); the
 #                    steps that need a GPU are skipped with their reason
-#   --skip-build     use the build folder as it is (a rerun on a warm machine)
+#   --skip-build     use the build folder as it is, prebuilt or built (a
+#                    rerun on a warm machine)
+#   --no-prebuilt    build here even when .gpu-bin holds prebuilt programs
 #   --build-dir D    build folder (default build-gpu/, or build-gpucheck/
 #                    with --cpu-only)
 #   --budget S       wall seconds for the whole run (default 480; 14400 with
@@ -85,13 +100,14 @@ STEPS_ALL=(environment build ctest_gpu golden_h3 ipc_decode matmul_bf16
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 die() { echo "check.sh: $*" >&2; exit 2; }
 
-OUT="" DRY_RUN=0 MODE=gpu SKIP_BUILD=0 BUILD="" BUDGET="" ONLY="" DEPS="" CONFIGURE_ONLY=0
+OUT="" DRY_RUN=0 MODE=gpu SKIP_BUILD=0 BUILD="" BUDGET="" ONLY="" DEPS="" CONFIGURE_ONLY=0 USE_PREBUILT=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) [ $# -ge 2 ] || die "--out needs a folder"; OUT=$2; shift ;;
     --dry-run) DRY_RUN=1 ;;
     --cpu-only) MODE=cpu ;;
     --skip-build) SKIP_BUILD=1 ;;
+    --no-prebuilt) USE_PREBUILT=0 ;;
     --build-dir) [ $# -ge 2 ] || die "--build-dir needs a folder"; BUILD=$2; shift ;;
     --budget) [ $# -ge 2 ] || die "--budget needs seconds"; BUDGET=$2; shift ;;
     --only) [ $# -ge 2 ] || die "--only needs step names"; ONLY=$2; shift ;;
@@ -122,11 +138,12 @@ if [ -n "$ONLY" ]; then
     [ $known = 1 ] || die "--only: unknown step '$o' (steps: ${STEPS_ALL[*]})"
   done
 fi
-[ "$SKIP_BUILD" = 1 ] && [ ! -f "$BUILD/CMakeCache.txt" ] &&
-  die "--skip-build: $BUILD holds no configured build"
+[ "$SKIP_BUILD" = 1 ] && [ ! -f "$BUILD/CMakeCache.txt" ] && [ ! -f "$BUILD/prebuilt/manifest" ] &&
+  die "--skip-build: $BUILD holds neither a configured build nor unpacked prebuilt programs"
 [ "$SKIP_BUILD" = 1 ] && [ "$CONFIGURE_ONLY" = 1 ] && die "--skip-build and --configure-only exclude each other"
 
 DEBS_DIR="$ROOT/.gpu-debs"
+BIN_DIR="$ROOT/.gpu-bin"                 # prebuilt programs (pack-binaries.sh)
 GOLDEN_ROOT="$ROOT/.gpu-golden"          # VAED_SHARED_DIR of the tests
 GOLDEN_DIR="$GOLDEN_ROOT/golden/h3"
 if [ "$DEPS" = debs ] && [ "$SKIP_BUILD" = 0 ]; then
@@ -152,6 +169,7 @@ if [ "$MODE" = gpu ]; then
 fi
 
 source "$HERE/check_build.sh"
+source "$HERE/check_prebuilt.sh"
 
 selected() {  # whether step $1 runs
   local o
@@ -245,6 +263,11 @@ budget_reason() {
   if [ "$name" = build ]; then echo " (a larger --budget, or --skip-build on a built folder)"
   else echo " (rerun: --skip-build --only $name)"; fi
 }
+# The build step's seconds with prebuilt programs, for --dry-run's plan:
+# unpacking .gpu-debs and .gpu-bin, finding the libraries, `vaed --help`
+# and importing the Python client. An estimate from the Debian machine
+# (docs/gpu.md); a Python client built there adds about a minute.
+PREBUILT_ESTIMATE_S=20
 # Steps that a CPU build skips at once (their functions say why).
 needs_gpu() {
   case "$1" in matmul_bf16|ipc_client_death|bench_h3_*) [ "$MODE" = cpu ] ;; *) return 1 ;; esac
@@ -254,11 +277,37 @@ if [ "$DRY_RUN" = 1 ]; then
   echo "check.sh --dry-run: mode $MODE, deps $DEPS, build $BUILD, budget ${BUDGET} s, out $OUT"
   echo "  carried packages: $( [ "$DEPS" = debs ] && echo "$(ls "$DEBS_DIR"/*.deb 2>/dev/null | wc -l) in $DEBS_DIR" || echo "not used (system packages)")"
   echo "  golden data: $GOLDEN_DIR: $golden_note"
-  echo "  Python client: $([ "$PYTHON_CLIENT" = 1 ] && echo built || echo "not built (no Python headers or pybind11 for $(command -v python3))")"
-  echo "  configure (one shell line, after the build step unpacked the packages):"
+  if [ "$MODE" = cpu ]; then
+    echo "  Python client: built with the CPU build"
+  elif [ "$USE_PREBUILT" = 0 ]; then
+    echo "  prebuilt programs: not used (--no-prebuilt): the build step builds here"
+  elif prebuilt_present; then
+    echo "  $(prebuilt_summary):"
+    awk '$1 == "file" {printf "    %-46s %6.1f MiB stripped  sha256 %s\n", $3, $4 / 1048576, substr($5, 1, 16)}' \
+      "$BIN_DIR/manifest"
+    echo "    (as $BIN_DIR/programs.tar.xz: $(du -h "$BIN_DIR/programs.tar.xz" | cut -f1))"
+    if differing=$(prebuilt_matches_checkout "$BIN_DIR"); then
+      echo "  this checkout: the same sources the prebuilt programs were built from"
+    else
+      echo "  WARNING (they would still be used): $differing" | sed '2,$s/^/    /'
+    fi
+    echo "  the build step uses them when \`vaed --help\` starts on the GPU machine, else builds there (below)"
+    echo "  Python client: the carried extension when that python3's EXT_SUFFIX is" \
+         "$(manifest_value python_ext_suffix "$BIN_DIR/manifest"), else built there with -DVAED_CLIENT_ONLY=ON" \
+         "(here: $(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null))"
+  else
+    echo "  prebuilt programs: NONE in $BIN_DIR (scripts/gpu/pack-binaries.sh makes them): the build step builds on the GPU machine"
+  fi
+  [ "$MODE" = gpu ] && "$HERE/carry_size.sh" | sed 's/^/  /'
+  echo "  configure of a build$([ "$MODE" = gpu ] && echo " there, only without usable prebuilt programs") (one shell line, after the build step unpacked the packages):"
   echo "    $(configure_command_line 2>/dev/null)"
+  prebuilt_planned=0
+  if [ "$MODE" = gpu ] && [ "$USE_PREBUILT" = 1 ] && [ "$SKIP_BUILD" = 0 ] && prebuilt_present; then
+    prebuilt_planned=1
+  fi
   echo "  steps, worst case (each runs to its cut timeout; a step that ends sooner leaves its time"
-  echo "  to the later ones, and each timeout is recomputed from the clock when its step starts):"
+  echo "  to the later ones, and each timeout is recomputed from the clock when its step starts)$(
+        [ $prebuilt_planned = 1 ] && echo ", the prebuilt programs starting"):"
   elapsed=0 build_skipped=0
   for s in "${STEPS_ALL[@]}"; do
     if ! selected "$s"; then echo "    $s: not selected"; continue; fi
@@ -266,7 +315,11 @@ if [ "$DRY_RUN" = 1 ]; then
     plan_step "$s" "$left"
     kept=""
     [ "$PLAN_KEPT" -gt 0 ] && kept="; $PLAN_KEPT s kept for $PLAN_KEPT_FOR"
-    if [ $build_skipped = 1 ] && [ "$s" != environment ]; then
+    if [ "$s" = build ] && [ $prebuilt_planned = 1 ] && [ "$PLAN_TIMEOUT" -ge "$PLAN_MIN" ]; then
+      echo "    build: at +${elapsed} s, prebuilt: about $PREBUILT_ESTIMATE_S s (an estimate); timeout $PLAN_TIMEOUT s" \
+           "for a build there if they do not start (--dry-run --no-prebuilt: that plan)"
+      elapsed=$((elapsed + PREBUILT_ESTIMATE_S))
+    elif [ $build_skipped = 1 ] && [ "$s" != environment ]; then
       echo "    $s: skipped: the build step was skipped"
     elif needs_gpu "$s"; then
       echo "    $s: skipped at once: a CPU build (it needs a GPU)"
@@ -324,7 +377,8 @@ run_step() {
   t0=$(date +%s.%N)
   # shellcheck disable=SC2046  # step_args splits into the function and its arguments
   STEP=$name STEP_TIMEOUT=$timeout FIGURES=$figures REASON=$reason \
-    timeout -k 5 "$timeout" bash -c 'source "$HERE/check_build.sh"; source "$HERE/check_steps.sh"
+    timeout -k 5 "$timeout" bash -c 'source "$HERE/check_build.sh"; source "$HERE/check_prebuilt.sh"
+                                      source "$HERE/check_steps.sh"
                                       fn=$1; shift; "step_$fn" "$@"' _ $(step_args "$name") >> "$LOG" 2>&1
   rc=$?
   seconds=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
@@ -337,7 +391,9 @@ run_step() {
   esac
   "$REPORT_PY" "$HERE/check_report.py" step "$WORK/steps.jsonl" "$name" "$status" "$seconds" \
     "$timeout" "$reason" "$figures" "$plan"
-  say "[$(($(date +%s) - STARTED))s] $name: $status (${seconds} s)$( [ -s "$reason" ] && echo ": $(head -n1 "$reason")")"
+  local how=""  # the build step: whether it took the prebuilt programs or built
+  [ "$name" = build ] && [ -f "$WORK/build-path" ] && how="$(cat "$WORK/build-path"), "
+  say "[$(($(date +%s) - STARTED))s] $name: $status (${how}${seconds} s)$( [ -s "$reason" ] && echo ": $(head -n1 "$reason")")"
 }
 
 # ipc_host_copies: judged from ipc_decode's figures (the reply's count).
@@ -363,22 +419,37 @@ EOF
   say "[$(($(date +%s) - STARTED))s] ipc_host_copies: ${verdict%% *}"
 }
 
-export ROOT HERE MODE DEPS BUILD WORK OUT DEBS_DIR GOLDEN_ROOT GOLDEN_DIR REPORT_PY VAED VAECTL
-export PYTHON_CLIENT PYBIND11_CMAKE_DIR CONFIGURE_ONLY
+export ROOT HERE MODE DEPS BUILD WORK OUT DEBS_DIR BIN_DIR GOLDEN_ROOT GOLDEN_DIR REPORT_PY VAED VAECTL
+export PYTHON_CLIENT PYBIND11_CMAKE_DIR CONFIGURE_ONLY USE_PREBUILT
 say "check.sh: mode $MODE, deps $DEPS, build $BUILD, budget $BUDGET s, golden $golden_note"
 for name in "${STEPS_ALL[@]}"; do
   selected "$name" || continue
   run_step "$name"
   if [ "$name" = build ] || { [ "$name" = environment ] && [ "$SKIP_BUILD" = 1 ]; }; then
-    # After the build (or instead of it): the carried libraries this machine
-    # lacks, the targets the build defines, and the client's python.
-    RUNTIME_LIBS=$(runtime_library_path)
+    # After the build (or instead of it): the library path, the targets and
+    # the client's python. Prebuilt programs ($BUILD/prebuilt, left by the
+    # build step or an earlier run's): the path the build step worked out
+    # for them, the programs the manifest lists, this machine's python3 and
+    # the Python client the build step provided. Built ones: the carried
+    # libraries this machine lacks, the targets the build defines, and the
+    # python the extension was built for.
+    if [ -f "$BUILD/prebuilt/ld-library-path" ]; then
+      RUNTIME_LIBS=$(cat "$BUILD/prebuilt/ld-library-path")
+      [ -f "$WORK/targets.txt" ] ||
+        awk '$1 == "file" && $2 != "-" {print $2}' "$BUILD/prebuilt/manifest" > "$WORK/targets.txt"
+      export CLIENT_PY=$REPORT_PY
+      PYTHON_CLIENT_WHY=$(cat "$BUILD/prebuilt/python-client" 2>/dev/null || echo "none (not provided)")
+      if [ "${PYTHON_CLIENT_WHY%% *}" = none ]; then PYTHON_CLIENT=0; else PYTHON_CLIENT=1; fi
+      export PYTHON_CLIENT_WHY
+    else
+      RUNTIME_LIBS=$(runtime_library_path)
+      [ -f "$WORK/targets.txt" ] ||
+        ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_.-]*\): phony$/\1/p' > "$WORK/targets.txt"
+      CLIENT_PY=$(sed -n 's/^VAED_PYTHON_EXECUTABLE:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+      export CLIENT_PY=${CLIENT_PY:-$REPORT_PY}
+      if grep -q '^VAED_BUILD_PYTHON:BOOL=OFF' "$BUILD/CMakeCache.txt" 2>/dev/null; then PYTHON_CLIENT=0; fi
+    fi
     [ -n "$RUNTIME_LIBS" ] && export LD_LIBRARY_PATH="$RUNTIME_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    [ -f "$WORK/targets.txt" ] ||
-      ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_.-]*\): phony$/\1/p' > "$WORK/targets.txt"
-    CLIENT_PY=$(sed -n 's/^VAED_PYTHON_EXECUTABLE:INTERNAL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
-    export CLIENT_PY=${CLIENT_PY:-$REPORT_PY}
-    if grep -q '^VAED_BUILD_PYTHON:BOOL=OFF' "$BUILD/CMakeCache.txt" 2>/dev/null; then PYTHON_CLIENT=0; fi
   fi
   [ "$name" = ipc_decode ] && record_host_copies
 done

@@ -3,13 +3,14 @@
 # build. Functions only; they read check.sh's settings (MODE, DEPS, BUILD,
 # ROOT, DEBS_DIR) and print what they do on stdout (check.sh logs it).
 #
-# The GPU build (MODE=gpu) configures the `cuda` preset (VAED_WITH_CUDA=ON)
-# into $BUILD against the machine's own LibTorch (the PyTorch wheel of its
-# python3: torch.utils.cmake_prefix_path), CUDA toolkit and NCCL, and the
-# Debian packages carried in .gpu-debs (DEPS=debs), unpacked with `dpkg -x`
-# into $BUILD/deps/root. The CPU build (MODE=cpu) configures the `default`
-# preset with the system's packages (DEPS=system) through ccache, as
-# scripts/test.sh does.
+# The GPU build (MODE=gpu), made only when the prebuilt programs of
+# .gpu-bin are absent or do not start there (check_prebuilt.sh), configures
+# the `cuda` preset (VAED_WITH_CUDA=ON) into $BUILD against the machine's
+# own LibTorch (the PyTorch wheel of its python3: torch.utils.cmake_prefix_path),
+# CUDA toolkit and NCCL, and the Debian packages carried in .gpu-debs
+# (DEPS=debs), unpacked with `dpkg -x` into $BUILD/deps/root. The CPU build
+# (MODE=cpu) configures the `default` preset with the system's packages
+# (DEPS=system) through ccache, as scripts/test.sh does.
 
 # Unpacks .gpu-debs into $BUILD/deps/root (again only when the packages
 # changed) and rewrites its pkg-config files for that prefix. libgloo-dev
@@ -78,45 +79,69 @@ nccl_cache_args() {
   fi
 }
 
+# The cmake arguments that build against the carried packages unpacked
+# under $BUILD/deps/root (DEPS=debs), one a line, $1 prepended to
+# CMAKE_PREFIX_PATH and $2 appended to the C++ flags. Without the carried
+# packages: only the prefix path.
+deps_args() {
+  local prefix_path=$1 cxx_flags=${2:-} link_flags root="$BUILD/deps/root"
+  if [ "$DEPS" = debs ]; then
+    prefix_path+="${prefix_path:+;}$root/usr"
+    # Headers in the multiarch folder (openssl/configuration.h) and the
+    # carried libraries' own dependencies at link time.
+    cxx_flags="-isystem $root/usr/include -isystem $root/usr/include/x86_64-linux-gnu${cxx_flags:+ $cxx_flags}"
+    link_flags="-Wl,-rpath-link,$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
+    echo "-DCMAKE_CXX_FLAGS=$cxx_flags"
+    echo "-DCMAKE_EXE_LINKER_FLAGS=$link_flags"
+    echo "-DCMAKE_SHARED_LINKER_FLAGS=$link_flags"
+    echo "-DCMAKE_MODULE_LINKER_FLAGS=$link_flags"
+    command -v pkg-config >/dev/null || echo "-DPKG_CONFIG_EXECUTABLE=$root/usr/bin/pkgconf"
+  fi
+  echo "-DCMAKE_PREFIX_PATH=$prefix_path"
+}
+
 # The cmake command line of this build, one argument a line (so paths with
-# spaces survive); the build settings are summarised on stderr.
+# spaces survive); the build settings are summarised on stderr. $1: full
+# (the build of check.sh's mode), or client: the client-only build of the Python extension beside prebuilt programs
+# ($BUILD/client-only: -DVAED_CLIENT_ONLY=ON, no LibTorch, no CUDA; the
+# client reaches the CUDA driver with dlopen, so it needs neither).
 configure_args() {
-  local args=(-S "$ROOT" -B "$BUILD")
+  local args=(-S "$ROOT") deps=()
   if [ "$MODE" = cpu ]; then
-    args+=(--preset default -DVAED_WITH_CUDA=OFF)
+    args+=(-B "$BUILD" --preset default -DVAED_WITH_CUDA=OFF)
+  elif [ "${1:-}" = client ]; then
+    args+=(-B "$BUILD/client-only" --preset default -DVAED_CLIENT_ONLY=ON -DVAED_WITH_CUDA=OFF
+           -DVAED_WERROR=OFF -DCMAKE_POLICY_VERSION_MINIMUM=3.5
+           -DPython_EXECUTABLE="$(command -v python3)")
+    mapfile -t deps < <(deps_args "${PYBIND11_CMAKE_DIR:-}")
+    args+=("${deps[@]}")
   else
-    args+=(--preset cuda -DVAED_WITH_CUDA=ON
-           # The device's compiler and LibTorch 2.x headers are not the ones
-           # -Werror is kept clean for (Debian 12's gcc 12, LibTorch 1.13);
-           # a new warning there must not stop the check.
+    args+=(-B "$BUILD" --preset cuda -DVAED_WITH_CUDA=ON
+           # The device's compiler is not the one -Werror is kept clean for
+           # (Debian 12's gcc 12); a new warning there must not stop the
+           # check.
            -DVAED_WERROR=OFF -DCMAKE_POLICY_VERSION_MINIMUM=3.5)
-    local nvcc torch_prefix prefix_path cxx_flags link_flags nccl
+    local nvcc torch_site torch_prefix prefix_path gloo="" nccl
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-    torch_prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null) ||
-      torch_prefix="<no torch importable by $(command -v python3)>"
+    # The site-packages holding the machine's torch; its CMake files are in
+    # torch/share/cmake (torch.utils.cmake_prefix_path), its headers in
+    # torch/include.
+    torch_site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' \
+                 2>/dev/null) || torch_site="<no torch importable by $(command -v python3)>"
+    torch_prefix="$torch_site/torch/share/cmake"
     prefix_path="$torch_prefix"
     if [ -n "${PYBIND11_CMAKE_DIR:-}" ]; then prefix_path+=";$PYBIND11_CMAKE_DIR"; fi
+    # cmake/libtorch.cmake takes LibTorch from VAED_LIBTORCH_PREFIX, a
+    # site-packages holding torch 2.11: here the machine's own.
     args+=(-DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90
+           -DVAED_LIBTORCH_PREFIX="$torch_site"
            -DPython_EXECUTABLE="$(command -v python3)")
-    if [ "$DEPS" = debs ]; then
-      local root="$BUILD/deps/root"
-      prefix_path+=";$root/usr"
-      # Headers in the multiarch folder (openssl/configuration.h) and the
-      # carried libraries' own dependencies at link time.
-      cxx_flags="-isystem $root/usr/include -isystem $root/usr/include/x86_64-linux-gnu"
-      link_flags="-Wl,-rpath-link,$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
-      # torch_prefix is <torch>/share/cmake; its headers are in <torch>/include.
-      if [ ! -d "$torch_prefix/../../include/gloo" ]; then
-        cxx_flags+=" -isystem $BUILD/deps/gloo/usr/include"
-        echo "configure: this LibTorch ships no Gloo headers: using Debian's libgloo-dev" >&2
-      fi
-      args+=(-DCMAKE_CXX_FLAGS="$cxx_flags" -DCMAKE_EXE_LINKER_FLAGS="$link_flags"
-             -DCMAKE_SHARED_LINKER_FLAGS="$link_flags" -DCMAKE_MODULE_LINKER_FLAGS="$link_flags")
-      if ! command -v pkg-config >/dev/null; then
-        args+=(-DPKG_CONFIG_EXECUTABLE="$root/usr/bin/pkgconf")
-      fi
+    if [ "$DEPS" = debs ] && [ ! -d "$torch_site/torch/include/gloo" ]; then
+      gloo="-isystem $BUILD/deps/gloo/usr/include"
+      echo "configure: this LibTorch ships no Gloo headers: using Debian's libgloo-dev" >&2
     fi
-    args+=(-DCMAKE_PREFIX_PATH="$prefix_path")
+    mapfile -t deps < <(deps_args "$prefix_path" "$gloo")
+    args+=("${deps[@]}")
     nccl=$(nccl_cache_args "$(dirname "$(dirname "$nvcc")")")
     # shellcheck disable=SC2206  # two -D words without spaces inside
     [ -n "$nccl" ] && args+=($nccl)
@@ -158,7 +183,7 @@ configure_env() {
 # --dry-run prints it; the build step logs it).
 configure_command_line() {
   local args=() env=()
-  mapfile -t args < <(configure_args)
+  mapfile -t args < <(configure_args full)
   mapfile -t env < <(configure_env)
   if [ ${#env[@]} -gt 0 ]; then
     shell_quote env "${env[@]}" cmake "${args[@]}"
@@ -174,7 +199,7 @@ configure_build() {
     echo "configure: $(command -v python3) cannot import torch: no LibTorch to build against"
     return 1
   fi
-  mapfile -t args < <(configure_args)
+  mapfile -t args < <(configure_args full)
   while IFS= read -r e; do
     case "$e" in LD_LIBRARY_PATH=*) ;; *) export "${e?}" ;; esac  # check.sh sets LD_LIBRARY_PATH
   done < <(configure_env)

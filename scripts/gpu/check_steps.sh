@@ -139,20 +139,50 @@ step_environment() {
   return $PASSED
 }
 
+# The build step. On the GPU (MODE=gpu) it first tries the prebuilt
+# programs of .gpu-bin (try_prebuilt); only when they are absent (or
+# --no-prebuilt) or do not start does it configure and build here. It
+# records which (figures.build_path prebuilt or built, and $WORK/build-path
+# for check.sh's log line) and the seconds of each part.
 step_build() {
-  local t0 status=$PASSED
-  t0=$(date +%s)
+  local t0 t_all status=$PASSED why=""
+  t0=$(date +%s) t_all=$(date +%s)
   if [ "$DEPS" = debs ]; then
     if ! unpack_debs; then
       touch "$WORK/configure-failed"
       reason "unpacking .gpu-debs failed"
       return $FAILED
     fi
-    # The carried protoc and pkgconf need their libraries while building.
+    # The carried protoc and pkgconf need their libraries while building,
+    # and the prebuilt programs those the machine lacks.
     local libs
     libs=$(runtime_library_path)
     [ -n "$libs" ] && export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fig deps_s $(($(date +%s) - t0))
   fi
+  if [ "$MODE" = gpu ]; then
+    if [ "${USE_PREBUILT:-1}" = 0 ]; then
+      why="--no-prebuilt"
+    elif ! prebuilt_present; then
+      why="no prebuilt programs in $BIN_DIR (scripts/gpu/pack-binaries.sh makes them)"
+    else
+      try_prebuilt
+      case $? in
+        0|2)
+          echo prebuilt > "$WORK/build-path"
+          fig build_path prebuilt build_s $(($(date +%s) - t_all))
+          [ -f "$WORK/prebuilt-why" ] || return $PASSED
+          reason "$(cat "$WORK/prebuilt-why")"
+          return $FAILED ;;
+        *) why=$(cat "$WORK/prebuilt-why") ;;
+      esac
+    fi
+    echo "build: building here: $why"
+    fig prebuilt_not_used "$why"
+    forget_prebuilt
+  fi
+  echo built > "$WORK/build-path"
+  t0=$(date +%s)
   if ! configure_build; then
     touch "$WORK/configure-failed"
     reason "cmake configure failed (see check.log)"
@@ -168,8 +198,68 @@ step_build() {
     reason "some targets failed to build (see check.log); the steps that need them say so"
     status=$FAILED
   fi
-  fig build_s $(($(date +%s) - t0))
+  fig build_path built build_s $(($(date +%s) - t_all))
   return $status
+}
+
+# The prebuilt half of the build step (check_prebuilt.sh): unpacks .gpu-bin
+# into $BUILD, finds this machine's torch and the libraries the programs
+# need, checks that the daemon starts, then provides the Python client.
+# Returns 0 when all of that worked; 2 when the programs are usable but
+# the Python client could not be built (reason in $WORK/prebuilt-why); 1
+# when the programs are not usable and must be built here (reason in
+# $WORK/prebuilt-why).
+try_prebuilt() {
+  local t0 m="$BUILD/prebuilt/manifest" unresolved differing
+  t0=$(date +%s)
+  echo "build: $(prebuilt_summary)"
+  if ! unpack_prebuilt; then
+    echo "the prebuilt programs did not unpack (see check.log)" > "$WORK/prebuilt-why"
+    return 1
+  fi
+  fig prebuilt_commit "$(manifest_value commit "$m")" \
+      prebuilt_changed_files "$(manifest_value changed_files "$m")" \
+      prebuilt_stale "$(manifest_value stale "$m")" prebuilt_torch "$(manifest_value torch "$m")"
+  # Programs built from other sources than this checkout's are still used
+  # (a build here would cost the minutes the steps need), with a warning.
+  if differing=$(prebuilt_matches_checkout "$BUILD/prebuilt"); then
+    fig prebuilt_matches_checkout true
+  else
+    fig prebuilt_matches_checkout false prebuilt_differences "$differing"
+    echo "build: WARNING: $differing"
+  fi
+  if ! prebuilt_library_path; then
+    echo "$(command -v python3) imports no torch: no LibTorch for the prebuilt programs" \
+      > "$WORK/prebuilt-why"
+    return 1
+  fi
+  fig libraries "$(tr '\n' ';' < "$BUILD/prebuilt/libraries")" \
+      ld_library_path "$(cat "$BUILD/prebuilt/ld-library-path")"
+  unresolved=$(prebuilt_unresolved)
+  if [ -n "$unresolved" ]; then
+    fig unresolved_libraries "$(sort -u <<<"$unresolved" | tr '\n' ';')"
+    echo "build: libraries the loader does not find for the prebuilt programs:"
+    echo "$unresolved"
+  fi
+  if ! prebuilt_starts > "$WORK/prebuilt-why"; then
+    echo "build: the prebuilt daemon does not start: $(cat "$WORK/prebuilt-why")"
+    echo "build: glibc here: $(ldd --version 2>/dev/null | head -n1); the prebuilt files ask for:"
+    awk '$1 == "requires" {print "  " $2 ": " $3 " " $4}' "$m"
+    sed -i 's/^/the prebuilt programs do not start: /' "$WORK/prebuilt-why"
+    return 1
+  fi
+  rm -f "$WORK/prebuilt-why"
+  fig prebuilt_s $(($(date +%s) - t0))
+  awk '$1 == "file" && $2 != "-" {print $2}' "$m" > "$WORK/targets.txt"
+  t0=$(date +%s)
+  prebuilt_python_client
+  fig python_client "$(cat "$BUILD/prebuilt/python-client")" python_client_s $(($(date +%s) - t0))
+  if [ "$(cut -d' ' -f1 "$BUILD/prebuilt/python-client")" = none ] && [ "$PYTHON_CLIENT" = 1 ]; then
+    echo "the Python client could not be built here (see check.log); the prebuilt programs are in use" \
+      > "$WORK/prebuilt-why"
+    return 2
+  fi
+  return 0
 }
 
 step_ctest_gpu() {
@@ -227,7 +317,7 @@ step_sticky_error() {
   local config="$WORK/sticky.toml" rc waited=0
   need_program "$VAED" vaed || return
   if [ "$PYTHON_CLIENT" = 0 ]; then
-    reason "no Python client in this build (no Python headers for this python3)"
+    reason "no Python client: ${PYTHON_CLIENT_WHY:-this build has none (no Python headers for this python3)}"
     return $MISSING
   fi
   if [ "$MODE" = gpu ]; then daemon_has_cuda_ranks || return $MISSING; fi
@@ -261,7 +351,7 @@ step_sticky_error() {
 # $MISSING or $SKIPPED otherwise.
 need_torch_worker() {
   if [ "$PYTHON_CLIENT" = 0 ]; then
-    reason "no Python client in this build (no Python headers for this python3)"
+    reason "no Python client: ${PYTHON_CLIENT_WHY:-this build has none (no Python headers for this python3)}"
     return $MISSING
   fi
   if ! "$CLIENT_PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
