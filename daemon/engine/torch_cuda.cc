@@ -140,7 +140,7 @@ Result<DeviceMemoryFigures> TorchDeviceMemory(int ordinal) {
   DeviceMemoryFigures f;
   VAED_RETURN_IF_ERROR(Guarded("reading the caching allocator's figures", [&] {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(ordinal);
-    // Index 0 is StatType::AGGREGATE (all pools) in LibTorch 1.13 and 2.x.
+    // Index 0 is StatType::AGGREGATE (all pools) (LibTorch 2.11).
     f.allocated_bytes = static_cast<uint64_t>(stats.allocated_bytes[0].current);
     f.peak_allocated_bytes = static_cast<uint64_t>(stats.allocated_bytes[0].peak);
     f.reserved_bytes = static_cast<uint64_t>(stats.reserved_bytes[0].current);

@@ -8,8 +8,9 @@
 // its mean magnitude (10x its output rounding), the tiny H3 decoder's bf16
 // tile is off by 0.71 against float32 (the test's bound, 0.03, held on the
 // CPU the suite was written on), and two full-width decoder blocks of one
-// tile took 361-373 s. So bf16 products run here as
-// float32 GEMMs (OpenBLAS) on the bf16 values widened, whatever the CPU;
+// tile took 361-373 s. So bf16 products run here as float32 GEMMs
+// (LibTorch's: MKL in the PyPI wheel) on the bf16 values widened, whatever
+// the CPU and LibTorch version: one rule, the same rounding everywhere;
 // float32 operands take LibTorch's own kernels unchanged.
 //
 // Shapes and layouts are those of the LibTorch call each replaces; `out`

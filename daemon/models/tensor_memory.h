@@ -6,7 +6,7 @@
 // allocated afterwards (weights loaded later, activations, outputs) is
 // counted in bytes as requested from the allocator (storage nbytes, before
 // the allocator's 64-byte alignment). Memory LibTorch takes outside its
-// allocator (OpenBLAS/oneDNN scratch, glibc arenas, thread stacks) is not
+// allocator (MKL/oneDNN scratch, glibc arenas, thread stacks) is not
 // counted; the process's peak RSS (engine/process_memory.h) covers those.
 //
 // Budget: with SetTensorMemoryBudget(b > 0), an allocation that would take

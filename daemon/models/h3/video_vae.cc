@@ -45,8 +45,8 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
     return InvalidArgument(what + ": compute_dtype must be float32, float16 or bfloat16");
   }
   if (options.compute_dtype == torch::kHalf && options.device.is_cpu()) {
-    // LibTorch's CPU kernels have no fp16 GEMM, conv or softmax to speak of
-    // (1.13); fp16 is the official GPU recipe (spec §1.6).
+    // fp16 is the official GPU recipe (spec §1.6); LibTorch's CPU kernels
+    // are not built for it (no fp16 path vaed could call exact or fast).
     return InvalidArgument(what + ": compute_dtype float16 is the GPU recipe (spec §1.6) and "
                            "this model is on the CPU; use float32 (exact) or bfloat16 there");
   }

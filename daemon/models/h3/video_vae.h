@@ -29,8 +29,8 @@
 //                   RoPE tables and workspace buffers (Vit3dDecoder::
 //                   TilePlan) and the blend ramps, built once, kept in an
 //                   LRU PlanCache; same bytes as eager. Weights are not
-//                   re-packed: the fp32 GEMMs go to OpenBLAS, which packs
-//                   per call, and a oneDNN-packed fp32 linear returns other
+//                   re-packed: the fp32 GEMMs go to MKL, which packs per
+//                   call, and a oneDNN-packed fp32 linear returns other
 //                   bits; no CUDA graphs in a CPU build.
 //   failure ladder  an allocation failure in a stacked call retries the
 //                   same tiles at half the stack, down to one tile per call

@@ -21,10 +21,11 @@ torch::Tensor RmsNorm(const torch::Tensor& x, double eps) {
 }
 
 // torch::linear on [B, S, K], one GEMM per batch item. A stacked GEMM over
-// B*S rows does not give the same bits per row as an S-row GEMM on this
-// build (OpenBLAS sgemm and oneDNN bf16 choose their blocking from the row
-// count; measured max diff 1e-4 at K = 2048), which would make stacked tiles
-// differ from sequential ones. For B = 1 this is exactly the official
+// B*S rows need not give the same bits per row as an S-row GEMM (BLAS
+// kernels may choose their blocking from the row count: OpenBLAS sgemm
+// differed by up to 1e-4 at K = 2048; MKL's single-row products differ from
+// multi-row ones), which would make stacked tiles differ from sequential
+// ones. For B = 1 this is exactly the official
 // at::linear call (contiguous 3-D input -> addmm). bf16 products on the
 // CPU accumulate in float32 (gemm.h).
 torch::Tensor Linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {

@@ -31,12 +31,12 @@
 //              autocast), with the autocast GEMM and conv weights kept
 //              resident once in fp16 (the one-time cast gives the bits
 //              autocast's per-call cast gives): as kBFloat16 below with fp16
-//              in place of bf16, and attention through LibTorch 2.x's fused
-//              SDPA on CUDA (as the official F.scaled_dot_product_attention;
-//              the explicit form on 1.13). GPU ranks only (VideoVae::Create
+//              in place of bf16, and attention through LibTorch's fused
+//              SDPA on CUDA (as the official F.scaled_dot_product_attention).
+//              GPU ranks only (VideoVae::Create
 //              refuses it on the CPU). Unrun: no GPU has executed it.
 //   kBFloat16  the official fp16-autocast recipe of spec §1.6 with bf16 in
-//              place of fp16 (fused SDPA on CUDA with LibTorch 2.x, as
+//              place of fp16 (fused SDPA on CUDA, as
 //              kHalf): post_quant_conv in bf16, x_embedder in fp32
 //              (output rounded to bf16), fp32 residual stream, block norms
 //              and Q/K norms computed in fp32, to_qkv/to_out/w1/w2 GEMMs in
@@ -51,10 +51,10 @@
 // Batch invariance: every op treats batch items independently, and in both
 // dtypes a batch-B call gives byte-identical items to B batch-1 calls on
 // this CPU build (tested). To get there, post_quant_conv, every Linear and
-// the attention run per batch item: LibTorch's CPU conv3d and the
-// OpenBLAS/oneDNN GEMMs return different bits for a row when the number of
-// rows changes (up to 1e-4 at K = 2048), so one GEMM over B*S rows would
-// not equal B GEMMs over S rows. On CPU a stacked call therefore costs
+// the attention run per batch item: LibTorch's CPU conv3d and BLAS GEMMs
+// may return different bits for a row when the number of rows changes (up
+// to 1e-4 at K = 2048 with OpenBLAS), so one GEMM over B*S rows need not
+// equal B GEMMs over S rows. On CPU a stacked call therefore costs
 // about as much as B single calls; it only amortises per-call overhead.
 //
 // Thread-safety: after Load()/CreateRandom() returns, all const methods
