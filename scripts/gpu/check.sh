@@ -280,7 +280,7 @@ if [ "$DRY_RUN" = 1 ]; then
   if [ "$MODE" = cpu ]; then
     echo "  Python client: built with the CPU build"
   elif [ "$USE_PREBUILT" = 0 ]; then
-    echo "  prebuilt programs: not used (--no-prebuilt): the build step builds here"
+    echo "  prebuilt programs: not used (--no-prebuilt): the build step builds on the GPU machine"
   elif prebuilt_present; then
     echo "  $(prebuilt_summary):"
     awk '$1 == "file" {printf "    %-46s %6.1f MiB stripped  sha256 %s\n", $3, $4 / 1048576, substr($5, 1, 16)}' \
