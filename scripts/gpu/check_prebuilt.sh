@@ -51,14 +51,22 @@ prebuilt_sources_differing() {
 }
 
 # Compares the pack with this checkout: prints one line per difference
-# (commit, changed source files) and returns 1 when there is one.
+# (a commit whose sources differ, changed source files) and returns 1 when
+# there is one. Another commit with the same sources (a docs change) is no
+# difference; where git cannot compare the two commits (no .git, or the
+# packed commit is not in it) the files' SHA-256 decide alone.
 prebuilt_matches_checkout() {
-  local dir=$1 packed head differing rc=0
+  local dir=$1 packed head differing rc=0 paths=()
   packed=$(manifest_value commit "$dir/manifest")
+  read -r -a paths <<<"$(manifest_value source_paths "$dir/manifest")"
   head=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null) || head=""
   if [ -n "$head" ] && [ "$head" != "$packed" ]; then
-    echo "the checkout is at commit ${head:0:12}, the prebuilt programs were built at ${packed:0:12}"
-    rc=1
+    git -C "$ROOT" diff --quiet "$packed" "$head" -- "${paths[@]}" 2>/dev/null
+    case $? in
+      0) ;;
+      1) echo "the checkout is at commit ${head:0:12}, the prebuilt programs were built at ${packed:0:12}, and their sources differ"
+         rc=1 ;;
+    esac
   fi
   differing=$(prebuilt_sources_differing "$dir")
   if [ -n "$differing" ]; then

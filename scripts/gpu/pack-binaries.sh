@@ -164,6 +164,7 @@ newest_version() {
   echo "changed_files $changed"
   echo "stale $stale"
   echo "packed_utc $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "source_paths ${source_paths[*]}"
   echo "build_dir $build"
   echo "source_dir $root"
   echo "torch ${torch_version:-unknown}"
