@@ -24,9 +24,11 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
 fi
 cmake --preset cuda >/dev/null
 # The daemon, every GPU test program and the benchmark the device check
-# runs, against the wheel's libtorch_cuda (cmake/libtorch.cmake).
+# runs, against the wheel's libtorch_cuda (cmake/libtorch.cmake), plus
+# vaectl and the Python client the check's steps drive them with: all that
+# scripts/gpu/pack-binaries.sh carries to the GPU machine.
 targets=(vaed shm_cuda_ipc_device_test nccl_communicator_test cuda_events_device_test
-         vaed_bench_h3_video "$@")
+         vaed_bench_h3_video vaectl vaed_python "$@")
 cmake --build --preset cuda -j "$(nproc)" --target "${targets[@]}"
 echo "cuda-build.sh: GPU build compiled and linked: ${targets[*]} (build-cuda/; not run here)"
 # The link line of vaed, and what the linked program needs: libtorch_cuda.so

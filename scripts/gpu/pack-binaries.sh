@@ -75,11 +75,11 @@ grep -q '^VAED_WITH_CUDA:BOOL=ON' "$cache" ||
   die "$build is not a CUDA build (VAED_WITH_CUDA is not ON): its programs cannot decode on a GPU"
 
 # The targets check.sh's steps run: the daemon, vaectl, the H3 benchmark,
-# the Python extension, and every test program labelled gpu. cuda-build.sh
-# builds all but vaectl and the extension, which it builds when named.
+# the Python extension, and every test program labelled gpu: what
+# scripts/cuda-build.sh builds.
 targets=(vaed vaectl vaed_bench_h3_video vaed_python_core)
 mapfile -t -O ${#targets[@]} targets < <(python3 "$here/list_gpu_tests.py" "$root")
-build_hint="scripts/cuda-build.sh vaectl vaed_python"
+build_hint="scripts/cuda-build.sh"
 
 # The file target $1 makes, relative to the build folder (its phony's input).
 target_file() {
