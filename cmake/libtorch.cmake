@@ -59,6 +59,13 @@ if(NOT Torch_FOUND OR NOT Torch_VERSION VERSION_EQUAL 2.11.0)
     "VAED_LIBTORCH_PREFIX at a site-packages that holds torch 2.11.")
 endif()
 
+# The wheel links MKL into libtorch_cpu.so statically; TorchConfig's
+# caffe2::mkl (a usage requirement of torch_cpu) still names MKL's folders
+# under an MKL_ROOT this machine does not have (/lib/intel64, ...), which
+# would end up in every program's RUNPATH.
+set_target_properties(caffe2::mkl PROPERTIES INTERFACE_LINK_DIRECTORIES ""
+                      INTERFACE_INCLUDE_DIRECTORIES "")
+
 # The include view without the bundled fmt and protobuf.
 set(_vaed_torch_include "${CMAKE_BINARY_DIR}/libtorch-include")
 file(REMOVE_RECURSE "${_vaed_torch_include}")
@@ -83,25 +90,18 @@ target_link_libraries(vaed_torch INTERFACE $<LINK_ONLY:torch_cpu> $<LINK_ONLY:c1
 set(VAED_TORCH_CUDA_LIBS torch_cuda_library)
 
 # The check: with vaed_torch's include folders first, as on every compile
-# line, fmt and protobuf resolve to Debian's.
+# line, fmt and protobuf resolve to Debian's (cmake/torch_headers_check.cc;
+# tests/cmake/torch_headers_test.sh shows the same source fails with the
+# wheel's own include folder). Run on every configure: the prefix may change.
 include(CheckCXXSourceCompiles)
+unset(VAED_TORCH_HEADERS_LEAVE_DEBIANS CACHE)
+file(READ "${CMAKE_CURRENT_LIST_DIR}/torch_headers_check.cc" _vaed_torch_headers_check)
 set(CMAKE_REQUIRED_INCLUDES "${_vaed_torch_include}" "${_vaed_torch_include}/torch/csrc/api/include")
 set(CMAKE_REQUIRED_QUIET ON)
-check_cxx_source_compiles([[
-#include <fmt/core.h>
-#include <google/protobuf/stubs/common.h>
-#if FMT_VERSION >= 100000
-#error LibTorch's bundled fmt shadows Debian's
-#endif
-#if GOOGLE_PROTOBUF_VERSION != 3021012
-#error LibTorch's bundled protobuf shadows Debian's
-#endif
-int main() { return 0; }
-]] VAED_TORCH_HEADERS_LEAVE_DEBIANS)
+check_cxx_source_compiles("${_vaed_torch_headers_check}" VAED_TORCH_HEADERS_LEAVE_DEBIANS)
 unset(CMAKE_REQUIRED_INCLUDES)
 unset(CMAKE_REQUIRED_QUIET)
 if(NOT VAED_TORCH_HEADERS_LEAVE_DEBIANS)
-  unset(VAED_TORCH_HEADERS_LEAVE_DEBIANS CACHE)
   message(FATAL_ERROR
     "With LibTorch's include folders (${_vaed_torch_include}) first, <fmt/core.h> or "
     "<google/protobuf/stubs/common.h> is not Debian's (libfmt-dev 9, libprotobuf-dev 3.21): "
