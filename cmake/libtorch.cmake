@@ -50,12 +50,33 @@ endif()
 if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(TORCH_CUDA_ARCH_LIST "9.0;10.3")
 endif()
-find_package(Torch 2.11 QUIET)
-if(NOT Torch_FOUND OR NOT Torch_VERSION VERSION_EQUAL 2.11.0)
+# The wheel's TorchConfig.cmake stops with Caffe2's own words when it finds
+# no CUDA toolkit; say it in vaed's first.
+find_package(CUDAToolkit QUIET)
+if(NOT CUDAToolkit_FOUND)
   message(FATAL_ERROR
-    "vaed builds against LibTorch 2.11.0 (PyPI's torch==2.11.0); found "
-    "'${Torch_VERSION}' under VAED_LIBTORCH_PREFIX=${VAED_LIBTORCH_PREFIX}. "
-    "Run scripts/fetch-libtorch.sh (scripts/install-deps.sh does), or point "
+    "Configuring vaed needs the CUDA 13.0 toolkit (nvcc, headers, libraries; e.g. "
+    "/usr/local/cuda), the CPU build too: LibTorch 2.11's CMake package (PyPI's CUDA 13.0 "
+    "wheel) looks for it. The built CPU daemon does not need it at run time.")
+endif()
+# A build folder configured before keeps the Torch_DIR it found; a changed
+# VAED_LIBTORCH_PREFIX must find torch again, or the build would mix two.
+string(FIND "${Torch_DIR}" "${VAED_LIBTORCH_PREFIX}/" _vaed_torch_dir_at)
+if(DEFINED CACHE{Torch_DIR} AND NOT _vaed_torch_dir_at EQUAL 0)
+  unset(Torch_DIR CACHE)
+  unset(Caffe2_DIR CACHE)
+endif()
+find_package(Torch 2.11 QUIET)
+if(NOT Torch_FOUND)
+  message(FATAL_ERROR
+    "No LibTorch under VAED_LIBTORCH_PREFIX=${VAED_LIBTORCH_PREFIX} (no "
+    "torch/share/cmake/Torch/TorchConfig.cmake). vaed builds against PyPI's torch==2.11.0: "
+    "run scripts/fetch-libtorch.sh (scripts/install-deps.sh does), or point "
+    "VAED_LIBTORCH_PREFIX at a site-packages that holds torch 2.11.")
+elseif(NOT Torch_VERSION VERSION_EQUAL 2.11.0)
+  message(FATAL_ERROR
+    "vaed builds against LibTorch 2.11.0 (PyPI's torch==2.11.0); VAED_LIBTORCH_PREFIX="
+    "${VAED_LIBTORCH_PREFIX} holds ${Torch_VERSION}. Run scripts/fetch-libtorch.sh, or point "
     "VAED_LIBTORCH_PREFIX at a site-packages that holds torch 2.11.")
 endif()
 

@@ -7,6 +7,7 @@
 
 #include <ATen/Parallel.h>
 #include <spdlog/spdlog.h>
+#include <torch/headeronly/version.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -144,7 +145,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vaed: %s\n", s.message().c_str());
     return 2;
   }
-  spdlog::info("vaed {} starting (config: {})", VAED_VERSION, options.source);
+  spdlog::info("vaed {} starting (LibTorch {}; config: {})", VAED_VERSION, TORCH_VERSION,
+               options.source);
   // Everything that can fail without loading anything, before anything
   // slow (the weights can take minutes).
   if (vaed::Status s = vaed::server::CheckBeforeLoading(options); !s.ok()) {

@@ -35,11 +35,13 @@ pins="$here/libtorch-wheels.txt"
 cache="${VAED_WHEEL_CACHE:-/var/cache/vaed/wheels}"
 venv="${VAED_TORCH_VENV:-/opt/vaed/torch-2.11.0}"
 prefix="$venv/lib/python3.11/site-packages"
-if [ "${1:-}" = "--print-prefix" ]; then echo "$prefix"; exit 0; fi
-if [ $# -gt 0 ]; then
-  echo "usage: scripts/fetch-libtorch.sh [--print-prefix]" >&2
-  exit 2
-fi
+usage="usage: scripts/fetch-libtorch.sh [--print-prefix | --help]"
+case "$#:${1:-}" in
+  0:) ;;
+  1:--print-prefix) echo "$prefix"; exit 0 ;;
+  1:-h | 1:--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) echo "$usage" >&2; exit 2 ;;
+esac
 
 pip_cmd() {
   if command -v pip3 >/dev/null; then pip3 "$@"; elif command -v pip >/dev/null; then pip "$@"
@@ -65,10 +67,14 @@ fetch() {  # fetch <file> <sha256>
   fi
   echo "fetch-libtorch: downloading $(requirement "$file") ($file)"
   # The wheel for this file name exactly: CPython 3.11 tags, manylinux x86-64.
-  pip_cmd download -q --no-deps --only-binary=:all: --python-version 3.11 \
-    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
-    --platform manylinux_2_25_x86_64 --platform manylinux_2_17_x86_64 \
-    -d "$cache/.partial" "$(requirement "$file")"
+  if ! pip_cmd download -q --no-deps --only-binary=:all: --python-version 3.11 \
+      --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+      --platform manylinux_2_25_x86_64 --platform manylinux_2_17_x86_64 \
+      -d "$cache/.partial" "$(requirement "$file")"; then
+    echo "fetch-libtorch: could not download $file: this needs PyPI (pypi.org) or the wheel" \
+         "already in $cache" >&2
+    exit 1
+  fi
   if [ ! -f "$cache/.partial/$file" ]; then
     echo "fetch-libtorch: pip did not fetch $file (got: $(ls "$cache/.partial"))" >&2
     exit 1
@@ -82,12 +88,30 @@ fetch() {  # fetch <file> <sha256>
   mv "$cache/.partial/$file" "$cache/$file"
 }
 
-mkdir -p "$cache"
+# The venv is complete when its stamp names these pins and what the builds
+# and the tests load is there.
+venv_complete() {
+  [ -f "$venv/.vaed-pins" ] && [ "$(cat "$venv/.vaed-pins")" = "$stamp" ] &&
+    [ -f "$prefix/torch/share/cmake/Torch/TorchConfig.cmake" ] &&
+    [ -f "$prefix/torch/lib/libtorch_cpu.so" ] && [ -f "$prefix/torch/lib/libc10.so" ] &&
+    [ -f "$prefix/nvidia/cu13/lib/libcudart.so.13" ]
+}
+
+mkdir -p "$cache" "$(dirname "$venv")"
+# One run at a time per venv (checkouts share it).
+exec 9> "$venv.lock"
+flock 9
 wheels=$(grep -v '^\s*\(#\|$\)' "$pins")
-stamp=$(sha256sum "$pins" | cut -d' ' -f1)
-if [ -f "$venv/.vaed-pins" ] && [ "$(cat "$venv/.vaed-pins")" = "$stamp" ]; then
+# The stamp covers the wheels, not the comments around them.
+stamp=$(sha256sum <<< "$wheels" | cut -d' ' -f1)
+if venv_complete; then
   echo "fetch-libtorch: $venv is up to date (LibTorch prefix $prefix)"
   exit 0
+fi
+if [ -e "$venv" ] && [ ! -f "$venv/pyvenv.cfg" ]; then
+  echo "fetch-libtorch: $venv exists and is not a venv; refusing to replace it" \
+       "(set VAED_TORCH_VENV to another folder)" >&2
+  exit 1
 fi
 while read -r file sum; do fetch "$file" "$sum"; done <<< "$wheels"
 rm -rf "$cache/.partial"

@@ -60,3 +60,9 @@ else
 fi
 if [ "$test_tools" = 1 ]; then install_promtool; fi
 "$(dirname "$0")/fetch-libtorch.sh"
+# Not a Debian package: configuring against the torch wheel (CUDA 13.0
+# build) needs NVIDIA's CUDA 13.0 toolkit, the CPU build too.
+if ! command -v nvcc > /dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "install-deps: no CUDA toolkit (nvcc) found: configuring vaed needs NVIDIA's CUDA 13.0" \
+       "toolkit in /usr/local/cuda, the CPU build too (running the CPU daemon does not)" >&2
+fi

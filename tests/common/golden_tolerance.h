@@ -2,11 +2,11 @@
 // decoder's output stored in ../shared/golden/h3 (its README §8).
 //
 // Why a tolerance and not bitwise equality: the golden bytes were made on an
-// AMD EPYC with OpenBLAS's default kernels, where vaed reproduces them bit
-// for bit. OpenBLAS picks its GEMM kernels by processor, so on another CPU
-// (measured: Intel Xeon with AVX-512) the same LibTorch ops round
-// differently: ~0.001 % of uint8 values move by one and the raw float32
-// output by ~2e-6 (issue 18 §0, golden README §8). Golden comparisons
+// AMD EPYC with OpenBLAS's default kernels (where vaed on Debian's LibTorch
+// 1.13 reproduced them bit for bit). Other kernels round differently:
+// LibTorch 2.11's MKL and oneDNN, and BLAS kernels chosen by processor, move
+// ~0.001 % of uint8 values by one and the raw float32 output by ~2e-6
+// (measured on an Intel Xeon with AVX-512; golden README §8). Golden comparisons
 // therefore assert the tolerance below and print how far they were from
 // bitwise, while comparisons between vaed's own paths on one machine
 // (stacked vs sequential tiles, 1 vs 2 ranks, Python vs C++ client,

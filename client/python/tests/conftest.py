@@ -53,8 +53,8 @@ def have_taef2() -> bool:
 # The documented tolerance of comparisons with the official decoder's output
 # in ../shared/golden/h3 (its README §8; the C++ twin is
 # tests/common/golden_tolerance.h). The golden bytes were made on an AMD EPYC
-# with OpenBLAS's default kernels, where vaed reproduces them bit for bit;
-# other kernels (e.g. Intel AVX-512) move ~0.001 % of uint8 values by one.
+# with OpenBLAS's default kernels; other kernels (LibTorch 2.11's MKL and
+# oneDNN, other CPUs) move ~0.001 % of uint8 values by one.
 # Comparisons between vaed's own paths (Python vs C++ client, with vs without
 # progress) stay byte-exact in the tests that make them.
 GOLDEN_U8_MAX_OFF_BY_ONE_FRACTION = 0.001  # README §8: at most 0.1 % off by one

@@ -459,14 +459,15 @@ torch::Tensor Conv1d(const torch::Tensor& x, const H3AudioConv& c) {
 // stride=2, groups=C) on the padded input `xp` [B, C, L], giving
 // [B, C, 2 (L - 1) + 12], computed tap by tap.
 //
-// Why not torch::conv_transpose1d: LibTorch 1.13 runs a grouped transposed
+// Why not torch::conv_transpose1d: LibTorch 1.13 ran a grouped transposed
 // conv on CPU one group at a time (slow_conv_transpose2d per channel: a K=1
 // gemm, then col2im), which dominated the decode (18,000 calls per decode
 // for the official widths). That path computes each product w[k] * x[i]
 // once, rounded to fp32, and col2im adds them into a zeroed output in
 // ascending tap order k. The loop below does the same operations in the
 // same order (a multiply, then an add into a strided view, no FMA), so the
-// result is bitwise identical; the golden test checks it.
+// result was bitwise identical to that path (the golden vectors' arithmetic);
+// on LibTorch 2.11 the golden test checks it within the golden tolerance.
 torch::Tensor UpsampleTaps(const torch::Tensor& xp, const H3AudioSnake& a) {
   const int64_t len = xp.size(2);
   const int64_t span = (len - 1) * kRatio + 1;  // last output index touched by one tap, + 1
