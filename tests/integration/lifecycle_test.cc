@@ -22,6 +22,7 @@
 namespace vaed {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::DaemonProcess;
@@ -82,7 +83,11 @@ TEST(LifecycleTest, ClientKilledMidRequestIsDroppedAndDaemonKeepsServing) {
       **observer, [](const v1::StatusReply& s) { return s.clients() == 1 && s.regions() == 0; },
       std::chrono::seconds(60)))
       << daemon.Log();
-  EXPECT_THAT(daemon.Log(), HasSubstr("closed its connection"));
+  // Whichever the daemon sees first drops it: the connection's close
+  // notice, or the expiry sweep finding the process gone (the victim is
+  // reaped above, so its pid is free at once; seen on a loaded machine).
+  EXPECT_THAT(daemon.Log(), AnyOf(HasSubstr("closed its connection"),
+                                  HasSubstr("process " + std::to_string(pid) + " has exited")));
 
   // And it keeps serving.
   auto in = client::SharedRegion::Create(32 * 2 * 2 * 4);
