@@ -17,6 +17,7 @@
 #include "daemon/engine/rank_devices.h"
 #include "daemon/engine/request_memory.h"
 #include "daemon/engine/torch_cuda.h"
+#include "daemon/models/mkl_reproducibility.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/models/tensor_memory.h"
 #include "daemon/server/command_line.h"
@@ -125,6 +126,10 @@ std::vector<vaed::engine::RankDeviceMemory> CudaRankMemory(
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything can call MKL (it refuses a CNR change after its first
+  // computation) and before any thread starts (VML's first call).
+  const vaed::models::MklReproducibilityOutcome mkl =
+      vaed::models::SetUpMklForReproducibleDecodes();
   if (!vaed::engine::RetainFreedMemoryForReuse()) {
     std::fprintf(stderr, "vaed: warning: glibc refused the memory-retention policy\n");
   }
@@ -147,6 +152,11 @@ int main(int argc, char** argv) {
   }
   spdlog::info("vaed {} starting (LibTorch {}; config: {})", VAED_VERSION, TORCH_VERSION,
                options.source);
+  if (mkl.reproducible()) {
+    spdlog::info("{}", mkl.Describe());
+  } else {
+    spdlog::warn("{}", mkl.Describe());
+  }
   // Everything that can fail without loading anything, before anything
   // slow (the weights can take minutes).
   if (vaed::Status s = vaed::server::CheckBeforeLoading(options); !s.ok()) {

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "daemon/engine/memory_policy.h"
+#include "daemon/models/mkl_reproducibility.h"
 #include "daemon/models/postprocess.h"
 #include "daemon/models/taef2.h"
 #include "ops/bench/bench_cli.h"
@@ -400,6 +401,10 @@ int main(int argc, char** argv) {
   // The in-process path gets the daemon's allocator policy by default, so
   // the ratio measures the cost of going through the daemon, not malloc.
   if (!glibc_default_malloc) vaed::engine::RetainFreedMemoryForReuse();
+  // And the daemon's numerics (MKL's CNR mode, VML initialised) before any LibTorch work.
+  if (const auto mkl = vaed::models::SetUpMklForReproducibleDecodes(); !mkl.reproducible()) {
+    std::cerr << "vaed_bench_decode: " << mkl.Describe() << "\n";
+  }
 
   // The model library logs through spdlog's default logger (stdout); keep
   // stdout for the results (--json must be one JSON object).

@@ -10,7 +10,9 @@
 
 namespace vaed::bench {
 
-// Sets spdlog to warnings only, applies the daemon's allocator policy
+// Sets MKL up for reproducible decodes as the daemon does (models::
+// SetUpMklForReproducibleDecodes; MKL_CBWR overrides), sets spdlog to
+// warnings only, applies the daemon's allocator policy
 // (engine::RetainFreedMemoryForReuse) unless `glibc_default_malloc`, and
 // returns run()'s exit code. The model APIs return Status; what LibTorch
 // still throws outside them (thread pool, randn, reference matmuls,

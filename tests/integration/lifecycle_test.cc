@@ -117,6 +117,23 @@ TEST(LifecycleTest, SigtermStopsCleanlyAndRemovesTheSocket) {
   EXPECT_THAT(daemon.Log(), HasSubstr("stopped"));
 }
 
+// The start-up log says how MKL was set up: CNR AUTO, set by vaed before
+// any decode, unless MKL_CBWR chooses another; VML initialised.
+TEST(LifecycleTest, StartUpLogNamesMklsReproducibleMode) {
+  {
+    DaemonProcess daemon({});
+    ASSERT_TRUE(daemon.ok()) << daemon.Log();
+    EXPECT_EQ(daemon.Terminate(std::chrono::seconds(20)), 0) << daemon.Log();
+    EXPECT_THAT(daemon.Log(), HasSubstr("MKL numerical reproducibility: AUTO (set by vaed"));
+    EXPECT_THAT(daemon.Log(), HasSubstr("VML initialised"));
+  }
+  DaemonProcess daemon({}, std::chrono::seconds(60),
+                       [] { setenv("MKL_CBWR", "COMPATIBLE", 1); });
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  EXPECT_EQ(daemon.Terminate(std::chrono::seconds(20)), 0) << daemon.Log();
+  EXPECT_THAT(daemon.Log(), HasSubstr("MKL_CBWR=COMPATIBLE (from the environment)"));
+}
+
 TEST(LifecycleTest, DropsSilentClientAfterClientTimeout) {
   const std::string cfg = "/tmp/vaed-lifecycle-timeout.toml";
   {
