@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "vaed/cuda_error_class.h"
 #include "vaed/device_uuid.h"
 
 namespace vaed::client::internal {
@@ -155,8 +156,13 @@ Status CudaDriver::Check(CUresult result, std::string_view what) const {
   if (api_.cuGetErrorString(result, &text) != kCudaSuccess || text == nullptr) {
     text = "no description from the driver";
   }
-  return Status(CodeFor(result),
-                std::string(what) + ": " + name + " (" + std::to_string(result) + "): " + text);
+  Status s(CodeFor(result),
+           std::string(what) + ": " + name + " (" + std::to_string(result) + "): " + text);
+  // The daemon's classification of CUDA codes (the driver's numbers are
+  // the runtime's for every code it names): the caller learns that this
+  // process's CUDA context is lost, or that memory ran out.
+  const ErrorReason reason = CudaErrorCodeReason(static_cast<int>(result));
+  return reason == ErrorReason::kNone ? s : s.WithReason(reason);
 }
 
 ScopedCudaContext::~ScopedCudaContext() {

@@ -36,13 +36,18 @@ namespace vaed::models {
 // by TileGroup implementations: model code reports errors by exception
 // inside its LibTorch adapter (tile loops, as DecodeCancelled), and
 // CurrentTorchErrorStatus() returns the Status it carries unchanged but for
-// the context (code kUnavailable, reason kCollective), so the error keeps
-// its type through the unwinding. The communicator is aborted by then; the
+// the context (code kUnavailable, reason kCollective; a sticky device error
+// keeps code and reason kStickyDevice), so the error keeps its type through
+// the unwinding. The communicator is aborted by then; the
 // engine falls back to decoding on the output rank alone.
 class CollectiveFailed : public std::exception {
  public:
+  // A sticky device error keeps its reason (the daemon must restart);
+  // every other failure of a collective is kCollective.
   explicit CollectiveFailed(Status status)
-      : status_(std::move(status).WithReason(ErrorReason::kCollective)) {}
+      : status_(status.reason() == ErrorReason::kStickyDevice
+                    ? std::move(status)
+                    : std::move(status).WithReason(ErrorReason::kCollective)) {}
   const char* what() const noexcept override { return status_.message().c_str(); }
   const Status& status() const { return status_; }
 

@@ -4,6 +4,7 @@
 
 #include "daemon/models/cancel.h"
 #include "daemon/models/tile_group.h"
+#include "vaed/cuda_error_class.h"
 
 #include <new>
 #include <string>
@@ -18,21 +19,6 @@ bool MentionsAllocationFailure(std::string_view message) {
 
 namespace {
 
-bool IsStickyDeviceError(std::string_view message) {
-  // CUDA reports these once and then fails every later call in the process
-  // (the context is corrupted); NCCL wraps them as "unhandled cuda error".
-  static constexpr std::string_view kSticky[] = {
-      "illegal memory access",      "an illegal instruction was encountered",
-      "misaligned address",         "unspecified launch failure",
-      "device-side assert triggered", "unhandled cuda error",
-      "CUDA error: uncorrectable ECC error", "context is destroyed",
-  };
-  for (std::string_view s : kSticky) {
-    if (message.find(s) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
 Status Make(StatusCode code, std::string_view context, std::string_view message) {
   std::string m(context);
   m += ": ";
@@ -42,7 +28,7 @@ Status Make(StatusCode code, std::string_view context, std::string_view message)
 
 // A CUDA error LibTorch reported with its code.
 Status FromCudaError(int code, std::string_view context, std::string_view message) {
-  const ErrorReason reason = CudaErrorReason(code);
+  const ErrorReason reason = CudaErrorCodeReason(code);
   if (reason == ErrorReason::kOutOfMemory) {
     return Make(StatusCode::kResourceExhausted, context, message).WithReason(reason);
   }
@@ -71,10 +57,6 @@ Status CurrentTorchErrorStatus(std::string_view context) noexcept {
         return Make(StatusCode::kResourceExhausted, context, message)
             .WithReason(ErrorReason::kOutOfMemory);
       }
-      if (IsStickyDeviceError(message)) {
-        return Make(StatusCode::kInternal, context, message)
-            .WithReason(ErrorReason::kStickyDevice);
-      }
       return Make(StatusCode::kInternal, context, message);
     } catch (const std::bad_alloc& e) {
       return Make(StatusCode::kResourceExhausted, context, e.what())
@@ -88,27 +70,6 @@ Status CurrentTorchErrorStatus(std::string_view context) noexcept {
     // Building the message itself failed (out of memory).
     return Status(StatusCode::kResourceExhausted, std::string())
         .WithReason(ErrorReason::kOutOfMemory);
-  }
-}
-
-ErrorReason CudaErrorReason(int code) {
-  switch (code) {
-    case 2:
-      return ErrorReason::kOutOfMemory;
-    case 214:
-    case 700:
-    case 702:
-    case 709:
-    case 710:
-    case 714:
-    case 715:
-    case 716:
-    case 717:
-    case 718:
-    case 719:
-      return ErrorReason::kStickyDevice;
-    default:
-      return ErrorReason::kNone;
   }
 }
 

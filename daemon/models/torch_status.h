@@ -24,21 +24,20 @@ namespace vaed::models {
 //   kResourceExhausted, reason kOutOfMemory: std::bad_alloc, or a c10::Error
 //                       whose message reports a failed allocation
 //                       ("can't allocate memory", "out of memory");
-//   kInternal, reason kStickyDevice: a c10::Error reporting a device error
-//                       after which no kernel of this process can be trusted
-//                       (CUDA "an illegal memory access was encountered",
-//                       "unspecified launch failure", "device-side assert
-//                       triggered", ECC, NCCL's "unhandled cuda error"):
+//   kInternal, reason kStickyDevice: a c10::AcceleratorError whose CUDA
+//                       code leaves the context unusable
+//                       (IsStickyCudaErrorCode, vaed/cuda_error_class.h):
 //                       the daemon must restart (DESIGN.md §2 item 7);
 //   kInternal           any other c10::Error, std::exception or unknown
 //                       exception.
 // By type and code where LibTorch gives them: c10::OutOfMemoryError is out
 // of memory, and c10::AcceleratorError carries the CUDA error code,
-// classified by CudaErrorReason(). Errors LibTorch raises as a plain
-// c10::Error (e.g. a CPU allocation failure of a kernel's scratch space)
-// show their kind only in the message, so this adapter (and
-// tensor_memory.cc's allocator, the other LibTorch edge) are the only
-// readers of message text.
+// classified by CudaErrorCodeReason (the one classifier of CUDA codes).
+// A device error is never recognised by its text. Only a failed host
+// allocation, which LibTorch raises as a plain c10::Error (e.g. a kernel's
+// scratch space), shows its kind in the message alone, so this adapter
+// (and tensor_memory.cc's allocator, the other LibTorch edge) read message
+// text for that and nothing else.
 // Never throws.
 Status CurrentTorchErrorStatus(std::string_view context) noexcept;
 
@@ -59,15 +58,6 @@ auto RunTorch(std::string_view context, Fn&& fn) -> decltype(fn()) {
 // Tried to allocate ...", vaed's own "out of memory: vaed tensor memory
 // budget ..."). For the LibTorch adapters only (see above).
 bool MentionsAllocationFailure(std::string_view message);
-
-// What a CUDA runtime error code means for the daemon: kOutOfMemory for
-// cudaErrorMemoryAllocation (2); kStickyDevice for the errors after which
-// the CUDA context is unusable (cuda_runtime_api.h: ECC uncorrectable 214,
-// illegal address 700, launch timeout 702, context destroyed 709, device
-// assert 710, hardware stack error 714, illegal instruction 715,
-// misaligned address 716, invalid address space 717, invalid PC 718,
-// launch failure 719); kNone otherwise.
-ErrorReason CudaErrorReason(int code);
 
 }  // namespace vaed::models
 

@@ -98,12 +98,14 @@ Status Communicator::BeginCollective(const char* op) {
   return injected;
 }
 
+std::string Communicator::Describe(const char* op) const {
+  return "collective " + std::string(op) + " of group " + options_.group_name + " generation " +
+         std::to_string(options_.generation) + " (rank " + std::to_string(options_.rank) +
+         " of " + std::to_string(options_.size) + ")";
+}
+
 Status Communicator::Failed(const char* op, const std::string& what) const {
-  return Unavailable("collective " + std::string(op) + " of group " + options_.group_name +
-                     " generation " + std::to_string(options_.generation) + " (rank " +
-                     std::to_string(options_.rank) + " of " + std::to_string(options_.size) +
-                     ") failed: " + what)
-      .WithReason(ErrorReason::kCollective);
+  return Unavailable(Describe(op) + " failed: " + what).WithReason(ErrorReason::kCollective);
 }
 
 std::string ExceptionMessage() {

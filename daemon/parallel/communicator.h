@@ -90,6 +90,9 @@ class Communicator : public models::TileGroup {
   Status BeginCollective(const char* op);
   // Marks the communicator aborted with `why` (first reason wins).
   void MarkAborted(const std::string& why);
+  // "collective <op> of group <name> generation <g> (rank <r> of <n>)".
+  std::string Describe(const char* op) const;
+  // kUnavailable, reason kCollective: "<Describe(op)> failed: <what>".
   Status Failed(const char* op, const std::string& what) const;
 
   const CommunicatorOptions options_;

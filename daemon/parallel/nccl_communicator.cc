@@ -351,10 +351,11 @@ class NcclCommunicator : public Communicator {
       }
     }
     if (s.ok()) return s;
-    // kUnavailable carries only what failed; a sticky CUDA error keeps its
-    // code (kInternal).
-    const Status failed = Failed(op, s.message());
-    s = s.code() == StatusCode::kUnavailable ? failed : Status(s.code(), failed.message());
+    // kUnavailable carries only what failed; any other error (a sticky
+    // CUDA error above all) keeps its code and reason, the collective
+    // named as context.
+    s = s.code() == StatusCode::kUnavailable ? Failed(op, s.message())
+                                              : s.WithContext(Describe(op) + " failed");
     Abort(s.message());
     return s;
   }

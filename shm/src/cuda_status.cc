@@ -3,26 +3,28 @@
 #include <cstring>
 #include <string>
 
+#include "vaed/cuda_error_class.h"
+
 namespace vaed {
 
-bool IsStickyCudaError(cudaError_t err) {
-  switch (err) {
-    case cudaErrorIllegalAddress:
-    case cudaErrorLaunchTimeout:
-    case cudaErrorAssert:
-    case cudaErrorHardwareStackError:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorMisalignedAddress:
-    case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc:
-    case cudaErrorLaunchFailure:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorNvlinkUncorrectable:
-      return true;
-    default:
-      return false;
-  }
-}
+// cuda_error_class.h names codes by number so that it needs no CUDA
+// header; each must be the runtime's (and, see cuda_driver.cc, the
+// driver's) number.
+static_assert(cudaErrorMemoryAllocation == cuda_code::kMemoryAllocation);
+static_assert(cudaErrorECCUncorrectable == cuda_code::kEccUncorrectable);
+static_assert(cudaErrorNvlinkUncorrectable == cuda_code::kNvlinkUncorrectable);
+static_assert(cudaErrorIllegalAddress == cuda_code::kIllegalAddress);
+static_assert(cudaErrorLaunchTimeout == cuda_code::kLaunchTimeout);
+static_assert(cudaErrorContextIsDestroyed == cuda_code::kContextIsDestroyed);
+static_assert(cudaErrorAssert == cuda_code::kAssert);
+static_assert(cudaErrorHardwareStackError == cuda_code::kHardwareStackError);
+static_assert(cudaErrorIllegalInstruction == cuda_code::kIllegalInstruction);
+static_assert(cudaErrorMisalignedAddress == cuda_code::kMisalignedAddress);
+static_assert(cudaErrorInvalidAddressSpace == cuda_code::kInvalidAddressSpace);
+static_assert(cudaErrorInvalidPc == cuda_code::kInvalidPc);
+static_assert(cudaErrorLaunchFailure == cuda_code::kLaunchFailure);
+
+bool IsStickyCudaError(cudaError_t err) { return IsStickyCudaErrorCode(static_cast<int>(err)); }
 
 Status CudaStatus(cudaError_t err, std::string_view context) {
   std::string m(context);

@@ -106,9 +106,14 @@ TEST(CudaDriverLoaderTest, DriverErrorsCarryTheirCodeAndWhatWasBeingDone) {
   const Status oom = (*driver)->Check(2, "exporting");
   EXPECT_EQ(oom.code(), StatusCode::kResourceExhausted);
   EXPECT_THAT(oom.message(), HasSubstr(" (2): "));
+  EXPECT_EQ(oom.reason(), ErrorReason::kOutOfMemory);
   EXPECT_EQ((*driver)->Check(1, "x").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ((*driver)->Check(100, "x").code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ((*driver)->Check(999, "x").code(), StatusCode::kInternal);
+  EXPECT_EQ((*driver)->Check(999, "x").reason(), ErrorReason::kNone);
+  // A lost context (CUDA_ERROR_ILLEGAL_ADDRESS) is classified as the
+  // daemon classifies it (vaed/cuda_error_class.h).
+  EXPECT_EQ((*driver)->Check(700, "x").reason(), ErrorReason::kStickyDevice);
 }
 
 // --- a daemon with no CUDA ranks ---------------------------------------------

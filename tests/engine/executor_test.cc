@@ -349,14 +349,21 @@ TEST(ErrorReasonTest, ReasonsSurviveContextAndAreNamed) {
 }
 
 // LibTorch errors are classified once, where they enter (the adapter), into
-// a typed reason that nothing downstream reads from the text.
+// a typed reason that nothing downstream reads from the text. A CUDA error
+// is classified by its code (c10::AcceleratorError), never by its words.
 TEST(TorchAdapterTest, ClassifiesLibTorchErrorsIntoTypedReasons) {
   const Status sticky = models::RunTorch("decode", []() -> Status {
-    TORCH_CHECK(false, "CUDA error: an illegal memory access was encountered");
-    return Status::Ok();
+    throw c10::AcceleratorError({__func__, __FILE__, __LINE__}, 700,
+                                "CUDA error: an illegal memory access was encountered");
   });
   EXPECT_EQ(sticky.code(), StatusCode::kInternal);
   EXPECT_EQ(sticky.reason(), ErrorReason::kStickyDevice);
+  const Status words_only = models::RunTorch("decode", []() -> Status {
+    TORCH_CHECK(false, "CUDA error: an illegal memory access was encountered");
+    return Status::Ok();
+  });
+  EXPECT_EQ(words_only.code(), StatusCode::kInternal);
+  EXPECT_EQ(words_only.reason(), ErrorReason::kNone);
   const Status oom = models::RunTorch("decode", []() -> Status {
     TORCH_CHECK(false, "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1");
     return Status::Ok();
@@ -369,6 +376,15 @@ TEST(TorchAdapterTest, ClassifiesLibTorchErrorsIntoTypedReasons) {
   EXPECT_EQ(collective.code(), StatusCode::kUnavailable);
   EXPECT_EQ(collective.reason(), ErrorReason::kCollective);
   EXPECT_EQ(collective.message(), "tile gather: collective gather of group s2.b0 failed");
+  // A sticky device error inside a collective stays sticky: the daemon
+  // must restart, not fall back and serve on.
+  const Status sticky_collective = models::RunTorch("tile gather", []() -> Status {
+    throw models::CollectiveFailed(
+        Internal("cudaStreamSynchronize: an illegal memory access was encountered")
+            .WithReason(ErrorReason::kStickyDevice));
+  });
+  EXPECT_EQ(sticky_collective.code(), StatusCode::kInternal);
+  EXPECT_EQ(sticky_collective.reason(), ErrorReason::kStickyDevice);
   const Status other = models::RunTorch("decode", []() -> Status {
     throw std::runtime_error("something else");
   });

@@ -46,12 +46,19 @@ TEST(TorchStatusTest, OtherTorchErrorIsInternalWithoutBacktrace) {
 // ladder, context-killing errors make the daemon restart, the rest are
 // plain internal errors.
 TEST(TorchStatusTest, CudaErrorCodesAreClassifiedByNumber) {
-  EXPECT_EQ(CudaErrorReason(2), ErrorReason::kOutOfMemory);
-  for (int sticky : {214, 700, 702, 709, 710, 714, 715, 716, 717, 718, 719}) {
-    EXPECT_EQ(CudaErrorReason(sticky), ErrorReason::kStickyDevice) << sticky;
+  auto status_of = [](int code) {
+    return RunTorch("decode", [code]() -> Status {
+      throw c10::AcceleratorError({__func__, __FILE__, __LINE__}, code, "CUDA error");
+    });
+  };
+  EXPECT_EQ(status_of(2).reason(), ErrorReason::kOutOfMemory);
+  EXPECT_EQ(status_of(2).code(), StatusCode::kResourceExhausted);
+  for (int sticky : {214, 220, 700, 702, 709, 710, 714, 715, 716, 717, 718, 719}) {
+    EXPECT_EQ(status_of(sticky).reason(), ErrorReason::kStickyDevice) << sticky;
+    EXPECT_EQ(status_of(sticky).code(), StatusCode::kInternal) << sticky;
   }
-  for (int other : {0, 1, 98, 100, 400, 701, 999}) {
-    EXPECT_EQ(CudaErrorReason(other), ErrorReason::kNone) << other;
+  for (int other : {1, 98, 100, 400, 701, 999}) {
+    EXPECT_EQ(status_of(other).reason(), ErrorReason::kNone) << other;
   }
 }
 

@@ -27,9 +27,8 @@ namespace vaed {
 // cudaSuccess. Thread-safe.
 Status CudaStatus(cudaError_t err, std::string_view context);
 
-// True for errors that leave the CUDA context unusable (illegal address,
-// launch failure, ...). The daemon must not carry on after one (DESIGN.md
-// §2 item 7): report unhealthy and exit so that systemd restarts it.
+// IsStickyCudaErrorCode (vaed/cuda_error_class.h) for a runtime error:
+// the CUDA context is unusable, the daemon must restart.
 bool IsStickyCudaError(cudaError_t err);
 
 // The UUID CUDA reports for a device (cudaDeviceProp::uuid).

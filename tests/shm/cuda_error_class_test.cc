@@ -1,0 +1,30 @@
+// The one classification of CUDA error codes (vaed/cuda_error_class.h).
+// GPU builds also check, at compile time, that each named code is the
+// runtime's number (shm/src/cuda_status.cc).
+#include "vaed/cuda_error_class.h"
+
+#include <gtest/gtest.h>
+
+namespace vaed {
+namespace {
+
+TEST(CudaErrorClassTest, ContextLosingCodesAreSticky) {
+  for (int code : {214, 220, 700, 702, 709, 710, 714, 715, 716, 717, 718, 719}) {
+    EXPECT_TRUE(IsStickyCudaErrorCode(code)) << code;
+    EXPECT_EQ(CudaErrorCodeReason(code), ErrorReason::kStickyDevice) << code;
+  }
+}
+
+TEST(CudaErrorClassTest, OutOfMemoryFeedsTheFailureLadderAndTheRestIsPlain) {
+  EXPECT_EQ(CudaErrorCodeReason(cuda_code::kMemoryAllocation), ErrorReason::kOutOfMemory);
+  EXPECT_FALSE(IsStickyCudaErrorCode(cuda_code::kMemoryAllocation));
+  // Success, invalid value, not ready, no device, invalid handle, peer
+  // access already enabled, not permitted, an unknown code.
+  for (int code : {0, 1, 600, 100, 400, 704, 800, 999}) {
+    EXPECT_FALSE(IsStickyCudaErrorCode(code)) << code;
+    EXPECT_EQ(CudaErrorCodeReason(code), ErrorReason::kNone) << code;
+  }
+}
+
+}  // namespace
+}  // namespace vaed
