@@ -54,6 +54,22 @@ std::string NcclError(ncclResult_t result, std::string_view call) {
   return m;
 }
 
+// An NCCL failure: kUnavailable like every failure of a collective, unless
+// NCCL reports a CUDA error (ncclUnhandledCudaError) that the CUDA runtime
+// still holds as sticky: then CudaStatus's kInternal, reason kStickyDevice
+// (the daemon must restart), with NCCL's text as context. The classifier
+// is the one of vaed/cuda_error_class.h; the text is never read.
+Status NcclStatus(ncclResult_t result, std::string_view call) {
+  if (result == ncclUnhandledCudaError) {
+    // A sticky error stays the runtime's last error for good; peeking
+    // does not clear a recoverable one that another check may still need.
+    if (const cudaError_t err = cudaPeekAtLastError(); IsStickyCudaError(err)) {
+      return CudaStatus(err, NcclError(result, call));
+    }
+  }
+  return Unavailable(NcclError(result, call));
+}
+
 // CUDA errors keep CudaStatus's text; a sticky one keeps its kInternal (the
 // daemon must restart), any other is kUnavailable like every failure of a
 // collective.
@@ -184,10 +200,10 @@ Status Poll(ncclComm_t comm, cudaStream_t stream, Clock::time_point deadline,
   for (;;) {
     ncclResult_t state = ncclSuccess;
     if (const ncclResult_t r = ncclCommGetAsyncError(comm, &state); r != ncclSuccess) {
-      return Unavailable(NcclError(r, "ncclCommGetAsyncError after " + std::string(call)));
+      return NcclStatus(r, "ncclCommGetAsyncError after " + std::string(call));
     }
     if (state != ncclSuccess && state != ncclInProgress) {
-      return Unavailable(NcclError(state, call));
+      return NcclStatus(state, call);
     }
     bool done = state == ncclSuccess;
     if (done && stream != nullptr) {
@@ -396,14 +412,14 @@ class NcclCommunicator : public Communicator {
   // ncclInProgress, and must be back to ncclSuccess before the next call.
   Status Enqueue(ncclResult_t r, std::string_view call, Clock::time_point deadline) {
     if (r == ncclSuccess) return Status::Ok();
-    if (r != ncclInProgress) return Unavailable(NcclError(r, call));
+    if (r != ncclInProgress) return NcclStatus(r, call);
     return Poll(comm_.get(), nullptr, deadline, options_.timeout, call);
   }
 
   // A call inside ncclGroupStart/End: only records work.
   static Status Recorded(ncclResult_t r, std::string_view call) {
     if (r == ncclSuccess || r == ncclInProgress) return Status::Ok();
-    return Unavailable(NcclError(r, call));
+    return NcclStatus(r, call);
   }
 
   Status Wait(std::string_view what, Clock::time_point deadline) {
@@ -433,10 +449,9 @@ Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(
                             std::to_string(options.generation) + " (rank " +
                             std::to_string(options.rank) + " of " + std::to_string(options.size) +
                             ")";
-  auto failed = [&](const Status& s) {
-    const std::string m = "building " + label + ": " + s.message();
-    return s.code() == StatusCode::kUnavailable ? Unavailable(m) : Status(s.code(), m);
-  };
+  // Context added, never rebuilt: a sticky error keeps its reason, so a
+  // communicator that fails to build on a lost device restarts the daemon.
+  auto failed = [&](const Status& s) { return s.WithContext("building " + label); };
 
   int count = 0;
   if (const cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess || count == 0) {
@@ -461,7 +476,7 @@ Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(
       options.group_name + "/gen" + std::to_string(options.generation) + "/nccl_id";
   if (options.rank == 0) {
     if (const ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
-      return failed(Unavailable(NcclError(r, "ncclGetUniqueId")));
+      return failed(NcclStatus(r, "ncclGetUniqueId"));
     }
     try {
       const auto* b = reinterpret_cast<const uint8_t*>(&id);
@@ -513,7 +528,7 @@ Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(
   const ncclResult_t r = ncclCommInitRankConfig(&raw_comm, options.size, id, options.rank, &config);
   NcclComm comm(raw_comm);  // aborted on every early return below
   if (r != ncclSuccess && r != ncclInProgress) {
-    return failed(Unavailable(NcclError(r, "ncclCommInitRankConfig")));
+    return failed(NcclStatus(r, "ncclCommInitRankConfig"));
   }
   if (raw_comm == nullptr) {
     return failed(Unavailable("ncclCommInitRankConfig returned no communicator"));
