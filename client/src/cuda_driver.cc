@@ -156,13 +156,12 @@ Status CudaDriver::Check(CUresult result, std::string_view what) const {
   if (api_.cuGetErrorString(result, &text) != kCudaSuccess || text == nullptr) {
     text = "no description from the driver";
   }
-  Status s(CodeFor(result),
-           std::string(what) + ": " + name + " (" + std::to_string(result) + "): " + text);
-  // The daemon's classification of CUDA codes (the driver's numbers are
-  // the runtime's for every code it names): the caller learns that this
-  // process's CUDA context is lost, or that memory ran out.
-  const ErrorReason reason = CudaErrorCodeReason(static_cast<int>(result));
-  return reason == ErrorReason::kNone ? s : s.WithReason(reason);
+  // The reason is the daemon's classification of CUDA codes (the driver's
+  // numbers are the runtime's for every code it names): the caller learns
+  // that this process's CUDA context is lost, or that memory ran out.
+  return Status(CodeFor(result),
+                std::string(what) + ": " + name + " (" + std::to_string(result) + "): " + text)
+      .WithReason(CudaErrorCodeReason(static_cast<int>(result)));
 }
 
 ScopedCudaContext::~ScopedCudaContext() {

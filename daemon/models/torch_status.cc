@@ -32,8 +32,7 @@ Status FromCudaError(int code, std::string_view context, std::string_view messag
   if (reason == ErrorReason::kOutOfMemory) {
     return Make(StatusCode::kResourceExhausted, context, message).WithReason(reason);
   }
-  Status s = Make(StatusCode::kInternal, context, message);
-  return reason == ErrorReason::kStickyDevice ? s.WithReason(reason) : s;
+  return Make(StatusCode::kInternal, context, message).WithReason(reason);
 }
 
 }  // namespace
