@@ -24,6 +24,9 @@ class CudaRegion {
   virtual void* data() const = 0;
   // Bytes the client registered (<= the allocation's bytes from data()).
   virtual uint64_t size() const = 0;
+  // Bytes of the client's allocation from data() to its end (what
+  // cuMemGetAddressRange reports; >= size()); 0 once closed.
+  virtual uint64_t allocation_bytes() const = 0;
   // CUDA runtime ordinal (this process's numbering) of its device.
   virtual int device() const = 0;
   // The 64 handle bytes it was opened from: the allocation's identity
@@ -34,9 +37,9 @@ class CudaRegion {
   // the exporting process frees an allocation that another process still
   // has open, so the registry closes a region before it acknowledges its
   // UnregisterRegion (client_registry.h). Precondition: no device work on
-  // it is pending (the rank waits for its stream before a job's result,
-  // cuda_region_io.h). Thread-safety: the registry's thread, when no job
-  // uses the region any more.
+  // it is pending (a job's result is handed over only after its fence,
+  // rank_stream.h). Thread-safety: the registry's thread, when no job uses
+  // the region any more.
   virtual void Close() = 0;
 };
 

@@ -16,6 +16,9 @@ class IpcCudaRegion final : public CudaRegion {
       : mapping_(std::move(mapping)), handle_(std::move(handle)) {}
   void* data() const override { return mapping_ ? mapping_->data() : nullptr; }
   uint64_t size() const override { return size_; }
+  uint64_t allocation_bytes() const override {
+    return mapping_ ? mapping_->allocation_bytes() : 0;
+  }
   int device() const override { return device_; }
   const std::string& handle() const override { return handle_; }
   void Close() override { mapping_.reset(); }  // cudaIpcCloseMemHandle

@@ -409,7 +409,8 @@ Status RequestHandler::RegisterCudaRegion(ClientState* client, const v1::CudaIpc
   VAED_RETURN_IF_ERROR(
       CheckRegionLimits(*client, cuda.size_bytes(), "register_region.cuda.size_bytes", kind));
   *kind = FaultKind::kRegion;
-  VAED_ASSIGN_OR_RETURN(std::shared_ptr<CudaRegion> region, open_cuda_region_(cuda, device));
+  VAED_ASSIGN_OR_RETURN(std::shared_ptr<CudaRegion> region,
+                        cuda_mappings_.Register(cuda, device));
   const uint64_t mapped = region->size();
   const uint64_t id = clients_.AddRegion(client, std::move(region));
   spdlog::debug("client {} registered CUDA region {} on {} ({} bytes, cuda:{})", client->id, id,

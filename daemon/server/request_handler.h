@@ -62,6 +62,7 @@
 #include "daemon/models/model_registry.h"
 #include "daemon/server/access_control.h"
 #include "daemon/server/client_registry.h"
+#include "daemon/server/cuda_mappings.h"
 #include "daemon/server/cuda_region.h"
 #include "daemon/server/config.h"
 #include "daemon/server/decode_admission.h"
@@ -162,7 +163,9 @@ class RequestHandler {
   const ClientRegistry& clients() const { return clients_; }
   // Replaces how CUDA IPC regions are opened (default
   // IpcCudaRegionOpener(); tests register fake allocations).
-  void set_cuda_region_opener(CudaRegionOpener open) { open_cuda_region_ = std::move(open); }
+  void set_cuda_region_opener(CudaRegionOpener open) {
+    cuda_mappings_ = CudaMappings(std::move(open));
+  }
   const QuarantineBook& quarantine() const { return faults_.book(); }
   // Decode requests answered (outcome_recorder.h served()/failed()).
   uint64_t requests_served() const { return outcomes_.served(); }
@@ -202,8 +205,9 @@ class RequestHandler {
   // RegisterRegion{host}: a POSIX shm segment the client's uid owns.
   Status RegisterHostRegion(ClientState* client, const v1::HostShmRegion& host,
                             v1::Reply* reply, std::optional<FaultKind>* kind);
-  // RegisterRegion{cuda}: checked and opened by OpenCudaRegion()
-  // (cuda_region.h) on the rank device it names, refused when another
+  // RegisterRegion{cuda}: checked (cuda_region.h CudaRegionDevice) and
+  // mapped on the rank device it names, sharing the mapping of an
+  // allocation registered before (cuda_mappings.h); refused when another
   // process has the same handle registered.
   Status RegisterCudaRegion(ClientState* client, const v1::CudaIpcRegion& cuda,
                             v1::Reply* reply, std::optional<FaultKind>* kind);
@@ -226,7 +230,7 @@ class RequestHandler {
   const Clock::time_point started_;
 
   ClientRegistry clients_;
-  CudaRegionOpener open_cuda_region_ = IpcCudaRegionOpener();
+  CudaMappings cuda_mappings_{IpcCudaRegionOpener()};  // one per allocation
   FaultAccounting faults_;
   DecodeAdmission admission_;
   OutcomeRecorder outcomes_;

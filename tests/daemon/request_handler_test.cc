@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "daemon/models/model_registry.h"
@@ -708,15 +710,21 @@ class CudaRegionTest : public RequestHandlerTest {
   // Stands for an opened allocation; counts its close.
   class FakeRegion final : public CudaRegion {
    public:
-    FakeRegion(uint64_t size, int device, std::string handle, int* closes)
-        : size_(size), device_(device), handle_(std::move(handle)), closes_(closes) {}
+    FakeRegion(uint64_t size, int device, std::string handle, int* closes,
+               std::set<std::string>* mapped)
+        : size_(size), device_(device), handle_(std::move(handle)), closes_(closes),
+          mapped_(mapped) {}
     ~FakeRegion() override { Close(); }
     void* data() const override { return nullptr; }
     uint64_t size() const override { return size_; }
+    uint64_t allocation_bytes() const override { return closed_ ? 0 : kAllocationBytes; }
     int device() const override { return device_; }
     const std::string& handle() const override { return handle_; }
     void Close() override {
-      if (!closed_) ++*closes_;
+      if (!closed_) {
+        ++*closes_;
+        mapped_->erase(handle_);
+      }
       closed_ = true;
     }
 
@@ -726,6 +734,7 @@ class CudaRegionTest : public RequestHandlerTest {
     int device_;
     std::string handle_;
     int* closes_;
+    std::set<std::string>* mapped_;
   };
 
   void SetUp() override {
@@ -752,8 +761,13 @@ class CudaRegionTest : public RequestHandlerTest {
                               " bytes but the allocation holds " +
                               std::to_string(kAllocationBytes));
           }
+          // What CUDA answers a process that opens a handle it has mapped
+          // already (CUDA_ERROR_ALREADY_MAPPED).
+          if (!mapped_.insert(r.ipc_handle()).second) {
+            return Internal("cudaIpcOpenMemHandle: resource already mapped (cuda error 208)");
+          }
           return std::shared_ptr<CudaRegion>(std::make_shared<FakeRegion>(
-              r.size_bytes(), device.ordinal, r.ipc_handle(), &closes_));
+              r.size_bytes(), device.ordinal, r.ipc_handle(), &closes_, &mapped_));
         });
   }
 
@@ -775,7 +789,47 @@ class CudaRegionTest : public RequestHandlerTest {
   int opens_ = 0;
   int closes_ = 0;
   std::vector<int> opened_on_;
+  std::set<std::string> mapped_;  // handles the fake driver has open
 };
+
+// Two tensors of one caching-allocator segment share its IPC handle: the
+// second registration must reuse the mapping (CUDA refuses to map a handle
+// twice in one process), and the mapping stays open until the last region
+// on it is unregistered.
+TEST_F(CudaRegionTest, TwoRegionsOnOneAllocationShareOneMapping) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  auto latent = RegisterCuda("a", p, c, 's', 4096);
+  ASSERT_TRUE(latent.ok()) << latent.status().ToString();
+  auto output = RegisterCuda("a", p, c, 's', 8192);
+  ASSERT_TRUE(output.ok()) << output.status().ToString();
+  EXPECT_NE(*latent, *output);
+  EXPECT_EQ(opens_, 1);
+  EXPECT_EQ(StatusNow().regions(), 2u);
+  auto reply = Send("a", p, UnregisterRequest(c, *latent));
+  ASSERT_TRUE(reply && reply->has_unregister_region()) << ErrorOf(reply).ToString();
+  EXPECT_EQ(closes_, 0);  // still lent through the other region
+  reply = Send("a", p, UnregisterRequest(c, *output));
+  ASSERT_TRUE(reply && reply->has_unregister_region()) << ErrorOf(reply).ToString();
+  EXPECT_EQ(closes_, 1);
+  // Mapped again from scratch once the last region on it went.
+  ASSERT_TRUE(RegisterCuda("a", p, c, 's', 4096).ok());
+  EXPECT_EQ(opens_, 2);
+}
+
+TEST_F(CudaRegionTest, ALaterRegionOnASharedAllocationIsCheckedAgainstItsSize) {
+  const PeerCredentials p = Peer(100);
+  const uint64_t c = Hello("a", p);
+  ASSERT_TRUE(RegisterCuda("a", p, c, 's', 4096).ok());
+  auto too_big = RegisterCuda("a", p, c, 's', kAllocationBytes + 1);
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.status().code(), StatusCode::kOutOfRange);
+  EXPECT_THAT(too_big.status().message(), HasSubstr("register_region.cuda.size_bytes"));
+  auto other_device = RegisterCuda("a", p, c, 's', 4096, kUuid0);
+  ASSERT_FALSE(other_device.ok());
+  EXPECT_THAT(other_device.status().message(), HasSubstr("register_region.cuda.device_uuid"));
+  EXPECT_EQ(opens_, 1);
+}
 
 TEST_F(CudaRegionTest, HelloListsTheRankDevicesInRankOrder) {
   v1::Request req;
@@ -927,11 +981,21 @@ TEST_F(CudaRegionTest, TensorsInCudaRegionsAreCheckedLikeHostOnes) {
   EXPECT_FALSE(Send("a", p, req).has_value());  // a job
   ASSERT_EQ(sink_.jobs.size(), 1u);
   EXPECT_EQ(sink_.jobs[0]->inputs_ready_event, std::string(64, 'e'));
+  // With a host latent and a CUDA output too: the event orders the
+  // worker's earlier use of the output memory before the rank's writes.
+  auto host_in = Register("a", p, c, r.in->name(), kLatentBytes);
+  auto cuda_out = RegisterCuda("a", p, c, 'o', kOutputBytes);
+  ASSERT_TRUE(host_in.ok() && cuda_out.ok());
+  req = Decode(c, *host_in, *cuda_out);
+  req.mutable_decode()->set_inputs_ready_event(std::string(64, 'f'));
+  EXPECT_FALSE(Send("a", p, req).has_value());  // a job
+  ASSERT_EQ(sink_.jobs.size(), 2u);
+  EXPECT_EQ(sink_.jobs[1]->inputs_ready_event, std::string(64, 'f'));
 }
 
 // Decode.inputs_ready_event is never ignored: malformed, it is named with
-// its size rule; well formed, it is refused for host latents (it would
-// order nothing there).
+// its size rule; well formed, it is refused when every tensor is in a host
+// region (it would order nothing there).
 TEST_F(RequestHandlerTest, AnInputsReadyEventIsCheckedAndRefusedForHostLatents) {
   auto [p, c, r, in, out] = OpenSession("a", 100);
   ASSERT_TRUE(in && out);
