@@ -2,19 +2,23 @@
 // (issue 19 §4), with CUDA interprocess events: no host synchronisation on
 // the hot path.
 //
-//   inputs:  a Decode may carry Decode.inputs_ready_event, the 64-byte
+//   inputs:  a Decode that names a CUDA region (latent or output) may
+//            carry Decode.inputs_ready_event, the 64-byte
 //            cudaIpcEventHandle_t of an event the worker recorded on its
-//            stream after writing the latents. ClientEventCache opens each
-//            handle once (cudaIpcOpenEventHandle) and the rank's stream
-//            waits on it (cudaStreamWaitEvent) before its first read.
+//            stream after its last use of those tensors. ClientEventCache
+//            opens each handle once (cudaIpcOpenEventHandle) and the
+//            rank's stream waits on it (cudaStreamWaitEvent) before its
+//            first access.
 //   outputs: after its last write to the outputs the rank records one of
 //            its own interprocess events (OutputEventRing) on its stream
 //            and the reply carries the handle (DecodeReply.
 //            outputs_ready_event); the client library makes the worker's
-//            stream wait on it. The reply may then go out before the
-//            device work has finished, because the event orders it: a
-//            wait enqueued on the worker's stream does not start later
-//            work there until the rank's stream has reached the record.
+//            stream wait on it. The reply itself goes out only after the
+//            rank's fence (rank_stream.h), so the event is complete when
+//            it arrives; the worker orders its stream by the event all the
+//            same, never by the reply's arrival.
+// Both are used through the rank's RankStream (rank_stream.h), their one
+// owner.
 //
 // Known limit: a worker whose inputs_ready_event never completes (a hung
 // kernel, a stopped process) stalls the rank whose stream waits on it, and

@@ -13,15 +13,12 @@
 //
 // Lifetime rule (client_registry.h): the engine touches a CUDA region only
 // between a job's start and its result. Copies are asynchronous, so the
-// rank waits for its stream once, after the job's last write and before
-// handing over its result: the reply, and any UnregisterRegion
-// acknowledgement deferred behind it, go out only when the device work on
-// the client's memory has finished, and closing the IPC mapping afterwards
-// is safe. So the reply is never ahead of the device; its
-// outputs_ready_event is then already complete (the worker's wait costs
-// nothing), and stays in the protocol for a later pipelined rank that
-// answers before its stream is done. The wait is on the rank's thread,
-// never the worker's.
+// request's RequestFence (rank_stream.h) waits for the rank's stream on
+// every way out of the decode, success or error, before the result is
+// handed over: the reply, and any UnregisterRegion acknowledgement
+// deferred behind it, go out only when the device work on the client's
+// memory has finished, and closing the IPC mapping afterwards is safe. The
+// wait is on the rank's thread, never the worker's.
 //
 // Thread-safety: stateless; the caller owns the tensors.
 #ifndef VAED_DAEMON_ENGINE_CUDA_REGION_IO_H_

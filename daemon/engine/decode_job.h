@@ -122,9 +122,10 @@ struct DecodeJob {
   bool stream_output = false;
   std::shared_ptr<StreamedSoFar> streamed = std::make_shared<StreamedSoFar>();
   // Decode.inputs_ready_event: the 64-byte cudaIpcEventHandle_t of an event
-  // the worker recorded after writing its CUDA latents (admission checked
-  // its size and that a latent is in a CUDA region); the output rank's
-  // stream waits on it before reading them (cuda_events.h). Empty: none.
+  // the worker recorded after its last use of the request's CUDA tensors
+  // (admission checked its size and that a tensor is in a CUDA region);
+  // the output rank's stream waits on it before its first access to them
+  // (rank_stream.h). Empty: none.
   std::string inputs_ready_event;
   std::chrono::steady_clock::time_point received;
   // Deadline (DecodeOptions.deadline_ms, from `received`) and cancellation

@@ -102,8 +102,8 @@ class DecodeRun {
   bool UsesCudaRegions() const;
   bool WritesCudaRegions() const;
   // Decode.inputs_ready_event: the rank's stream waits on the worker's
-  // event before its first read (cuda_events.h); refused on a rank without
-  // a stream (the admission lets it through only with CUDA latents).
+  // event before its first read (rank_stream.h); refused on a rank without
+  // a device.
   Status WaitForInputs();
   // CUDA outputs: records the rank's event after its last write to them,
   // for DecodeReply.outputs_ready_event.
@@ -195,22 +195,12 @@ bool DecodeRun::WritesCudaRegions() const {
 
 Status DecodeRun::WaitForInputs() {
   if (job_.inputs_ready_event.empty()) return Status::Ok();
-  if (ctx_.client_events == nullptr || ctx_.cuda_stream == nullptr) {
-    return FailedPrecondition("inputs_ready_event: rank " + std::to_string(ctx_.global_rank) +
-                              " is not a CUDA rank (it has no stream to wait on the event)")
-        .WithField("inputs_ready_event");
-  }
-  return ctx_.client_events->StreamWait(job_.client_id, job_.inputs_ready_event,
-                                        ctx_.cuda_stream);
+  return ctx_.stream->WaitForInputs(job_.client_id, job_.inputs_ready_event, ctx_.global_rank);
 }
 
 Result<std::string> DecodeRun::RecordReady() {
   if (!WritesCudaRegions()) return std::string();
-  if (ctx_.output_events == nullptr || ctx_.cuda_stream == nullptr) {
-    return FailedPrecondition("CUDA outputs: rank " + std::to_string(ctx_.global_rank) +
-                              " is not a CUDA rank (it has no event to order them)");
-  }
-  return ctx_.output_events->Record(ctx_.cuda_stream);
+  return ctx_.stream->RecordOutputsReady(ctx_.global_rank);
 }
 
 Status DecodeRun::RecordOutputsReady() {
@@ -339,14 +329,10 @@ Status DecodeRun::CopyOut() {
     VAED_RETURN_IF_ERROR(WriteOutput(audio_out_, job_.audio->output, job_.audio->output_region,
                                      job_.audio->output_cuda, "audio_output"));
   }
-  if (UsesCudaRegions()) {
-    VAED_RETURN_IF_ERROR(RecordOutputsReady());
-    // The copies into and out of the client's allocations are asynchronous:
-    // the result (and a deferred unregister behind it) goes out only when
-    // they are done (cuda_region_io.h, lifetime rule), so the event sent
-    // with it is already complete when the worker's stream waits on it.
-    VAED_RETURN_IF_ERROR(SynchronizeCurrentStream(ctx_.model->device().index()));
-  }
+  // The copies into and out of the client's allocations are asynchronous;
+  // RunDecode's fence waits for them before the result goes out
+  // (rank_stream.h).
+  if (UsesCudaRegions()) VAED_RETURN_IF_ERROR(RecordOutputsReady());
   result_.report.timings.Add("copy_out", SecondsSince(t0));
   return Status::Ok();
 }
@@ -391,8 +377,15 @@ void DecodeRun::Finish() {
 }  // namespace
 
 Result<DecodeResult> RunDecode(const DecodeJob& job, const RankContext& ctx, RankWork* work) {
-  DecodeRun run(job, ctx);
-  return run.Run(work);
+  // Made before the run and released after it (and its tensors) are gone:
+  // whatever way the run ends, its device work has finished before the
+  // caller can answer (rank_stream.h).
+  RequestFence fence(*ctx.stream);
+  Result<DecodeResult> result = [&] {
+    DecodeRun run(job, ctx);
+    return run.Run(work);
+  }();
+  return AfterFence(std::move(result), fence.Release());
 }
 
 }  // namespace vaed::engine

@@ -12,8 +12,11 @@
 //      timings, tiling, group, warm/cold, memory peaks, host copies.
 // Cancellation (deadline, client gone, shutdown) is checked before the
 // audio and before the output is written; models check it between units of
-// work. Client memory is touched only in steps 1 and 4, both inside the
-// job's lifetime (DESIGN.md §2 item 12).
+// work. Client memory is touched only in steps 1 and 4 (and, streamed,
+// during step 2), all inside the job's lifetime (DESIGN.md §2 item 12):
+// RunDecode returns, whatever way the decode ends, only after the rank's
+// stream has finished the device work it queued (RequestFence,
+// rank_stream.h).
 //
 // Memory figures: the peak RSS and peak tensor bytes are process-wide
 // watermarks, reset at the start of each decode; with several decodes
@@ -38,7 +41,8 @@ namespace vaed::engine {
 // kInvalidArgument (non-finite latents), the model's errors (kInternal,
 // kResourceExhausted, with their ErrorReason), kCancelled /
 // kDeadlineExceeded; an injected device_fatal fault is kInternal with
-// reason kStickyDevice.
+// reason kStickyDevice; the fence's error (rank_stream.h AfterFence).
+// Precondition: ctx.stream is the rank's, current on the calling thread.
 Result<DecodeResult> RunDecode(const DecodeJob& job, const RankContext& ctx, RankWork* work);
 
 }  // namespace vaed::engine

@@ -67,7 +67,8 @@ Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& option
                                                    const GroupOptions& group,
                                                    std::vector<models::ModelRegistry*> registries,
                                                    ResultSink* sink,
-                                                   std::vector<WarmUp> warm_ups) {
+                                                   std::vector<WarmUp> warm_ups,
+                                                   RankStreamFactory rank_streams) {
   if (options.intra_op_threads < 1) {
     return InvalidArgument("executor.intra_op_threads must be >= 1");
   }
@@ -78,19 +79,21 @@ Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& option
                            " model registries for group.ranks = " + std::to_string(group.ranks));
   }
   std::unique_ptr<Executor> e(
-      new Executor(options, group, std::move(layout), sink, std::move(warm_ups)));
+      new Executor(options, group, std::move(layout), sink, std::move(warm_ups),
+                   std::move(rank_streams)));
   VAED_RETURN_IF_ERROR(e->Start(std::move(registries)));
   return e;
 }
 
 Executor::Executor(const ExecutorOptions& options, const GroupOptions& group,
                    parallel::GroupLayout layout, ResultSink* sink,
-                   std::vector<WarmUp> warm_ups)
+                   std::vector<WarmUp> warm_ups, RankStreamFactory rank_streams)
     : options_(options),
       group_options_(group),
       layout_(std::move(layout)),
       sink_(sink),
       warm_ups_(std::move(warm_ups)),
+      rank_streams_(std::move(rank_streams)),
       scheduler_(&layout_,
                  group.few_tiles == "shrink" ? parallel::FewTiles::kShrink
                                              : parallel::FewTiles::kPad,

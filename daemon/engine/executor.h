@@ -47,6 +47,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,11 +56,11 @@
 #include <vector>
 
 #include "daemon/engine/cuda_devices.h"
-#include "daemon/engine/cuda_events.h"
 #include "daemon/engine/decode_history.h"
 #include "daemon/engine/decode_job.h"
 #include "daemon/engine/engine_options.h"
 #include "daemon/engine/rank_communicators.h"
+#include "daemon/engine/rank_stream.h"
 #include "daemon/engine/result_sink.h"
 #include "daemon/engine/scheduler.h"
 #include "daemon/engine/store_watcher.h"
@@ -96,6 +97,10 @@ struct ExecutorStatus {
   std::vector<Rank> rank_status;
 };
 
+// Makes the RankStream of local rank `local_rank` (tests: a double of the
+// device), on that rank's thread.
+using RankStreamFactory = std::function<Result<std::unique_ptr<RankStream>>(int local_rank)>;
+
 class Executor {
  public:
   // `registries`: one per local rank (group.ranks of them), rank 0's first;
@@ -106,12 +111,15 @@ class Executor {
   // made its first attempt to reach the store. Errors: kInvalidArgument
   // for bad executor options, group layout or registry count; kUnavailable
   // when node 0 cannot serve the TCPStore; a warm-up's error (the lowest
-  // rank's that failed: WarmUpRank()).
+  // rank's that failed: WarmUpRank()). `rank_streams` (tests) makes each
+  // rank's RankStream on its thread; by default a CUDA rank's is
+  // RankStream::OnCudaDevice, a CPU rank's has no device.
   static Result<std::unique_ptr<Executor>> Create(const ExecutorOptions& options,
                                                   const GroupOptions& group,
                                                   std::vector<models::ModelRegistry*> registries,
                                                   ResultSink* sink,
-                                                  std::vector<WarmUp> warm_ups = {});
+                                                  std::vector<WarmUp> warm_ups = {},
+                                                  RankStreamFactory rank_streams = nullptr);
   ~Executor();  // Stop()s
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -155,30 +163,25 @@ class Executor {
     std::vector<models::VaeModel*> models;  // by model index (config order)
     std::unique_ptr<RankCommunicators> comms;
     std::thread thread;
-    // CUDA ranks: the rank's own stream (torch_cuda.h UseRankStream), a
-    // cudaStream_t, current on the rank's thread from before its warm-up,
-    // and the events it waits on and records (cuda_events.h). Used by the
-    // rank's thread only.
-    void* cuda_stream = nullptr;
-    std::unique_ptr<ClientEventCache> client_events;
-    std::unique_ptr<OutputEventRing> output_events;
+    // The rank's device work (rank_stream.h): CUDA ranks' is set up on the
+    // rank's thread before its warm-up; CPU ranks' has no device. Used by
+    // the rank's thread only.
+    std::unique_ptr<RankStream> stream = std::make_unique<RankStream>();
   };
 
   Executor(const ExecutorOptions& options, const GroupOptions& group,
-           parallel::GroupLayout layout, ResultSink* sink, std::vector<WarmUp> warm_ups);
+           parallel::GroupLayout layout, ResultSink* sink, std::vector<WarmUp> warm_ups,
+           RankStreamFactory rank_streams);
   Status Start(std::vector<models::ModelRegistry*> registries);
   void StartWatchers();
 
   // The rank thread's body; never throws.
   void RankLoop(int local_rank);
   void BuildLocalCommunicators(int local_rank);
-  // CUDA ranks: the rank thread's device and stream (torch_cuda.h), before
-  // anything runs on it; a failure goes to warm_up_failures_ (start-up
-  // stops, naming the rank and its device).
+  // The rank's RankStream (rank_stream.h; a CUDA rank's device and stream),
+  // on its thread before anything runs there; a failure goes to
+  // warm_up_failures_ (start-up stops, naming the rank and its device).
   void SetUpRankDevice(int local_rank);
-  // The stream and events of a CUDA rank on device `ordinal`, on the
-  // calling (rank) thread.
-  static Status SetUpCudaRank(Rank& rank, int ordinal);
   // The rank's warm-up (warm_up.h); a failure goes to warm_up_failures_.
   void RunWarmUp(int local_rank);
   // Waits for this rank's next task; null when stopping (after answering
@@ -192,8 +195,23 @@ class Executor {
                        const std::string& unavailable);
   Result<DecodeResult> Execute(int local_rank, const GroupRun& run, GroupChannel* channel,
                                const std::string& unavailable, bool* decoded);
+  // A member's part of a job, fenced (rank_stream.h); a sticky device
+  // error in it makes the daemon unhealthy like the output rank's.
   void RunAsMember(int local_rank, const parallel::GroupSpec& spec, const DecodeJob* job,
                    GroupChannel& channel);
+  // RunAsMember's work: receive the job, decode its tiles, send them.
+  // Returns the first error (the communicator is aborted on it).
+  Status RunMemberPart(int local_rank, const parallel::GroupSpec& spec, const DecodeJob* job,
+                       GroupChannel& channel);
+  // A communicator of `spec` that could not be built (or met) on
+  // `local_rank`: recorded for the scheduler; a sticky device error makes
+  // the daemon unhealthy.
+  void NoteBuildFailure(int local_rank, const parallel::GroupSpec& spec, const Status& why,
+                        bool was_build);
+  // Marks the executor unhealthy after a sticky device error on any of its
+  // ranks (`what` names it): fatal_error() set, the queue answered, no
+  // more work taken. The first error wins.
+  void NoteStickyDeviceError(const std::string& what);
   void NoteGroupFailure(const GroupRun& run, GroupChannel* channel);
   void Answer(const std::shared_ptr<DecodeJob>& job, Result<DecodeResult> result);
   uint32_t EstimatedWaitMsLocked() const VAED_REQUIRES(mu_);
@@ -207,6 +225,7 @@ class Executor {
   MembershipContext membership_;
   DecodeHistory history_;
   const std::vector<WarmUp> warm_ups_;
+  const RankStreamFactory rank_streams_;  // null: the default (Create())
 
   mutable Mutex mu_;
   std::condition_variable_any cv_;  // waits on mu_: queue, tasks, checks, stop

@@ -10,10 +10,10 @@
 #include <functional>
 #include <string>
 
-#include "daemon/engine/cuda_events.h"
 #include "daemon/engine/decode_history.h"
 #include "daemon/engine/decode_result.h"
 #include "daemon/engine/rank_communicators.h"
+#include "daemon/engine/rank_stream.h"
 #include "daemon/models/vae_model.h"
 #include "daemon/parallel/group_layout.h"
 
@@ -36,12 +36,9 @@ struct RankContext {
   DecodeHistory* history = nullptr;
   ProgressFn progress;  // null: the job asked for none
   FinalRangeFn final_range;  // null: the job does not stream its output
-  // CUDA ranks: the rank's stream (a cudaStream_t, current on its thread;
-  // torch_cuda.h UseRankStream) and its events (cuda_events.h), owned by
-  // the executor for the rank's life. Null on CPU ranks.
-  void* cuda_stream = nullptr;
-  ClientEventCache* client_events = nullptr;
-  OutputEventRing* output_events = nullptr;
+  // The rank's device work (rank_stream.h), owned by the executor for the
+  // rank's life; never null (a CPU rank's has no device).
+  RankStream* stream = nullptr;
 };
 
 // A rank's share of the work of one decode, for its status figures:

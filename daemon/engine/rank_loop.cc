@@ -97,28 +97,26 @@ void Executor::BuildLocalCommunicators(int local_rank) {
     RankCommunicators& comms = *ranks_[static_cast<size_t>(local_rank)].comms;
     Result<GroupChannel*> built = comms.Get(*g, 0);
     if (built.ok()) continue;
-    MutexLock lock(&mu_);
-    scheduler_.RecordBuildFailure(*g, built.status().message(), comms.last_failure_was_build());
+    NoteBuildFailure(local_rank, *g, built.status(), comms.last_failure_was_build());
   }
 }
 
 void Executor::SetUpRankDevice(int local_rank) {
   const auto i = static_cast<size_t>(local_rank);
-  if (i >= options_.rank_devices.size() || !options_.rank_devices[i].is_cuda) return;
-  const RankDevice& device = options_.rank_devices[i];
-  Status s = SetUpCudaRank(ranks_[i], device.cuda.ordinal);
-  if (s.ok()) return;
+  const bool cuda = i < options_.rank_devices.size() && options_.rank_devices[i].is_cuda;
+  if (!rank_streams_ && !cuda) return;  // a CPU rank: its stream has no device
+  Result<std::unique_ptr<RankStream>> stream =
+      rank_streams_ ? rank_streams_(local_rank)
+                    : RankStream::OnCudaDevice(options_.rank_devices[i].cuda.ordinal);
+  if (stream.ok()) {
+    ranks_[i].stream = std::move(stream).value();
+    return;
+  }
+  const std::string where = cuda ? " on " + options_.rank_devices[i].Describe() : "";
   MutexLock lock(&mu_);
-  warm_up_failures_.emplace(
-      local_rank,
-      s.WithContext("rank " + std::to_string(GlobalRank(local_rank)) + " on " + device.Describe()));
-}
-
-Status Executor::SetUpCudaRank(Rank& rank, int ordinal) {
-  VAED_ASSIGN_OR_RETURN(rank.cuda_stream, UseRankStream(ordinal));
-  VAED_ASSIGN_OR_RETURN(rank.output_events, OutputEventRing::Create(ordinal));
-  rank.client_events = std::make_unique<ClientEventCache>();
-  return Status::Ok();
+  warm_up_failures_.emplace(local_rank, stream.status().WithContext(
+                                            "rank " + std::to_string(GlobalRank(local_rank)) +
+                                            where));
 }
 
 void Executor::RunWarmUp(int local_rank) {
@@ -196,8 +194,7 @@ void Executor::RunTask(int local_rank, const GroupRun& run) {
       channel = *got;
     } else {
       unavailable = got.status().message();
-      MutexLock lock(&mu_);
-      scheduler_.RecordBuildFailure(spec, unavailable, comms.last_failure_was_build());
+      NoteBuildFailure(local_rank, spec, got.status(), comms.last_failure_was_build());
     }
   }
   const bool output_rank = spec.ranks.front() == GlobalRank(local_rank);
@@ -244,7 +241,6 @@ void Executor::RunAsOutputRank(int local_rank, const GroupRun& run, GroupChannel
     if (channel != nullptr) channel->comm->Abort(result.status().message());
   }
   const double seconds = SecondsSince(t0);
-  bool fatal = false;
   {
     MutexLock lock(&mu_);
     // Moving average over decodes that ran (not instant rejections).
@@ -255,20 +251,13 @@ void Executor::RunAsOutputRank(int local_rank, const GroupRun& run, GroupChannel
     // Before the reply goes out: a client that reads it and then asks for
     // the status must not see this job still running.
     scheduler_.MarkAnswered(local_rank);
-    if (!result.ok() && result.status().reason() == ErrorReason::kStickyDevice) {
-      fatal_error_ = result.status().message();
-      stopping_ = true;  // answer the queue and take nothing more
-      fatal = true;
-    }
   }
-  // After the health flag: whoever sees this answer sees the daemon
-  // unhealthy too.
+  // The health flag before the answer: whoever sees this answer sees the
+  // daemon unhealthy too.
+  if (!result.ok() && result.status().reason() == ErrorReason::kStickyDevice) {
+    NoteStickyDeviceError(result.status().message());
+  }
   Answer(job, std::move(result));
-  if (fatal) {
-    spdlog::critical("executor: sticky device error; the daemon must restart: {}",
-                     fatal_error());
-    cv_.notify_all();
-  }
 }
 
 Result<DecodeResult> Executor::Execute(int local_rank, const GroupRun& run,
@@ -302,9 +291,7 @@ Result<DecodeResult> Executor::Execute(int local_rank, const GroupRun& run,
                   .history = &history_,
                   .progress = nullptr,
                   .final_range = nullptr,
-                  .cuda_stream = rank.cuda_stream,
-                  .client_events = rank.client_events.get(),
-                  .output_events = rank.output_events.get()};
+                  .stream = rank.stream.get()};
   if (job.progress) {
     ctx.progress = ToSink<ProgressEvent>(
         shared, "a progress event",
@@ -332,12 +319,31 @@ Result<DecodeResult> Executor::Execute(int local_rank, const GroupRun& run,
 
 void Executor::RunAsMember(int local_rank, const parallel::GroupSpec& spec, const DecodeJob* job,
                            GroupChannel& channel) {
+  Rank& rank = ranks_[static_cast<size_t>(local_rank)];
+  RequestFence fence(*rank.stream);  // before any device work of the part
+  Status part = RunMemberPart(local_rank, spec, job, channel);
+  if (Status fenced = fence.Release(); !fenced.ok()) {
+    part = fenced.reason() == ErrorReason::kStickyDevice || part.ok() ? fenced : part;
+  }
+  if (part.reason() == ErrorReason::kStickyDevice) {
+    NoteStickyDeviceError("rank " + std::to_string(GlobalRank(local_rank)) +
+                          " (a member of group " + spec.name + "): " + part.message());
+  }
+}
+
+Status Executor::RunMemberPart(int local_rank, const parallel::GroupSpec& spec,
+                               const DecodeJob* job, GroupChannel& channel) {
   parallel::Communicator& comm = *channel.comm;
   const int global = GlobalRank(local_rank);
   try {
     Rank& rank = ranks_[static_cast<size_t>(local_rank)];
+    if (job != nullptr && job->settings.faults.member_device_fatal > 0) {
+      // Its first tile gather, after the header, model name and latent.
+      comm.FailNthCollective(4, ErrorReason::kStickyDevice);
+    }
     Result<std::optional<ReceivedJob>> received = ReceiveJob(comm, rank.registry->device());
-    if (!received.ok() || !*received) return;  // failed (aborted) or stood down
+    if (!received.ok()) return received.status();  // failed (aborted)
+    if (!*received) return Status::Ok();           // stood down
     ReceivedJob& r = **received;
     // On the output rank's daemon the model was resolved once; a member of
     // a group led by another daemon knows only its name.
@@ -367,21 +373,48 @@ void Executor::RunAsMember(int local_rank, const parallel::GroupSpec& spec, cons
         comm.Abort("rank " + std::to_string(global) + " failed its part: " +
                    out.status().message());
       }
-      return;
+      return out.status();
     }
-    (void)GatherFigures(comm, spec,
-                        {.rank = static_cast<uint32_t>(global),
-                         .tiles = work.tiles,
-                         .decode_seconds = work.seconds,
-                         .started_unix = started,
-                         .finished_unix = finished});
+    // A failure here costs the reply its figures only (the tiles went).
+    return GatherFigures(comm, spec,
+                         {.rank = static_cast<uint32_t>(global),
+                          .tiles = work.tiles,
+                          .decode_seconds = work.seconds,
+                          .started_unix = started,
+                          .finished_unix = finished})
+        .status();
   } catch (...) {
     const std::string why = parallel::ExceptionMessage();
     spdlog::error("executor: rank {}: unexpected exception in its part of a job on group {}: {}",
                   global, spec.name, why);
     comm.Abort("rank " + std::to_string(global) + " failed its part: unexpected exception: " +
                why);
+    return Internal("unexpected exception: " + why);
   }
+}
+
+void Executor::NoteBuildFailure(int local_rank, const parallel::GroupSpec& spec,
+                                const Status& why, bool was_build) {
+  {
+    MutexLock lock(&mu_);
+    scheduler_.RecordBuildFailure(spec, why.message(), was_build);
+  }
+  if (why.reason() == ErrorReason::kStickyDevice) {
+    NoteStickyDeviceError("rank " + std::to_string(GlobalRank(local_rank)) +
+                          " building the communicator of group " + spec.name + ": " +
+                          why.message());
+  }
+}
+
+void Executor::NoteStickyDeviceError(const std::string& what) {
+  {
+    MutexLock lock(&mu_);
+    if (!fatal_error_.empty()) return;
+    fatal_error_ = what;
+    stopping_ = true;  // answer the queue and take nothing more
+  }
+  spdlog::critical("executor: sticky device error; the daemon must restart: {}", what);
+  cv_.notify_all();
 }
 
 void Executor::Answer(const std::shared_ptr<DecodeJob>& job, Result<DecodeResult> result) {

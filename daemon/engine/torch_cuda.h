@@ -1,13 +1,12 @@
-// LibTorch's CUDA side for GPU ranks (issue 19 §2, §8): the rank's own
-// stream, the caching allocator's per-device memory figures, and the exact
-// float32 setting. CUDA-free header (streams travel as void*, a
-// cudaStream_t).
+// LibTorch's CUDA side for GPU ranks: the rank's own stream (used through
+// its RankStream, rank_stream.h), the caching allocator's per-device memory
+// figures, and the exact float32 setting. CUDA-free header (streams travel
+// as void*, a cudaStream_t).
 //
-// Built from torch_cuda.cc when LibTorch itself has CUDA (the PyTorch
-// wheel's LibTorch on a GPU machine; cmake/torch_cuda.cmake), from
-// torch_cuda_unavailable.cc otherwise: Debian's CPU LibTorch, here and in
-// CI, where torch_cuda.cc is compiled (against the c10/cuda headers) but
-// not linked. Unrun: no device has executed it yet.
+// Built from torch_cuda.cc in GPU builds (VAED_WITH_CUDA, linked with
+// libtorch_cuda; daemon/CMakeLists.txt), from torch_cuda_unavailable.cc in
+// CPU builds, where every call answers kFailedPrecondition. Unrun: no
+// device has executed it yet.
 //
 // Thread-safety: UseRankStream() acts on the calling thread (LibTorch's
 // current stream is per thread and device); the others are process-wide

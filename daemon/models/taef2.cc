@@ -29,6 +29,8 @@ void BeforeFrameBatch(const DecodeSettings& settings, int64_t begin, int64_t fra
   if (settings.faults.slow_unit_ms > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(settings.faults.slow_unit_ms));
   }
+  TORCH_CHECK(begin == 0 || settings.faults.later_unit_exception <= 0,
+              "injected fault later_unit_exception before frame ", begin, " of ", frames);
 }
 
 // After a frame batch: output frames [begin, end) of `frames` are final

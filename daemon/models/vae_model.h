@@ -201,6 +201,11 @@ struct FaultInjection {
   int oom_sequential = 0;  // a decoder call with 1 tile: out of memory
   int plan_build = 0;      // a compiled-plan build fails
   int tile_exception = 0;  // a tile decode throws a non-memory error
+  // Every unit of work after the first (H3 tile call past the first
+  // temporal window, TAEF2 frame batch past the first) throws a non-memory
+  // error: the decode fails after the first unit's frames were handed over
+  // (streamed output).
+  int later_unit_exception = 0;
   // The decode fails with a sticky device error (as CUDA's "illegal memory
   // access"): the daemon reports unhealthy and exits for systemd to restart.
   int device_fatal = 0;
@@ -222,10 +227,14 @@ struct FaultInjection {
   int rank_exception = 0;
   int member_exception = 0;
   int watcher_exception = 0;
+  // A member rank of the same daemon fails its first tile gather with a
+  // sticky device error (what the NCCL adapter reports for a collective
+  // whose CUDA context is lost): the daemon reports unhealthy and exits.
+  int member_device_fatal = 0;
   bool any() const {
-    return oom_stacked + oom_sequential + plan_build + tile_exception + device_fatal +
-               slow_unit_ms + collective_failure + rank_exception + member_exception +
-               watcher_exception > 0;
+    return oom_stacked + oom_sequential + plan_build + tile_exception + later_unit_exception +
+               device_fatal + slow_unit_ms + collective_failure + rank_exception +
+               member_exception + watcher_exception + member_device_fatal > 0;
   }
 };
 

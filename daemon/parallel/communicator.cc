@@ -93,7 +93,12 @@ void Communicator::MarkAborted(const std::string& why) {
 Status Communicator::BeginCollective(const char* op) {
   if (aborted()) return Failed(op, "the communicator was aborted: " + abort_reason());
   if (fail_countdown_ <= 0 || --fail_countdown_ > 0) return Status::Ok();
-  Status injected = Failed(op, "injected collective failure (fault injection)");
+  Status injected =
+      fail_reason_ == ErrorReason::kStickyDevice
+          ? Internal(Describe(op) + " failed: CUDA error: an illegal memory access was "
+                                    "encountered (injected fault member_device_fatal)")
+                .WithReason(ErrorReason::kStickyDevice)
+          : Failed(op, "injected collective failure (fault injection)");
   Abort(std::string(injected.message()));
   return injected;
 }

@@ -61,11 +61,21 @@ class Communicator : public models::TileGroup {
   uint64_t generation() const { return options_.generation; }
   const std::string& group_name() const { return options_.group_name; }
 
-  // Copies root's `tensor` (CPU, contiguous) into `tensor` on every other
-  // rank (same shape and dtype on all ranks).
+  // Tensors are contiguous, on the CPU or on the rank's device (a GPU
+  // rank's models make device tensors). Ordering contract, both backends:
+  // a collective reads a device tensor only after the work the caller
+  // queued on its current stream (LibTorch's; the rank's stream) before the
+  // call, and returns only when its own device work is done, so the caller
+  // may use the results on any stream at once. NCCL orders its stream by an
+  // event recorded on the caller's stream (nccl_communicator.h); Gloo's
+  // process group does the same for CUDA tensors itself (ProcessGroupGloo's
+  // CUDA work waits on the current streams and is waited on by wait()).
+  //
+  // Copies root's `tensor` into `tensor` on every other rank (same shape
+  // and dtype on all ranks).
   virtual Status Broadcast(torch::Tensor& tensor, int root) = 0;
-  // Gathers every rank's `tensor` (CPU, contiguous, same shape and dtype on
-  // all ranks) to `root`: size() tensors on root (index = rank), {} elsewhere.
+  // Gathers every rank's `tensor` (same shape and dtype on all ranks) to
+  // `root`: size() tensors like it on root (index = rank), {} elsewhere.
   virtual Result<std::vector<torch::Tensor>> Gather(const torch::Tensor& tensor, int root) = 0;
   virtual Status Barrier() = 0;
 
@@ -77,10 +87,15 @@ class Communicator : public models::TileGroup {
   bool aborted() const { return aborted_.load(); }
   std::string abort_reason() const;
 
-  // Fault injection (tests, FaultInjection.collective_failure): the
-  // `n`-th collective from now (1 = the next) fails as a timed-out one
-  // would, aborting the communicator. 0 disarms.
-  void FailNthCollective(int n) { fail_countdown_ = n; }
+  // Fault injection (tests): the `n`-th collective from now (1 = the next)
+  // fails, aborting the communicator. 0 disarms. `reason` kCollective
+  // (FaultInjection.collective_failure): as a timed-out one would;
+  // kStickyDevice (member_device_fatal): as the NCCL adapter reports a
+  // collective whose CUDA context is lost (kInternal, the reason kept).
+  void FailNthCollective(int n, ErrorReason reason = ErrorReason::kCollective) {
+    fail_countdown_ = n;
+    fail_reason_ = reason;
+  }
 
  protected:
   explicit Communicator(CommunicatorOptions options) : options_(std::move(options)) {}
@@ -102,6 +117,7 @@ class Communicator : public models::TileGroup {
   mutable Mutex mu_;
   std::string abort_reason_ VAED_GUARDED_BY(mu_);
   int fail_countdown_ = 0;
+  ErrorReason fail_reason_ = ErrorReason::kCollective;
 };
 
 // Inside a catch block: the exception's message (LibTorch's without its

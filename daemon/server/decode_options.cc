@@ -171,11 +171,13 @@ Status ResolveFaults(const v1::DecodeOptions& requested, bool allow_fault_inject
       {"oom_sequential", &models::FaultInjection::oom_sequential},
       {"plan_build", &models::FaultInjection::plan_build},
       {"tile_exception", &models::FaultInjection::tile_exception},
+      {"later_unit_exception", &models::FaultInjection::later_unit_exception},
       {"device_fatal", &models::FaultInjection::device_fatal},
       {"collective_failure", &models::FaultInjection::collective_failure},
       {"rank_exception", &models::FaultInjection::rank_exception},
       {"member_exception", &models::FaultInjection::member_exception},
       {"watcher_exception", &models::FaultInjection::watcher_exception},
+      {"member_device_fatal", &models::FaultInjection::member_device_fatal},
   };
   for (const std::string& f : requested.inject_faults()) {
     if (f == "slow_tiles") {
@@ -192,8 +194,9 @@ Status ResolveFaults(const v1::DecodeOptions& requested, bool allow_fault_inject
     if (!known) {
       return InvalidArgument("options.inject_faults lists '" + f.substr(0, 64) +
                              "'; known faults are oom_stacked, oom_sequential, plan_build, "
-                             "tile_exception, device_fatal, slow_tiles, collective_failure, "
-                             "rank_exception, member_exception, watcher_exception");
+                             "tile_exception, later_unit_exception, device_fatal, slow_tiles, "
+                             "collective_failure, rank_exception, member_exception, "
+                             "watcher_exception, member_device_fatal");
     }
   }
   return Status::Ok();

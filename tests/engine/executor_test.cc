@@ -24,6 +24,8 @@
 #include "daemon/models/model_registry.h"
 #include "daemon/models/tile_group.h"
 #include "daemon/models/torch_status.h"
+#include "daemon/engine/cuda_events.h"
+#include "daemon/engine/rank_stream.h"
 
 namespace vaed::engine {
 namespace {
@@ -169,23 +171,35 @@ class ExecutorTestBase : public ::testing::Test {
  protected:
   // What the executor warms up before Create() returns.
   virtual std::vector<WarmUp> WarmUps(const models::ModelRegistry&) { return {}; }
+  // Its ranks and groups (one rank by default).
+  virtual GroupOptions Group() { return {}; }
+  // How its ranks get their RankStream (null: the executor's default).
+  virtual RankStreamFactory RankStreams() { return nullptr; }
 
   void SetUp() override {
-    auto r = models::ModelRegistry::Create({DemoConfig()}, "demo");
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    registry_ = std::move(r).value();
+    const GroupOptions group = Group();
+    std::vector<models::ModelRegistry*> registries;
+    for (uint32_t i = 0; i < group.ranks; ++i) {
+      auto r = models::ModelRegistry::Create({DemoConfig()}, "demo");
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      registries_.push_back(std::move(r).value());
+      registries.push_back(registries_.back().get());
+    }
+    registry_ = registries_.front().get();
     ExecutorOptions options;
     options.intra_op_threads = 1;
-    GroupOptions group;
-    auto e = Executor::Create(options, group, {registry_.get()}, &sink_, WarmUps(*registry_));
+    auto e = Executor::Create(options, group, registries, &sink_, WarmUps(*registry_),
+                              RankStreams());
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     executor_ = std::move(e).value();
   }
 
-  // A demo-model job of one latent frame of h x w cells, float32 output.
-  std::shared_ptr<DecodeJob> MakeJob(uint64_t id, int64_t h = 4, int64_t w = 4) {
+  // A demo-model job of `frames` latent frames of h x w cells, float32
+  // output.
+  std::shared_ptr<DecodeJob> MakeJob(uint64_t id, int64_t h = 4, int64_t w = 4,
+                                     int64_t frames = 1) {
     models::VaeModel* model = registry_->Find("demo");
-    const std::vector<int64_t> shape = {1, model->info().latent_channels, h, w};
+    const std::vector<int64_t> shape = {frames, model->info().latent_channels, h, w};
     auto plan = model->Plan(DType::kFloat32, shape);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
     auto job = std::make_shared<DecodeJob>();
@@ -198,7 +212,7 @@ class ExecutorTestBase : public ::testing::Test {
     VideoPart v;
     v.plan = *plan;
     v.format = OutputFormat::kFloat32Nchw;
-    const uint64_t in_bytes = 4 * static_cast<uint64_t>(h * w * shape[1]);
+    const uint64_t in_bytes = 4 * static_cast<uint64_t>(frames * h * w * shape[1]);
     v.latent = {0, 0, in_bytes, DType::kFloat32, shape};
     v.output.shape = {plan->frames, plan->channels, plan->height_px, plan->width_px};
     v.output.dtype = DType::kFloat32;
@@ -215,7 +229,8 @@ class ExecutorTestBase : public ::testing::Test {
   }
 
   SinkT sink_;
-  std::unique_ptr<models::ModelRegistry> registry_;
+  std::vector<std::unique_ptr<models::ModelRegistry>> registries_;  // by local rank
+  models::ModelRegistry* registry_ = nullptr;                       // rank 0's
   std::vector<std::unique_ptr<Segment>> segments_;
   std::unique_ptr<Executor> executor_;  // last: stopped before the rest goes
 };
@@ -338,6 +353,198 @@ TEST_F(ExecutorEventTest, AnInputsReadyEventOnACpuRankIsRefusedNotIgnored) {
   // The rank serves on.
   ASSERT_TRUE(executor_->Submit(MakeJob(2)).ok());
   EXPECT_TRUE(sink_.StatusOf(2).ok()) << sink_.StatusOf(2).ToString();
+}
+
+
+// The order of a request's device work and its answer, without a device:
+// each rank's RankStream runs on a double of the device that writes every
+// call into one log, and the sink writes what the server would send (final
+// ranges, the reply) into the same log. The rule (rank_stream.h): no reply
+// while the request's device work is unfinished, so the answering rank's
+// fence comes after every write it announced and before the reply.
+class OrderLog {
+ public:
+  void Add(std::string entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.push_back(std::move(entry));
+  }
+  std::vector<std::string> entries() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> entries_;
+};
+
+class RecordingDevice final : public DeviceQueue {
+ public:
+  RecordingDevice(int rank, OrderLog* log) : rank_(rank), log_(log) {}
+  void* stream() const override { return nullptr; }
+  Status WaitForClientEvent(uint64_t, const std::string&) override {
+    log_->Add(Name() + " waits for the inputs");
+    return Status::Ok();
+  }
+  Result<std::string> RecordEvent() override {
+    log_->Add(Name() + " records an event");
+    return std::string(kCudaIpcEventHandleBytes, 'r');
+  }
+  Status Synchronize() override {
+    log_->Add(Name() + " fence");
+    return Status::Ok();
+  }
+
+ private:
+  std::string Name() const { return "rank " + std::to_string(rank_); }
+  const int rank_;
+  OrderLog* const log_;
+};
+
+class OrderRecordingSink : public ResultSink {
+ public:
+  void OnProgress(const std::shared_ptr<const DecodeJob>&, const ProgressEvent&) override {}
+  void OnFinalRange(const std::shared_ptr<const DecodeJob>&, const FinalRangeEvent&) override {
+    log.Add("final range");
+  }
+  void OnFinished(std::shared_ptr<const DecodeJob> job, Result<DecodeResult> result) override {
+    log.Add("reply");
+    statuses.emplace(job->request_id, result.status());
+    cv.notify_all();
+  }
+  Status StatusOf(uint64_t id) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(60), [&] { return statuses.count(id) > 0; });
+    return statuses.count(id) > 0 ? statuses.at(id) : DeadlineExceeded("no answer in 60 s");
+  }
+
+  OrderLog log;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<uint64_t, Status> statuses;
+};
+
+class FenceOrderTest : public ExecutorTestBase<OrderRecordingSink> {
+ protected:
+  RankStreamFactory RankStreams() override {
+    return [this](int local_rank) -> Result<std::unique_ptr<RankStream>> {
+      return std::make_unique<RankStream>(
+          std::make_unique<RecordingDevice>(local_rank, &sink_.log));
+    };
+  }
+
+  // A streamed job of 8 latent frames: two frame batches of the demo model.
+  std::shared_ptr<DecodeJob> StreamedJob(uint64_t id) {
+    auto job = MakeJob(id, 4, 4, 8);
+    job->progress = false;
+    job->stream_output = true;
+    return job;
+  }
+
+  // Where `entry` is in the log (its last occurrence when `last`); -1 if
+  // absent.
+  static int IndexOf(const std::vector<std::string>& log, const std::string& entry,
+                     bool last = false) {
+    int found = -1;
+    for (size_t i = 0; i < log.size(); ++i) {
+      if (log[i] != entry) continue;
+      found = static_cast<int>(i);
+      if (!last) break;
+    }
+    return found;
+  }
+
+  // The log once the reply is in: a frame batch was announced before it
+  // and rank 0's fence lies between the last announcement and the reply.
+  void ExpectFenceBetweenWritesAndReply() {
+    const std::vector<std::string> log = sink_.log.entries();
+    std::string all;
+    for (const std::string& e : log) all += e + "; ";
+    const int written = IndexOf(log, "final range", /*last=*/true);
+    const int fence = IndexOf(log, "rank 0 fence", /*last=*/true);
+    const int reply = IndexOf(log, "reply");
+    ASSERT_GE(written, 0) << all;
+    ASSERT_GE(reply, 0) << all;
+    EXPECT_GT(fence, written) << all;
+    EXPECT_LT(fence, reply) << all;
+  }
+};
+
+TEST_F(FenceOrderTest, RegressionAFailureAfterStreamedWritesFencesBeforeTheErrorReply) {
+  auto job = StreamedJob(1);
+  job->settings.faults.later_unit_exception = 1;
+  ASSERT_TRUE(executor_->Submit(job).ok());
+  const Status s = sink_.StatusOf(1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("later_unit_exception"));
+  EXPECT_EQ(job->streamed->video_frames.load(), 4u);  // the first batch was written
+  ExpectFenceBetweenWritesAndReply();
+}
+
+TEST_F(FenceOrderTest, ADeadlineAfterStreamedWritesFencesBeforeTheErrorReply) {
+  auto job = StreamedJob(1);
+  job->settings.faults.slow_unit_ms = 400;
+  job->cancel = std::make_shared<models::CancelToken>(std::chrono::steady_clock::now(), 200);
+  ASSERT_TRUE(executor_->Submit(job).ok());
+  const Status s = sink_.StatusOf(1);
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  ExpectFenceBetweenWritesAndReply();
+}
+
+TEST_F(FenceOrderTest, ASuccessfulDecodeFencesBeforeItsReply) {
+  ASSERT_TRUE(executor_->Submit(StreamedJob(1)).ok());
+  EXPECT_TRUE(sink_.StatusOf(1).ok());
+  ExpectFenceBetweenWritesAndReply();
+}
+
+// Two ranks in one group of 2; the demo model's hybrid tiling gives each
+// of them tiles.
+class GroupFenceOrderTest : public FenceOrderTest {
+ protected:
+  GroupOptions Group() override {
+    GroupOptions g;
+    g.ranks = 2;
+    g.size = 2;
+    g.qualified_sizes = {1, 2};
+    g.collective_timeout_ms = 20000;
+    return g;
+  }
+  std::shared_ptr<DecodeJob> TiledJob(uint64_t id) {
+    auto job = MakeJob(id, 20, 28, 8);
+    job->progress = false;
+    job->stream_output = true;
+    job->requested_group_size = 2;
+    job->settings.tiling = models::TilingOverride{.tile_latent = 10, .overlap_latent = 4};
+    return job;
+  }
+};
+
+TEST_F(GroupFenceOrderTest, AMembersCollectiveFailureFencesBothRanksBeforeTheReply) {
+  auto job = TiledJob(1);
+  job->settings.faults.member_exception = 1;
+  ASSERT_TRUE(executor_->Submit(job).ok());
+  const Status s = sink_.StatusOf(1);
+  EXPECT_TRUE(s.ok()) << s.ToString();  // decoded again on rank 0 alone
+  ExpectFenceBetweenWritesAndReply();
+  // The member fenced its failed part too (before its next task).
+  EXPECT_GE(IndexOf(sink_.log.entries(), "rank 1 fence"), 0);
+  EXPECT_TRUE(executor_->fatal_error().empty());
+}
+
+// A sticky device error on a member rank: the daemon must restart, as
+// after one on the output rank, with the reason kept through the member's
+// communicator.
+TEST_F(GroupFenceOrderTest, AMembersStickyDeviceErrorMakesTheExecutorUnhealthy) {
+  auto job = TiledJob(1);
+  job->settings.faults.member_device_fatal = 1;
+  ASSERT_TRUE(executor_->Submit(job).ok());
+  (void)sink_.StatusOf(1);
+  for (int i = 0; i < 600 && executor_->fatal_error().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_THAT(executor_->fatal_error(), ::testing::HasSubstr("a member of group"));
+  EXPECT_THAT(executor_->fatal_error(), ::testing::HasSubstr("illegal memory access"));
+  EXPECT_EQ(executor_->Submit(MakeJob(2)).code(), StatusCode::kUnavailable);
 }
 
 TEST(ErrorReasonTest, ReasonsSurviveContextAndAreNamed) {

@@ -6,6 +6,8 @@
 // output rank alone with correct output and the group is rebuilt with the
 // next generation. Two daemons on loopback form one group of 2 through a
 // TCPStore and decode correctly, also after an injected failure.
+#include <sys/wait.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -427,6 +429,32 @@ TEST(GroupShrinkTest, FewerTilesThanRanksShrinksTheGroup) {
     EXPECT_TRUE(dflt->bytes == one->bytes);
   }
   EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
+  std::remove(cfg.c_str());
+}
+
+// A sticky device error on a member rank (not the one answering): the
+// daemon reports unhealthy, refuses decodes and exits non-zero for systemd
+// to restart it, as after one on the output rank.
+TEST(GroupStickyErrorTest, AMembersStickyDeviceErrorMakesTheDaemonUnhealthyAndExit) {
+  if (!GoldenPresent()) GTEST_SKIP() << "../shared/golden/h3 is absent";
+  const std::string cfg = GroupConfig("sticky", "ranks = 2\nsize = 1\nqualified_sizes = [1, 2]\n"
+                                                "collective_timeout_ms = 20000\n");
+  DaemonProcess daemon({"--config", cfg});
+  ASSERT_TRUE(daemon.ok()) << daemon.Log();
+  auto c = client::Client::Connect({.socket = daemon.socket()});
+  ASSERT_TRUE(c.ok());
+  std::vector<int64_t> shape;
+  const std::vector<float> latent = GoldenLatent("grid_2x2", &shape);
+  (void)Decode(**c, "h3", shape, latent.data(), 2, {"member_device_fatal"});
+  auto status = (*c)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_FALSE(status->healthy());
+  EXPECT_THAT(status->health(), HasSubstr("a member of group"));
+  EXPECT_THAT(status->health(), HasSubstr("illegal memory access"));
+  auto refused = Decode(**c, "h3", shape, latent.data(), 1);
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status().ToString();
+  const int wstatus = daemon.Terminate(std::chrono::seconds(10));
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 1) << wstatus << daemon.Log();
   std::remove(cfg.c_str());
 }
 

@@ -572,6 +572,8 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
           if (settings.faults.slow_unit_ms > 0) {
             std::this_thread::sleep_for(std::chrono::milliseconds(settings.faults.slow_unit_ms));
           }
+          TORCH_CHECK(stats.windows == 0 || settings.faults.later_unit_exception <= 0,
+                      "injected fault later_unit_exception in window ", stats.windows + 1);
           return DecodeTiles(tiles, &ctx);
         },
         per_call, &stats,
