@@ -222,9 +222,12 @@ bool Client::Impl::IsCudaRegion(uint64_t user_id) const {
   return it != regions.end() && it->second.is_cuda();
 }
 
-bool Client::Impl::NamesCudaLatent(const DecodeRequest& request) const {
-  return (IsSet(request.latent) && IsCudaRegion(request.latent.region_id)) ||
-         (IsSet(request.audio_latent) && IsCudaRegion(request.audio_latent.region_id));
+bool Client::Impl::NamesCudaRegion(const DecodeRequest& request) const {
+  for (const TensorView* t :
+       {&request.latent, &request.output, &request.audio_latent, &request.audio_output}) {
+    if (IsSet(*t) && IsCudaRegion(t->region_id)) return true;
+  }
+  return false;
 }
 
 Result<v1::DecodeReply> Client::PlanDecode(const std::string& model, DType latent_dtype,
@@ -258,10 +261,11 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
         VAED_RETURN_IF_ERROR(impl_->CheckProcess());
         Impl* impl = impl_.get();
         MutexLock lock(&impl->mu);
-        // A CUDA latent: the daemon's stream waits for the work enqueued on
-        // the caller's stream (recorded once; a retry sends the same event).
+        // A CUDA region (latent or output): the daemon's stream waits for
+        // the work enqueued on the caller's stream before it reads or
+        // writes one (recorded once; a retry sends the same event).
         std::string inputs_ready;
-        if (impl->NamesCudaLatent(request)) {
+        if (impl->NamesCudaRegion(request)) {
           VAED_ASSIGN_OR_RETURN(internal::CudaStreamSync * sync, impl->CudaSync());
           VAED_ASSIGN_OR_RETURN(inputs_ready, sync->RecordInputsReady(request.cuda_stream));
         }

@@ -83,7 +83,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   bool IsCudaRegion(uint64_t user_id) const VAED_REQUIRES(mu);
   // mu held. Whether `request` reads a latent from a CUDA region (then
   // Decode() sends an inputs-ready event).
-  bool NamesCudaLatent(const DecodeRequest& request) const VAED_REQUIRES(mu);
+  bool NamesCudaRegion(const DecodeRequest& request) const VAED_REQUIRES(mu);
 
   // Fills a request's body (client_id and request_id are set afterwards).
   // Called under `mu` once per attempt, so region ids are translated for

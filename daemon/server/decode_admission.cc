@@ -173,20 +173,22 @@ Status CheckCudaRange(const engine::CudaRegion& region, const TensorRef& ref,
   return Status::Ok();
 }
 
-// Decode.inputs_ready_event orders a worker's device writes before the
-// rank's reads: the rank's stream waits on it before reading the CUDA
-// latents (engine/cuda_events.h ClientEventCache). Checked here for its
-// size, and refused rather than ignored with host latents only: there it
-// would order nothing.
+// Decode.inputs_ready_event orders the worker's device work before the
+// rank's: the rank's stream waits on it before its first access to the
+// request's CUDA regions (engine/rank_stream.h), so it orders both the
+// worker's writes of CUDA latents before the rank reads them and the
+// worker's earlier use of CUDA output memory before the rank writes it.
+// Checked here for its size, and refused rather than ignored when the
+// request names no CUDA region: there it would order nothing.
 Status CheckInputsReadyEvent(const v1::Decode& d, const std::vector<Placed>& placed) {
   if (d.inputs_ready_event().empty()) return Status::Ok();
   VAED_RETURN_IF_ERROR(engine::CheckIpcEventHandle(d.inputs_ready_event(), "inputs_ready_event"));
   for (const Placed& p : placed) {
-    if (!p.written && p.cuda != nullptr) return Status::Ok();
+    if (p.cuda != nullptr) return Status::Ok();
   }
-  return InvalidArgument("inputs_ready_event is set but the latents are in host regions: an "
-                         "event orders device writes only; finish writing host memory before "
-                         "sending the request and leave the event empty")
+  return InvalidArgument("inputs_ready_event is set but the request's tensors are all in host "
+                         "regions: an event orders device work only; finish writing host memory "
+                         "before sending the request and leave the event empty")
       .WithField("inputs_ready_event");
 }
 

@@ -263,18 +263,16 @@ struct DecodeRequest {
   // GPU (requests naming a CUDA region; ignored otherwise): the caller's
   // stream, a CUstream / cudaStream_t value (nullptr or (void*)1 = the
   // legacy default stream of the calling thread's current context,
-  // (void*)2 = the per-thread default stream). When a latent lies in a
-  // CUDA region, Decode() records an interprocess event on this stream and
-  // sends it (Decode.inputs_ready_event): the daemon's stream waits on the
-  // device for the work enqueued on this stream so far, so the caller need
-  // not synchronise. When the reply carries an outputs-ready event,
-  // Decode() makes this stream wait on it before returning (without
-  // blocking the host): work enqueued on this stream afterwards sees the
-  // outputs; other streams and the host must wait on this stream first.
-  // The protocol allows inputs_ready_event only with CUDA latents, so with
-  // host latents and a CUDA output nothing orders the daemon's writes after
-  // work already enqueued that still uses the output memory: synchronise
-  // the stream first in that case. Unrun on a GPU.
+  // (void*)2 = the per-thread default stream). When any tensor of the
+  // request (latent or output) lies in a CUDA region, Decode() records an
+  // interprocess event on this stream and sends it
+  // (Decode.inputs_ready_event): the daemon's stream waits on the device
+  // for the work enqueued on this stream so far before it reads the
+  // latents or writes the outputs, so the caller need not synchronise. When
+  // the reply carries an outputs-ready event, Decode() makes this stream
+  // wait on it before returning (without blocking the host): work enqueued
+  // on this stream afterwards sees the outputs; other streams and the host
+  // must wait on this stream first. Unrun on a GPU.
   void* cuda_stream = nullptr;
 };
 

@@ -540,15 +540,12 @@ class Client:
         2 = per-thread default, or a torch / cupy stream object); default:
         the stream the output's, else a latent's,
         ``__cuda_array_interface__`` names, else the legacy default stream.
-        The daemon waits on the device for the work already enqueued on it
-        before reading CUDA latents, and the stream waits for the frames
-        before this returns: read them on that stream (or synchronise it)
-        without a host copy. That first wait exists only when a latent is a
-        CUDA array: with host latents and a CUDA ``output``, nothing orders
-        the daemon's writes into ``output`` after work already enqueued
-        that still uses that memory (a kernel reading the previous frames,
-        say), so synchronise the stream (or that work) first, or pass a
-        fresh ``output``. A daemon without CUDA ranks
+        Whenever a latent or the output is a CUDA array, the daemon waits
+        on the device for the work already enqueued on it before reading
+        the latents or writing the output (a kernel still reading the
+        previous frames from ``output``, say), and the stream waits for the
+        frames before this returns: read them on that stream (or
+        synchronise it) without a host copy. A daemon without CUDA ranks
         (:attr:`cuda_devices` empty) refuses CUDA arrays with
         ValidationError ``failed_precondition`` "this daemon has no CUDA
         ranks", naming the argument.
