@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "vaed/cuda_owners.h"
 #include "vaed/cuda_status.h"
 
 namespace vaed::engine {
@@ -12,18 +13,12 @@ namespace vaed::engine {
 static_assert(sizeof(cudaIpcEventHandle_t) == kCudaIpcEventHandleBytes);
 
 struct ClientEventCache::Opened {
-  cudaEvent_t event = nullptr;
-  ~Opened() {
-    if (event != nullptr) cudaEventDestroy(event);  // nothing to do on error
-  }
+  CudaEvent event;
 };
 
 struct OutputEventRing::Event {
-  cudaEvent_t event = nullptr;
+  CudaEvent event;
   std::string handle;
-  ~Event() {
-    if (event != nullptr) cudaEventDestroy(event);
-  }
 };
 
 ClientEventCache::ClientEventCache() = default;
@@ -38,14 +33,13 @@ Status ClientEventCache::StreamWait(uint64_t client_id, const std::string& handl
     cudaIpcEventHandle_t h;
     std::memcpy(&h, handle.data(), sizeof(h));
     auto opened = std::make_unique<Opened>();
-    if (cudaError_t err = cudaIpcOpenEventHandle(&opened->event, h); err != cudaSuccess) {
-      opened->event = nullptr;
-      return CudaStatus(err, "inputs_ready_event (cudaIpcOpenEventHandle)")
-          .WithField("inputs_ready_event");
-    }
+    Result<CudaEvent> event = CudaEvent::OpenIpc(h, "inputs_ready_event");
+    if (!event.ok()) return event.status().WithField("inputs_ready_event");
+    opened->event = std::move(event).value();
     it = events_.emplace(std::move(key), std::move(opened)).first;
   }
-  if (cudaError_t err = cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), it->second->event, 0);
+  if (cudaError_t err =
+          cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), it->second->event.get(), 0);
       err != cudaSuccess) {
     return CudaStatus(err, "waiting for inputs_ready_event (cudaStreamWaitEvent)");
   }
@@ -64,14 +58,11 @@ Result<std::unique_ptr<OutputEventRing>> OutputEventRing::Create(int device) {
   std::vector<std::unique_ptr<Event>> events;
   for (int i = 0; i < kOutputEvents; ++i) {
     auto e = std::make_unique<Event>();
-    if (cudaError_t err =
-            cudaEventCreateWithFlags(&e->event, cudaEventInterprocess | cudaEventDisableTiming);
-        err != cudaSuccess) {
-      e->event = nullptr;
-      return CudaStatus(err, "creating the rank's output events (cudaEventCreateWithFlags)");
-    }
+    VAED_ASSIGN_OR_RETURN(e->event,
+                          CudaEvent::Create(cudaEventInterprocess | cudaEventDisableTiming,
+                                            "creating the rank's output events"));
     cudaIpcEventHandle_t h;
-    if (cudaError_t err = cudaIpcGetEventHandle(&h, e->event); err != cudaSuccess) {
+    if (cudaError_t err = cudaIpcGetEventHandle(&h, e->event.get()); err != cudaSuccess) {
       return CudaStatus(err, "exporting the rank's output events (cudaIpcGetEventHandle)");
     }
     e->handle.assign(reinterpret_cast<const char*>(&h), sizeof(h));
@@ -83,7 +74,7 @@ Result<std::unique_ptr<OutputEventRing>> OutputEventRing::Create(int device) {
 Result<std::string> OutputEventRing::Record(void* stream) {
   Event& e = *events_[next_];
   next_ = (next_ + 1) % events_.size();
-  if (cudaError_t err = cudaEventRecord(e.event, static_cast<cudaStream_t>(stream));
+  if (cudaError_t err = cudaEventRecord(e.event.get(), static_cast<cudaStream_t>(stream));
       err != cudaSuccess) {
     return CudaStatus(err, "recording outputs_ready_event (cudaEventRecord)");
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "daemon/models/interval_timer.h"
+#include "vaed/cuda_owners.h"
 #include "vaed/cuda_status.h"
 
 namespace vaed::engine {
@@ -43,24 +44,20 @@ class CudaEventIntervals : public models::DeviceIntervals {
   ~CudaEventIntervals() override {
     ScopedCudaDevice on_device;
     (void)on_device.Set(device_);
-    for (const Pair& p : pairs_) {
-      if (p.start != nullptr) cudaEventDestroy(p.start);
-      if (p.end != nullptr) cudaEventDestroy(p.end);
-    }
-    (void)cudaGetLastError();
+    pairs_.clear();
   }
   CudaEventIntervals(const CudaEventIntervals&) = delete;
   CudaEventIntervals& operator=(const CudaEventIntervals&) = delete;
 
   void Start() noexcept override {
     try {
-      pairs_.push_back({Recorded(), nullptr});
+      pairs_.push_back({Recorded(), CudaEvent()});
     } catch (...) {  // out of host memory: this interval is not timed
     }
   }
 
   void Stop() noexcept override {
-    if (pairs_.empty() || pairs_.back().end != nullptr) return;
+    if (pairs_.empty() || pairs_.back().end.get() != nullptr) return;
     pairs_.back().end = Recorded();
   }
 
@@ -70,8 +67,9 @@ class CudaEventIntervals : public models::DeviceIntervals {
     double seconds = 0;
     for (const Pair& p : pairs_) {
       float ms = 0;
-      if (p.start == nullptr || p.end == nullptr || cudaEventSynchronize(p.end) != cudaSuccess ||
-          cudaEventElapsedTime(&ms, p.start, p.end) != cudaSuccess) {
+      if (p.start.get() == nullptr || p.end.get() == nullptr ||
+          cudaEventSynchronize(p.end.get()) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, p.start.get(), p.end.get()) != cudaSuccess) {
         (void)cudaGetLastError();
         continue;  // an unreadable pair counts 0
       }
@@ -82,32 +80,28 @@ class CudaEventIntervals : public models::DeviceIntervals {
 
  private:
   struct Pair {
-    cudaEvent_t start = nullptr;
-    cudaEvent_t end = nullptr;
+    CudaEvent start;
+    CudaEvent end;
   };
 
-  // A timing event recorded on the current stream of `device_`; null on
+  // A timing event recorded on the current stream of `device_`; empty on
   // any error (the runtime's last error cleared).
-  cudaEvent_t Recorded() noexcept {
+  CudaEvent Recorded() noexcept {
     ScopedCudaDevice on_device;
-    if (!on_device.Set(device_).ok()) return nullptr;
+    if (!on_device.Set(device_).ok()) return CudaEvent();
     cudaStream_t stream = nullptr;
     try {
       stream = c10::cuda::getCurrentCUDAStream(device_).stream();
     } catch (...) {
-      return nullptr;
+      return CudaEvent();
     }
-    cudaEvent_t e = nullptr;
-    if (cudaEventCreate(&e) != cudaSuccess) {
+    Result<CudaEvent> e = CudaEvent::Create(cudaEventDefault, "a timing event");
+    if (!e.ok()) return CudaEvent();  // CudaStatus cleared the last error
+    if (cudaEventRecord(e->get(), stream) != cudaSuccess) {
       (void)cudaGetLastError();
-      return nullptr;
+      return CudaEvent();
     }
-    if (cudaEventRecord(e, stream) != cudaSuccess) {
-      (void)cudaGetLastError();
-      cudaEventDestroy(e);
-      return nullptr;
-    }
-    return e;
+    return std::move(e).value();
   }
 
   const c10::DeviceIndex device_;

@@ -2,6 +2,8 @@
 // CPU builds link nccl_unavailable.cc instead.
 #include "daemon/parallel/nccl_communicator.h"
 
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -14,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "vaed/cuda_owners.h"
 #include "vaed/cuda_status.h"
 
 // Non-blocking communicators (ncclConfig_t.blocking, ncclInProgress) came
@@ -79,50 +82,6 @@ Status CudaError(cudaError_t err, std::string_view call) {
 }
 
 std::string Ms(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
-
-// Makes `device` current on the calling thread for the guard's lifetime.
-class ScopedDevice {
- public:
-  explicit ScopedDevice(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    status_ = cudaSetDevice(device);
-  }
-  ~ScopedDevice() {
-    if (status_ == cudaSuccess && previous_ >= 0) (void)cudaSetDevice(previous_);
-  }
-  ScopedDevice(const ScopedDevice&) = delete;
-  ScopedDevice& operator=(const ScopedDevice&) = delete;
-
-  cudaError_t status() const { return status_; }
-
- private:
-  int previous_ = -1;
-  cudaError_t status_ = cudaSuccess;
-};
-
-// Owns a CUDA stream. Move-only.
-class CudaStream {
- public:
-  CudaStream() = default;
-  explicit CudaStream(cudaStream_t s) : s_(s) {}
-  CudaStream(CudaStream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
-  CudaStream& operator=(CudaStream&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      s_ = std::exchange(o.s_, nullptr);
-    }
-    return *this;
-  }
-  ~CudaStream() { Reset(); }
-
-  cudaStream_t get() const { return s_; }
-  void Reset() noexcept {
-    if (s_ != nullptr) (void)cudaStreamDestroy(std::exchange(s_, nullptr));
-  }
-
- private:
-  cudaStream_t s_ = nullptr;
-};
 
 // Owns one device allocation that only grows. Move-only.
 class DeviceBuffer {
@@ -233,7 +192,8 @@ class NcclCommunicator : public Communicator {
         comm_(std::move(comm)) {}
 
   ~NcclCommunicator() override {
-    ScopedDevice on(device_);
+    ScopedCudaDevice on;
+    (void)on.Set(device_);
     // The communicator first: its kernels may still use the buffers.
     comm_.Abort();
     staging_.Reset();
@@ -247,6 +207,7 @@ class NcclCommunicator : public Communicator {
       const size_t bytes = tensor.nbytes();
       if (bytes == 0) return Status::Ok();
       const bool staged = !tensor.is_cuda();
+      UsedOnCommStream(tensor);
       char* buf = static_cast<char*>(tensor.data_ptr());
       if (staged) {
         VAED_RETURN_IF_ERROR(Reserve(bytes));
@@ -281,6 +242,8 @@ class NcclCommunicator : public Communicator {
       const size_t bytes = tensor.nbytes();
       if (bytes == 0) return Status::Ok();
       const bool staged = !tensor.is_cuda();
+      UsedOnCommStream(tensor);
+      for (const torch::Tensor& o : outputs) UsedOnCommStream(o);
       auto out = [&](int r) { return static_cast<char*>(outputs[size_t(r)].data_ptr()); };
       const char* send = static_cast<const char*>(tensor.data_ptr());
       char* recv = nullptr;  // root, staged: rank r's bytes at recv + r * bytes
@@ -341,7 +304,8 @@ class NcclCommunicator : public Communicator {
 
   void Abort(const std::string& why) override {
     MarkAborted(why);
-    ScopedDevice on(device_);
+    ScopedCudaDevice on;
+    (void)on.Set(device_);
     comm_.Abort();
   }
 
@@ -355,10 +319,10 @@ class NcclCommunicator : public Communicator {
     const Clock::time_point deadline = Clock::now() + options_.timeout;
     Status s;
     {
-      ScopedDevice on(device_);
-      if (on.status() != cudaSuccess) {
-        s = CudaError(on.status(), "cudaSetDevice(" + std::to_string(device_) + ")");
-      } else {
+      ScopedCudaDevice on;
+      s = on.Set(device_);
+      if (s.ok()) s = AfterCallersStream();
+      if (s.ok()) {
         try {
           s = fn(deadline);
         } catch (...) {  // LibTorch (empty_like, data_ptr) throws
@@ -366,6 +330,9 @@ class NcclCommunicator : public Communicator {
         }
       }
     }
+    // A sticky error keeps its kInternal (CudaStatus); any other failure
+    // of the collective is kUnavailable (communicator.h).
+    if (!s.ok() && s.reason() != ErrorReason::kStickyDevice) s = Unavailable(s.message());
     if (s.ok()) return s;
     // kUnavailable carries only what failed; any other error (a sticky
     // CUDA error above all) keeps its code and reason, the collective
@@ -374,6 +341,42 @@ class NcclCommunicator : public Communicator {
                                               : s.WithContext(Describe(op) + " failed");
     Abort(s.message());
     return s;
+  }
+
+  // The collective reads what the caller queued on its current stream of
+  // device_ (LibTorch's; the rank's stream, rank_stream.h): the
+  // communicator's stream waits for an event recorded there first, as
+  // ProcessGroupNCCL orders its stream after the caller's.
+  Status AfterCallersStream() {
+    cudaStream_t caller = nullptr;
+    try {
+      caller = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_)).stream();
+    } catch (...) {
+      return Unavailable("the caller's CUDA stream: " + ExceptionMessage());
+    }
+    if (caller == stream_.get()) return Status::Ok();
+    if (ordering_.get() == nullptr) {
+      VAED_ASSIGN_OR_RETURN(ordering_, CudaEvent::Create(cudaEventDisableTiming,
+                                                         "the communicator's ordering event"));
+    }
+    if (const cudaError_t err = cudaEventRecord(ordering_.get(), caller); err != cudaSuccess) {
+      return CudaError(err, "cudaEventRecord on the caller's stream");
+    }
+    if (const cudaError_t err = cudaStreamWaitEvent(stream_.get(), ordering_.get(), 0);
+        err != cudaSuccess) {
+      return CudaError(err, "cudaStreamWaitEvent on the communicator's stream");
+    }
+    return Status::Ok();
+  }
+
+  // A device tensor the communicator's stream reads or writes: the caching
+  // allocator does not reuse its memory until that stream's work queued so
+  // far is done (recordStream), even if the caller frees it first.
+  void UsedOnCommStream(const torch::Tensor& tensor) {
+    if (!tensor.is_cuda() || tensor.nbytes() == 0) return;
+    c10::cuda::CUDACachingAllocator::recordStream(
+        tensor.storage().data_ptr(),
+        c10::cuda::getStreamFromExternal(stream_.get(), static_cast<c10::DeviceIndex>(device_)));
   }
 
   // The rules of communicator.h and nccl_communicator.h for `tensor`.
@@ -429,6 +432,7 @@ class NcclCommunicator : public Communicator {
   const int device_;
   // Declared before comm_, so destroyed after it (see ~NcclCommunicator).
   CudaStream stream_;
+  CudaEvent ordering_;  // AfterCallersStream's, made at the first collective
   DeviceBuffer scratch_;  // one float for the barrier's all-reduce
   DeviceBuffer staging_;  // CPU tensors travel through here
   NcclComm comm_;
@@ -465,9 +469,9 @@ Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(
     return InvalidArgument(label + ": CUDA device " + std::to_string(device) + " must be in [0, " +
                            std::to_string(count) + ")");
   }
-  ScopedDevice on(device);
-  if (on.status() != cudaSuccess) {
-    return failed(CudaError(on.status(), "cudaSetDevice(" + std::to_string(device) + ")"));
+  ScopedCudaDevice on;
+  if (Status set = on.Set(device); !set.ok()) {
+    return failed(set.reason() == ErrorReason::kStickyDevice ? set : Unavailable(set.message()));
   }
 
   // The id of this generation: made by rank 0, read by the others.
@@ -502,14 +506,14 @@ Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(
     std::memcpy(&id, value.data(), sizeof(id));
   }
 
-  cudaStream_t raw_stream = nullptr;
-  // A blocking stream: ordered after the legacy default stream, where
-  // LibTorch queues by default (nccl_communicator.h).
-  if (const cudaError_t err = cudaStreamCreateWithFlags(&raw_stream, cudaStreamDefault);
-      err != cudaSuccess) {
-    return failed(CudaError(err, "cudaStreamCreateWithFlags"));
+  // Non-blocking: every collective orders it after the caller's stream by
+  // an event (AfterCallersStream), never through the legacy default stream.
+  Result<CudaStream> stream =
+      CudaStream::Create(cudaStreamNonBlocking, "the communicator's stream");
+  if (!stream.ok()) {
+    const Status& err = stream.status();
+    return failed(err.reason() == ErrorReason::kStickyDevice ? err : Unavailable(err.message()));
   }
-  CudaStream stream(raw_stream);
   DeviceBuffer scratch;
   if (const cudaError_t err = scratch.Reserve(sizeof(float)); err != cudaSuccess) {
     return failed(CudaError(err, "cudaMalloc of the barrier's scratch float"));
@@ -539,7 +543,7 @@ Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(
     return failed(ready);
   }
   return std::unique_ptr<Communicator>(new NcclCommunicator(options, device, std::move(comm),
-                                                            std::move(stream), std::move(scratch)));
+                                                            std::move(stream).value(), std::move(scratch)));
 }
 
 }  // namespace vaed::parallel

@@ -21,11 +21,15 @@
 //     through a device buffer owned by the communicator (cudaMemcpyAsync on
 //     its stream; the buffer grows to the largest collective seen, for
 //     Gather on the root size() x the tensor's bytes), or
-//   - on CUDA device `device`: used in place. The stream is a blocking one
-//     (cudaStreamDefault), so it is ordered after work queued on the legacy
-//     default stream; work on other streams that produced a tensor must be
-//     complete before the call. Gather's outputs on the root are allocated
-//     with torch::empty_like(tensor), on the same device.
+//   - on CUDA device `device`: used in place. The communicator's stream is
+//     a non-blocking one; before each collective it waits for an event
+//     recorded on the caller's current LibTorch stream of `device` (the
+//     rank's stream), so a tensor is read only after the work that produced
+//     it there, as ProcessGroupNCCL does. Device tensors the stream reads or
+//     writes are marked used on it for LibTorch's caching allocator
+//     (recordStream), so their memory is not reused before its work is
+//     done. Gather's outputs on the root are allocated with
+//     torch::empty_like(tensor), on the same device.
 // Gather is ncclSend / ncclRecv to the root inside one ncclGroupStart/End;
 // Barrier is a one-element ncclAllReduce. Every call returns only when its
 // stream work is done: the stream is polled together with

@@ -117,14 +117,14 @@ CudaIpcMapping& CudaIpcMapping::operator=(CudaIpcMapping&& other) noexcept {
 void CudaIpcMapping::Close() noexcept {
   if (data_ == nullptr) return;
   // The mapping belongs to the context of device_; make it current for the
-  // close and put the caller's device back.
-  int previous = -1;
-  const bool have_previous = cudaGetDevice(&previous) == cudaSuccess;
-  if (cudaSetDevice(device_) == cudaSuccess) {
-    // Failure here (e.g. after a sticky error) leaves nothing to undo.
-    (void)cudaIpcCloseMemHandle(data_);
+  // close (the caller's device comes back with the guard).
+  {
+    ScopedCudaDevice on_device;
+    if (on_device.Set(device_).ok()) {
+      // Failure here (e.g. after a sticky error) leaves nothing to undo.
+      (void)cudaIpcCloseMemHandle(data_);
+    }
   }
-  if (have_previous) (void)cudaSetDevice(previous);
   (void)cudaGetLastError();
   data_ = nullptr;
 }
