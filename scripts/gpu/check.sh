@@ -35,6 +35,11 @@
 #                  sequential and stacked (vaed_bench_h3_video)
 #   sticky_error   a daemon allowing fault injection gets a device_fatal
 #                  request: the decode fails and the daemon exits non-zero
+#   ipc_ordering   ipc_worker.py --mode ordering: a host latent with a CUDA
+#                  output on a busy stream gives the host-path frames (the
+#                  daemon waits for the worker's queued work before writing),
+#                  and one CUDA allocation registered by two clients is
+#                  mapped once and decodes right; missing on --cpu-only
 #   ipc_client_death  a worker is SIGKILLed while the daemon decodes into
 #                  its CUDA tensors: the daemon keeps serving (a fresh worker
 #                  decodes correctly), the dead client and its regions are
@@ -94,7 +99,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 # In the order they run (the most wanted figures first; see "Time" above).
 STEPS_ALL=(environment build ctest_gpu golden_h3 ipc_decode matmul_bf16
-           bench_h3_1344x768x209_fp16 sticky_error ipc_client_death
+           bench_h3_1344x768x209_fp16 sticky_error ipc_ordering ipc_client_death
            bench_h3_1536x2688x111_fp16 bench_h3_1344x768x209_bf16 bench_h3_1536x2688x111_bf16)
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -209,7 +214,7 @@ step_limits() {
       ctest_gpu) echo "300 20 0" ;;
       golden_h3) echo "900 60 0" ;;
       ipc_decode|sticky_error) echo "300 20 0" ;;
-      *) echo "60 1 0" ;;  # matmul_bf16, ipc_client_death, bench_h3_*: skipped on a CPU build
+      *) echo "60 1 0" ;;  # matmul_bf16, ipc_ordering, ipc_client_death, bench_h3_*: end at once
     esac
     return
   fi
@@ -222,6 +227,7 @@ step_limits() {
     matmul_bf16) echo "30 10 0" ;;
     bench_h3_1344x768x209_fp16) echo "150 50 1" ;;
     sticky_error) echo "40 15 0" ;;
+    ipc_ordering) echo "45 20 0" ;;
     ipc_client_death) echo "90 50 0" ;;
     bench_h3_1536x2688x111_fp16) echo "150 60 1" ;;
     bench_h3_1344x768x209_bf16) echo "150 50 0" ;;

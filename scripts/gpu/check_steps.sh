@@ -381,6 +381,36 @@ step_ipc_decode() {
   esac
 }
 
+# The daemon's device-side ordering rules with a real worker
+# (ipc_worker.py --mode ordering): a host latent with a CUDA output waits
+# for the work queued on the worker's stream before writing, and two
+# registrations of one CUDA allocation share one mapping. A CPU build has
+# no CUDA rank to check them on: missing there.
+step_ipc_ordering() {
+  local rc
+  if [ "$MODE" = cpu ]; then
+    reason "CPU build: no CUDA ranks (the ordering rules are those of a CUDA rank's stream)"
+    return $MISSING
+  fi
+  need_torch_worker || return
+  need_golden || return $SKIPPED
+  need_program "$VAED" vaed || return
+  daemon_has_cuda_ranks || return $MISSING
+  write_daemon_config "$WORK/ordering.toml"
+  start_daemon --config "$WORK/ordering.toml" --model "$(golden_model_arg)" || { stop_daemon; return $FAILED; }
+  PYTHONPATH="$BUILD/python" "$CLIENT_PY" "$HERE/ipc_worker.py" --mode ordering \
+    --socket "$DAEMON_SOCKET" --latent "$GOLDEN_DIR/video_case_grid_2x2.safetensors" --model h3 \
+    --figures "$FIGURES"
+  rc=$?
+  stop_daemon
+  case $rc in
+    0) return $PASSED ;;
+    3) reason "the Python client has no CUDA path: $(figure_reason)"; return $MISSING ;;
+    4) reason "the worker found no CUDA device: $(figure_reason)"; return $SKIPPED ;;
+    *) reason "$(figure_reason)"; return $FAILED ;;
+  esac
+}
+
 # A worker SIGKILLed while the daemon decodes into its CUDA tensors (issue
 # 19 §5: "client dies during a decode into a CUDA region"): client_death.py
 # kills ipc_worker.py --mode long in the middle of a slow decode (the

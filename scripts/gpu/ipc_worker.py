@@ -5,6 +5,8 @@ Usage: ipc_worker.py --socket PATH --latent FILE [--key latent] [--model NAME]
                      [--iterations N] --figures FILE
        ipc_worker.py --mode long --socket PATH [--latent-shape 1,24,T,H,W]
                      [--slow-tiles] [--model NAME] --figures FILE
+       ipc_worker.py --mode ordering --socket PATH --latent FILE [--model NAME]
+                     --figures FILE
 
 The second process of scripts/gpu/check.sh's two-process IPC check (the
 first is the vaed daemon at --socket, decoding on its CUDA ranks). Like a
@@ -51,6 +53,19 @@ call 50 ms late (``inject_faults=["slow_tiles"]``; the daemon must allow
 fault injection), so that the decode lasts seconds even with the tiny
 golden model. If the decode returns, the figures say how long it took and
 the exit status is 5 (it was meant to be killed first); 3 and 4 as above.
+
+``--mode ordering``: the device-side ordering rules of the daemon's CUDA
+path (check.sh's ipc_ordering step), each against the host-path frames:
+
+* a host latent with a CUDA ``output`` on a stream that is still busy
+  (``torch.cuda._sleep``, then a poison fill of the output queued on it):
+  the daemon's writes must wait for that fill (the client sends
+  inputs_ready_event whenever a CUDA tensor is named), so the frames come
+  out right; written before the fill, they would read as poison;
+* the latent and the output carved out of one CUDA allocation, decoded by
+  two clients of this process: the daemon maps the allocation once for
+  both registrations (CUDA refuses a second mapping of one handle in a
+  process), and both decodes give the host-path frames.
 """
 
 import argparse
@@ -238,11 +253,60 @@ def run(o, figures):
     return EXIT_PASSED
 
 
+def run_ordering(o, figures):
+    """--mode ordering: see the module docstring."""
+    found = cuda_client_or_exit(figures)
+    if isinstance(found, int):
+        return found
+    torch, vaed_client, parameters = found
+    if "output" not in parameters:
+        figures["reason"] = "vaed_client.Client.decode has no output= argument"
+        return EXIT_MISSING
+    import numpy as np
+    figures.update({"mode": "ordering", "device": torch.cuda.get_device_name()})
+    latent_host = np.ascontiguousarray(vaed_client.read_safetensors(o.latent)[o.key])
+    stream = torch.cuda.current_stream()
+    with vaed_client.Client(o.socket, client_name=o.client_name) as client:
+        expected = torch.from_numpy(np.ascontiguousarray(
+            client.decode(latent_host, model=o.model, copy=True).frames))
+        # 1. Host latent, CUDA output, busy stream.
+        out = torch.empty(tuple(expected.shape), dtype=torch.uint8, device="cuda")
+        torch.cuda._sleep(200_000_000)  # ~0.1 s of device time ahead of the fill
+        out.fill_(POISON)
+        client.decode(latent_host, output=out, model=o.model, stream=stream.cuda_stream)
+        stream.synchronize()
+        busy_ok = bool(torch.equal(out.cpu(), expected))
+        figures["host_latent_cuda_output_after_busy_stream_equal"] = busy_ok
+        # 2. One allocation, two clients: latent and output in one segment.
+        latent_bytes = latent_host.nbytes
+        pool = torch.empty(latent_bytes + expected.numel(), dtype=torch.uint8, device="cuda")
+        latent = pool[:latent_bytes].view(torch.float32).view(latent_host.shape)
+        latent.copy_(torch.from_numpy(latent_host))
+        frames = pool[latent_bytes:].view(tuple(expected.shape))
+        shared = []
+        with vaed_client.Client(o.socket, client_name=o.client_name + "-2") as second:
+            for c in (client, second):
+                frames.fill_(POISON)
+                c.decode(latent, output=frames, model=o.model, stream=stream.cuda_stream)
+                stream.synchronize()
+                shared.append(bool(torch.equal(frames.cpu(), expected)))
+        figures["one_allocation_two_clients_equal"] = shared
+    if not busy_ok:
+        figures["reason"] = ("host latent + CUDA output: the frames differ after a busy stream "
+                             "(the daemon wrote before the worker's queued work finished?)")
+        return EXIT_FAILED
+    if not all(shared):
+        figures["reason"] = "one allocation, two clients: frames differ from the host path"
+        return EXIT_FAILED
+    return EXIT_PASSED
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--mode", choices=("compare", "long"), default="compare",
+    p.add_argument("--mode", choices=("compare", "long", "ordering"), default="compare",
                    help="compare: CUDA path vs host path (default); long: one long decode, "
-                        "to be killed in the middle (client_death.py)")
+                        "to be killed in the middle (client_death.py); ordering: the "
+                        "daemon's device-side ordering rules")
     p.add_argument("--socket", required=True)
     p.add_argument("--latent", help="safetensors file holding the latent (--mode compare)")
     p.add_argument("--key", default="latent")
@@ -259,8 +323,8 @@ def main():
     o = p.parse_args()
     if o.iterations < 1:
         p.error("--iterations must be at least 1")
-    if o.mode == "compare" and not o.latent:
-        p.error("--latent is required with --mode compare")
+    if o.mode in ("compare", "ordering") and not o.latent:
+        p.error(f"--latent is required with --mode {o.mode}")
     if o.mode == "long":
         try:
             shape = [int(d) for d in o.latent_shape.split(",")]
@@ -270,7 +334,7 @@ def main():
             p.error(f"--latent-shape must be 5 positive integers, got '{o.latent_shape}'")
     figures = {}
     try:
-        code = run_long(o, figures) if o.mode == "long" else run(o, figures)
+        code = {"long": run_long, "ordering": run_ordering}.get(o.mode, run)(o, figures)
     except Exception as e:  # the figures gathered so far still go out
         figures["reason"] = f"{type(e).__name__}: {e}"
         code = EXIT_FAILED
