@@ -16,44 +16,6 @@ namespace {
 
 std::atomic<bool> g_load_attempted{false};
 
-// Driver error codes the translation distinguishes (cuda.h, CUDA 13.0).
-constexpr CUresult kErrorInvalidValue = 1;
-constexpr CUresult kErrorOutOfMemory = 2;
-constexpr CUresult kErrorNotInitialized = 3;
-constexpr CUresult kErrorDeinitialized = 4;
-constexpr CUresult kErrorStubLibrary = 34;
-constexpr CUresult kErrorNoDevice = 100;
-constexpr CUresult kErrorInvalidDevice = 101;
-constexpr CUresult kErrorInvalidContext = 201;
-constexpr CUresult kErrorInvalidHandle = 400;
-constexpr CUresult kErrorNotPermitted = 800;
-constexpr CUresult kErrorNotSupported = 801;
-constexpr CUresult kErrorSystemDriverMismatch = 803;
-constexpr CUresult kErrorCompatNotSupportedOnDevice = 804;
-
-StatusCode CodeFor(CUresult result) {
-  switch (result) {
-    case kErrorOutOfMemory:
-      return StatusCode::kResourceExhausted;
-    case kErrorNotInitialized:
-    case kErrorDeinitialized:
-    case kErrorStubLibrary:
-    case kErrorNoDevice:
-    case kErrorNotPermitted:
-    case kErrorNotSupported:
-    case kErrorSystemDriverMismatch:
-    case kErrorCompatNotSupportedOnDevice:
-      return StatusCode::kFailedPrecondition;
-    case kErrorInvalidValue:
-    case kErrorInvalidDevice:
-    case kErrorInvalidContext:
-    case kErrorInvalidHandle:
-      return StatusCode::kInvalidArgument;
-    default:
-      return StatusCode::kInternal;
-  }
-}
-
 // Resolves `name` into `*fn`; false (and `*missing` = name) when absent.
 template <typename Fn>
 bool Resolve(void* lib, const char* name, Fn* fn, std::string* missing) {
@@ -159,7 +121,7 @@ Status CudaDriver::Check(CUresult result, std::string_view what) const {
   // The reason is the daemon's classification of CUDA codes (the driver's
   // numbers are the runtime's for every code it names): the caller learns
   // that this process's CUDA context is lost, or that memory ran out.
-  return Status(CodeFor(result),
+  return Status(CudaErrorCodeStatus(static_cast<int>(result)),
                 std::string(what) + ": " + name + " (" + std::to_string(result) + "): " + text)
       .WithReason(CudaErrorCodeReason(static_cast<int>(result)));
 }

@@ -126,7 +126,9 @@ class CudaDriver {
 
   const CudaDriverApi& api() const { return api_; }
 
-  // OK for CUDA_SUCCESS; otherwise the one translation of a driver error:
+  // OK for CUDA_SUCCESS; otherwise the one translation of a driver error,
+  // code and reason from the daemon's classification of CUDA error numbers
+  // (vaed/cuda_error_class.h; the driver's numbers are the runtime's):
   // kResourceExhausted for CUDA_ERROR_OUT_OF_MEMORY (2), kFailedPrecondition
   // for errors of setup (no device 100, not initialised 3, not permitted /
   // not supported 800/801), kInvalidArgument for invalid value / handle /

@@ -21,6 +21,19 @@
 // the protocol so that a worker orders its stream by the event, not by the
 // reply's arrival.
 //
+// Where a GPU rank's thread waits for its device during a request, each
+// because a host value is needed there (nowhere else):
+//   - the latents' finite check (region_io.h CheckLatentFinite): a
+//     non-finite latent is refused before any decode; one read per latent;
+//   - the model's component timings (models/interval_timer.h): CUDA event
+//     pairs read once after its decode was queued;
+//   - the sanity figures of each output (models/postprocess.h
+//     SummarizeValues): reduced on the device, read once;
+//   - copies into host regions (the bytes themselves);
+//   - the fence (RequestFence), before the reply.
+// So the rank does not start its next request while this one's device work
+// runs: a rank serves one request at a time, and the fence is a host wait.
+//
 // Seam: the device behind a RankStream is a DeviceQueue. Ranks on CUDA
 // devices use the one in rank_stream.cc (LibTorch's pool stream,
 // cuda_events.h); tests pass a double that records the calls, to check

@@ -39,28 +39,35 @@ Result<OutputStats> SummarizeValues(const torch::Tensor& x, double clip_level) {
   constexpr int64_t kSlice = int64_t{1} << 22;
   OutputStats st;
   st.values = x.numel();
+  // The running figures, float64 on the tensor's device: [finite values,
+  // sum of squares, min, max, clipped]; read back once at the end.
+  torch::Tensor acc;
+  auto visit = [&](const torch::Tensor& flat) {
+    const int64_t n = flat.numel();
+    for (int64_t begin = 0; begin < n; begin += kSlice) {
+      const torch::Tensor c = flat.slice(0, begin, std::min(n, begin + kSlice));
+      if (c.numel() == 0) continue;
+      const torch::Tensor is_finite = torch::isfinite(c);
+      const torch::Tensor v = c.to(torch::kDouble);
+      constexpr double kInf = std::numeric_limits<double>::infinity();
+      const torch::Tensor clipped = clip_level > 0
+                                        ? (is_finite & (c.abs() >= clip_level)).sum()
+                                        : torch::zeros({}, c.device());
+      const torch::Tensor part = torch::stack(
+          {is_finite.sum().to(torch::kDouble), torch::where(is_finite, v.square(), 0.0).sum(),
+           torch::where(is_finite, v, kInf).min(), torch::where(is_finite, v, -kInf).max(),
+           clipped.to(torch::kDouble)});
+      acc = !acc.defined() ? part
+                           : torch::stack({acc[0] + part[0], acc[1] + part[1],
+                                           torch::minimum(acc[2], part[2]),
+                                           torch::maximum(acc[3], part[3]), acc[4] + part[4]});
+    }
+  };
   double sum_sq = 0;
   int64_t finite = 0;
   int64_t clipped = 0;
   double lo = std::numeric_limits<double>::infinity();
   double hi = -std::numeric_limits<double>::infinity();
-  // One contiguous run of values, visited in bounded slices.
-  auto visit = [&](const torch::Tensor& flat) {
-    const int64_t n = flat.numel();
-    for (int64_t begin = 0; begin < n; begin += kSlice) {
-      const torch::Tensor c = flat.slice(0, begin, std::min(n, begin + kSlice));
-      const torch::Tensor is_finite = torch::isfinite(c);
-      const int64_t n_finite = is_finite.sum().item<int64_t>();
-      st.nonfinite += c.numel() - n_finite;
-      if (n_finite == 0) continue;
-      const torch::Tensor v = n_finite == c.numel() ? c : c.masked_select(is_finite);
-      sum_sq += v.to(torch::kDouble).square().sum().item<double>();
-      lo = std::min(lo, v.min().item<double>());
-      hi = std::max(hi, v.max().item<double>());
-      if (clip_level > 0) clipped += (v.abs() >= clip_level).sum().item<int64_t>();
-      finite += n_finite;
-    }
-  };
   try {
     torch::NoGradGuard no_grad;
     if (x.dim() == 0 || x.is_contiguous()) {
@@ -70,9 +77,21 @@ Result<OutputStats> SummarizeValues(const torch::Tensor& x, double clip_level) {
       // dim 0 at a time, so at most one slice is copied.
       for (int64_t i = 0; i < x.size(0); ++i) visit(x[i].reshape({-1}));
     }
+    if (acc.defined()) {
+      // The one host read (on a GPU it waits for the device's work so far):
+      // the figures go into the reply.
+      const torch::Tensor host = acc.cpu();
+      const double* f = host.data_ptr<double>();
+      finite = static_cast<int64_t>(f[0]);
+      sum_sq = f[1];
+      lo = f[2];
+      hi = f[3];
+      clipped = static_cast<int64_t>(f[4]);
+    }
   } catch (...) {
     return CurrentTorchErrorStatus("summarizing output values");
   }
+  st.nonfinite = st.values - finite;
   if (finite > 0) {
     st.rms = std::sqrt(sum_sq / static_cast<double>(finite));
     st.peak_abs = std::max(std::fabs(lo), std::fabs(hi));

@@ -41,9 +41,10 @@ struct OutputStats {
 // Computes OutputStats of a float32 tensor of any shape and strides, on
 // any device, in slices of at most 4M elements along dim 0 and within each
 // slice, so the extra memory stays bounded (a few tens of MB) however large
-// the tensor is. The reductions run on the tensor's device; only a few
-// scalars per slice are read back to the host (each read waits for the
-// device's work so far). `clip_level` <= 0 disables the clipping count.
+// the tensor is. The reductions run on the tensor's device and are read
+// back to the host once, at the end (on a GPU that one read waits for the
+// device's work so far: the figures are host values for the reply).
+// `clip_level` <= 0 disables the clipping count.
 // Errors: kInvalidArgument for a non-float32 tensor; LibTorch failures as
 // in CurrentTorchErrorStatus().
 Result<OutputStats> SummarizeValues(const torch::Tensor& x, double clip_level);

@@ -27,4 +27,32 @@ ErrorReason CudaErrorCodeReason(int code) {
   return IsStickyCudaErrorCode(code) ? ErrorReason::kStickyDevice : ErrorReason::kNone;
 }
 
+StatusCode CudaErrorCodeStatus(int code) {
+  switch (code) {
+    case cuda_code::kMemoryAllocation:
+      return StatusCode::kResourceExhausted;
+    case cuda_code::kInvalidValue:
+    case cuda_code::kInvalidDevicePointer:
+    case cuda_code::kInvalidDevice:
+    case cuda_code::kInvalidContext:
+    case cuda_code::kMapFailed:
+    case cuda_code::kInvalidHandle:
+      return StatusCode::kInvalidArgument;
+    case cuda_code::kNotInitialized:
+    case cuda_code::kDeinitialized:
+    case cuda_code::kStubLibrary:
+    case cuda_code::kInsufficientDriver:
+    case cuda_code::kDevicesUnavailable:
+    case cuda_code::kNoDevice:
+    case cuda_code::kPeerAccessUnsupported:
+    case cuda_code::kNotPermitted:
+    case cuda_code::kNotSupported:
+    case cuda_code::kSystemDriverMismatch:
+    case cuda_code::kCompatNotSupported:
+      return StatusCode::kFailedPrecondition;
+    default:
+      return StatusCode::kInternal;
+  }
+}
+
 }  // namespace vaed

@@ -1,5 +1,7 @@
 #include "vaed/cuda_status.h"
 
+#include <cuda.h>
+
 #include <cstring>
 #include <string>
 
@@ -23,6 +25,42 @@ static_assert(cudaErrorMisalignedAddress == cuda_code::kMisalignedAddress);
 static_assert(cudaErrorInvalidAddressSpace == cuda_code::kInvalidAddressSpace);
 static_assert(cudaErrorInvalidPc == cuda_code::kInvalidPc);
 static_assert(cudaErrorLaunchFailure == cuda_code::kLaunchFailure);
+static_assert(cudaErrorInvalidValue == cuda_code::kInvalidValue);
+static_assert(cudaErrorInvalidDevicePointer == cuda_code::kInvalidDevicePointer);
+static_assert(cudaErrorInvalidDevice == cuda_code::kInvalidDevice);
+static_assert(cudaErrorDeviceUninitialized == cuda_code::kInvalidContext);
+static_assert(cudaErrorMapBufferObjectFailed == cuda_code::kMapFailed);
+static_assert(cudaErrorInvalidResourceHandle == cuda_code::kInvalidHandle);
+static_assert(cudaErrorInitializationError == cuda_code::kNotInitialized);
+static_assert(cudaErrorCudartUnloading == cuda_code::kDeinitialized);
+static_assert(cudaErrorStubLibrary == cuda_code::kStubLibrary);
+static_assert(cudaErrorInsufficientDriver == cuda_code::kInsufficientDriver);
+static_assert(cudaErrorDevicesUnavailable == cuda_code::kDevicesUnavailable);
+static_assert(cudaErrorNoDevice == cuda_code::kNoDevice);
+static_assert(cudaErrorPeerAccessUnsupported == cuda_code::kPeerAccessUnsupported);
+static_assert(cudaErrorNotPermitted == cuda_code::kNotPermitted);
+static_assert(cudaErrorNotSupported == cuda_code::kNotSupported);
+static_assert(cudaErrorSystemDriverMismatch == cuda_code::kSystemDriverMismatch);
+static_assert(cudaErrorCompatNotSupportedOnDevice == cuda_code::kCompatNotSupported);
+// And the driver's (the client library's CUresult), where it has the code.
+static_assert(CUDA_ERROR_OUT_OF_MEMORY == cuda_code::kMemoryAllocation);
+static_assert(CUDA_ERROR_ILLEGAL_ADDRESS == cuda_code::kIllegalAddress);
+static_assert(CUDA_ERROR_LAUNCH_FAILED == cuda_code::kLaunchFailure);
+static_assert(CUDA_ERROR_INVALID_VALUE == cuda_code::kInvalidValue);
+static_assert(CUDA_ERROR_INVALID_DEVICE == cuda_code::kInvalidDevice);
+static_assert(CUDA_ERROR_INVALID_CONTEXT == cuda_code::kInvalidContext);
+static_assert(CUDA_ERROR_MAP_FAILED == cuda_code::kMapFailed);
+static_assert(CUDA_ERROR_INVALID_HANDLE == cuda_code::kInvalidHandle);
+static_assert(CUDA_ERROR_NOT_INITIALIZED == cuda_code::kNotInitialized);
+static_assert(CUDA_ERROR_DEINITIALIZED == cuda_code::kDeinitialized);
+static_assert(CUDA_ERROR_STUB_LIBRARY == cuda_code::kStubLibrary);
+static_assert(CUDA_ERROR_DEVICE_UNAVAILABLE == cuda_code::kDevicesUnavailable);
+static_assert(CUDA_ERROR_NO_DEVICE == cuda_code::kNoDevice);
+static_assert(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED == cuda_code::kPeerAccessUnsupported);
+static_assert(CUDA_ERROR_NOT_PERMITTED == cuda_code::kNotPermitted);
+static_assert(CUDA_ERROR_NOT_SUPPORTED == cuda_code::kNotSupported);
+static_assert(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH == cuda_code::kSystemDriverMismatch);
+static_assert(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE == cuda_code::kCompatNotSupported);
 
 bool IsStickyCudaError(cudaError_t err) { return IsStickyCudaErrorCode(static_cast<int>(err)); }
 
@@ -43,25 +81,8 @@ Status CudaStatus(cudaError_t err, std::string_view context) {
   // error"; consume it so an unrelated later cudaGetLastError() check does
   // not report this one again.
   (void)cudaGetLastError();
-  switch (err) {
-    case cudaErrorMemoryAllocation:
-      return ResourceExhausted(std::move(m)).WithReason(ErrorReason::kOutOfMemory);
-    case cudaErrorInvalidValue:
-    case cudaErrorInvalidResourceHandle:
-    case cudaErrorInvalidDevicePointer:
-    case cudaErrorInvalidDevice:
-    case cudaErrorMapBufferObjectFailed:
-      return InvalidArgument(std::move(m));
-    case cudaErrorNoDevice:
-    case cudaErrorInsufficientDriver:
-    case cudaErrorDevicesUnavailable:
-    case cudaErrorPeerAccessUnsupported:
-    case cudaErrorSystemDriverMismatch:
-    case cudaErrorCompatNotSupportedOnDevice:
-      return FailedPrecondition(std::move(m));
-    default:
-      return Internal(std::move(m));
-  }
+  const int code = static_cast<int>(err);
+  return Status(CudaErrorCodeStatus(code), std::move(m)).WithReason(CudaErrorCodeReason(code));
 }
 
 DeviceUuid ToDeviceUuid(const cudaUUID_t& uuid) {

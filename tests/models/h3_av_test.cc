@@ -88,6 +88,26 @@ TEST(SummarizeValuesTest, CountsNonFiniteRmsPeakAndClipping) {
   EXPECT_FALSE(st->constant);
 }
 
+// More than one 4M-value slice: the figures combined across slices equal
+// those of one reduction over the whole tensor.
+TEST(SummarizeValuesTest, FiguresAcrossSlicesEqualOneReduction) {
+  torch::manual_seed(11);
+  torch::Tensor x = torch::randn({9 << 20}) * 0.7;
+  x[5] = std::nanf("");
+  x[(5 << 20) + 3] = std::numeric_limits<float>::infinity();
+  x[(8 << 20) + 1] = 42.0f;
+  auto st = SummarizeValues(x, 1.0);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  const torch::Tensor finite = x.masked_select(torch::isfinite(x)).to(torch::kDouble);
+  EXPECT_EQ(st->values, x.numel());
+  EXPECT_EQ(st->nonfinite, 2);
+  EXPECT_DOUBLE_EQ(st->peak_abs, 42.0);
+  EXPECT_NEAR(st->rms, finite.square().mean().sqrt().item<double>(), 1e-12);
+  EXPECT_DOUBLE_EQ(st->clipped_fraction,
+                   double((finite.abs() >= 1.0).sum().item<int64_t>()) / double(x.numel()));
+  EXPECT_FALSE(st->constant);
+}
+
 TEST(SummarizeValuesTest, FlagsConstantOutputs) {
   auto silent = SummarizeValues(torch::zeros({2, 1000}), 1.0);
   ASSERT_TRUE(silent.ok());

@@ -26,5 +26,21 @@ TEST(CudaErrorClassTest, OutOfMemoryFeedsTheFailureLadderAndTheRestIsPlain) {
   }
 }
 
+// One status code per cause, for the runtime's and the driver's errors
+// alike (the client's driver check and the daemon's runtime adapter both
+// use it).
+TEST(CudaErrorClassTest, StatusCodesFollowTheCause) {
+  EXPECT_EQ(CudaErrorCodeStatus(cuda_code::kMemoryAllocation), StatusCode::kResourceExhausted);
+  for (int code : {1, 17, 101, 201, 205, 400}) {
+    EXPECT_EQ(CudaErrorCodeStatus(code), StatusCode::kInvalidArgument) << code;
+  }
+  for (int code : {3, 4, 34, 35, 46, 100, 217, 800, 801, 803, 804}) {
+    EXPECT_EQ(CudaErrorCodeStatus(code), StatusCode::kFailedPrecondition) << code;
+  }
+  for (int code : {700, 719, 999}) {
+    EXPECT_EQ(CudaErrorCodeStatus(code), StatusCode::kInternal) << code;
+  }
+}
+
 }  // namespace
 }  // namespace vaed

@@ -30,6 +30,25 @@ inline constexpr int kMisalignedAddress = 716;       // cudaErrorMisalignedAddre
 inline constexpr int kInvalidAddressSpace = 717;     // cudaErrorInvalidAddressSpace (CUDA_ERROR_INVALID_ADDRESS_SPACE)
 inline constexpr int kInvalidPc = 718;               // cudaErrorInvalidPc (CUDA_ERROR_INVALID_PC)
 inline constexpr int kLaunchFailure = 719;           // cudaErrorLaunchFailure (CUDA_ERROR_LAUNCH_FAILED)
+// Caused by a bad argument: a value, device, pointer, context or handle.
+inline constexpr int kInvalidValue = 1;              // cudaErrorInvalidValue (CUDA_ERROR_INVALID_VALUE)
+inline constexpr int kInvalidDevicePointer = 17;     // cudaErrorInvalidDevicePointer (runtime only)
+inline constexpr int kInvalidDevice = 101;           // cudaErrorInvalidDevice (CUDA_ERROR_INVALID_DEVICE)
+inline constexpr int kInvalidContext = 201;          // cudaErrorDeviceUninitialized (CUDA_ERROR_INVALID_CONTEXT)
+inline constexpr int kMapFailed = 205;               // cudaErrorMapBufferObjectFailed (CUDA_ERROR_MAP_FAILED)
+inline constexpr int kInvalidHandle = 400;           // cudaErrorInvalidResourceHandle (CUDA_ERROR_INVALID_HANDLE)
+// No usable driver or device, or an operation this system does not allow.
+inline constexpr int kNotInitialized = 3;            // cudaErrorInitializationError (CUDA_ERROR_NOT_INITIALIZED)
+inline constexpr int kDeinitialized = 4;             // cudaErrorCudartUnloading (CUDA_ERROR_DEINITIALIZED)
+inline constexpr int kStubLibrary = 34;              // cudaErrorStubLibrary (CUDA_ERROR_STUB_LIBRARY)
+inline constexpr int kInsufficientDriver = 35;       // cudaErrorInsufficientDriver (runtime only)
+inline constexpr int kDevicesUnavailable = 46;       // cudaErrorDevicesUnavailable (CUDA_ERROR_DEVICE_UNAVAILABLE)
+inline constexpr int kNoDevice = 100;                // cudaErrorNoDevice (CUDA_ERROR_NO_DEVICE)
+inline constexpr int kPeerAccessUnsupported = 217;   // cudaErrorPeerAccessUnsupported (CUDA_ERROR_PEER_ACCESS_UNSUPPORTED)
+inline constexpr int kNotPermitted = 800;            // cudaErrorNotPermitted (CUDA_ERROR_NOT_PERMITTED)
+inline constexpr int kNotSupported = 801;            // cudaErrorNotSupported (CUDA_ERROR_NOT_SUPPORTED)
+inline constexpr int kSystemDriverMismatch = 803;    // cudaErrorSystemDriverMismatch (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)
+inline constexpr int kCompatNotSupported = 804;      // cudaErrorCompatNotSupportedOnDevice (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE)
 }  // namespace cuda_code
 
 // True for the errors after which the process's CUDA context is unusable
@@ -45,6 +64,14 @@ bool IsStickyCudaErrorCode(int code);
 // an allocation failure (2), kStickyDevice where IsStickyCudaErrorCode,
 // kNone otherwise.
 ErrorReason CudaErrorCodeReason(int code);
+
+// The status code of a failure with CUDA error `code`: kResourceExhausted
+// for an allocation failure; kInvalidArgument for a bad value, device,
+// device pointer, context, mapping or handle; kFailedPrecondition when no
+// usable driver or device is present, peer access is unsupported or the
+// system does not permit the operation; kInternal otherwise (sticky errors
+// included: their reason says the rest).
+StatusCode CudaErrorCodeStatus(int code);
 
 }  // namespace vaed
 

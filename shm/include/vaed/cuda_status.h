@@ -14,14 +14,14 @@
 
 namespace vaed {
 
-// "<context>: <error string> (<error name>, cuda error <n>)". Codes:
-// kResourceExhausted with reason kOutOfMemory for cudaErrorMemoryAllocation;
-// kInvalidArgument for errors that a bad client handle, pointer or device
-// causes (invalid value / resource handle / device pointer / device, map
-// buffer object failed); kFailedPrecondition when no usable device or
-// driver is present or peer access is unsupported; kInternal otherwise.
-// Sticky errors (IsStickyCudaError) are kInternal with reason
-// kStickyDevice and say that the CUDA context is lost. For non-sticky
+// "<context>: <error string> (<error name>, cuda error <n>)". Code and
+// reason from the one classification (vaed/cuda_error_class.h
+// CudaErrorCodeStatus, CudaErrorCodeReason): kResourceExhausted with reason
+// kOutOfMemory for cudaErrorMemoryAllocation, kInvalidArgument for a bad
+// handle, pointer or device, kFailedPrecondition for no usable device or
+// driver, kInternal otherwise. Sticky errors (IsStickyCudaError) are
+// kInternal with reason kStickyDevice and say that the CUDA context is
+// lost. For non-sticky
 // errors it also clears the thread's last-error slot (cudaGetLastError) so
 // a later unrelated check does not see it again. Must not be called with
 // cudaSuccess. Thread-safe.
