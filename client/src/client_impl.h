@@ -81,7 +81,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
 
   // mu held. Whether user-visible region `user_id` is a CUDA region.
   bool IsCudaRegion(uint64_t user_id) const VAED_REQUIRES(mu);
-  // mu held. Whether `request` reads a latent from a CUDA region (then
+  // mu held. Whether `request` names a CUDA region, latent or output (then
   // Decode() sends an inputs-ready event).
   bool NamesCudaRegion(const DecodeRequest& request) const VAED_REQUIRES(mu);
 

@@ -131,8 +131,8 @@ class CudaDriver {
   // (vaed/cuda_error_class.h; the driver's numbers are the runtime's):
   // kResourceExhausted for CUDA_ERROR_OUT_OF_MEMORY (2), kFailedPrecondition
   // for errors of setup (no device 100, not initialised 3, not permitted /
-  // not supported 800/801), kInvalidArgument for invalid value / handle /
-  // context (1, 400, 201), kInternal otherwise; the message is
+  // not supported 800/801, invalid context 201), kInvalidArgument for
+  // invalid value / handle (1, 400), kInternal otherwise; the message is
   // "<what>: <cuGetErrorName> (<code>): <cuGetErrorString>", e.g.
   // "exporting an IPC handle: CUDA_ERROR_INVALID_VALUE (1): invalid argument".
   Status Check(CUresult result, std::string_view what) const;

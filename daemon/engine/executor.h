@@ -200,9 +200,10 @@ class Executor {
   void RunAsMember(int local_rank, const parallel::GroupSpec& spec, const DecodeJob* job,
                    GroupChannel& channel);
   // RunAsMember's work: receive the job, decode its tiles, send them.
-  // Returns the first error (the communicator is aborted on it).
-  Status RunMemberPart(int local_rank, const parallel::GroupSpec& spec, const DecodeJob* job,
-                       GroupChannel& channel);
+  // Returns whether it took part (false: stood down) or the first error
+  // (the communicator is aborted on it).
+  Result<bool> RunMemberPart(int local_rank, const parallel::GroupSpec& spec,
+                             const DecodeJob* job, GroupChannel& channel);
   // A communicator of `spec` that could not be built (or met) on
   // `local_rank`: recorded for the scheduler; a sticky device error makes
   // the daemon unhealthy.

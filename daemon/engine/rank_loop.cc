@@ -239,8 +239,17 @@ void Executor::RunAsOutputRank(int local_rank, const GroupRun& run, GroupChannel
     // The members may be waiting for this rank's announcement or tiles:
     // closing the communicator ends their wait now (the group is rebuilt).
     if (channel != nullptr) channel->comm->Abort(result.status().message());
+    // The run's fence waited while the exception unwound (rank_stream.h);
+    // asked again, a sticky device error answers again, and must not be
+    // lost behind the exception's message.
+    result = AfterFence(std::move(result), ranks_[static_cast<size_t>(local_rank)].stream->Fence());
   }
   const double seconds = SecondsSince(t0);
+  // The health flag first: once this rank counts as answered another may
+  // take work, and whoever sees this answer sees the daemon unhealthy too.
+  if (!result.ok() && result.status().reason() == ErrorReason::kStickyDevice) {
+    NoteStickyDeviceError(result.status().message());
+  }
   {
     MutexLock lock(&mu_);
     // Moving average over decodes that ran (not instant rejections).
@@ -251,11 +260,6 @@ void Executor::RunAsOutputRank(int local_rank, const GroupRun& run, GroupChannel
     // Before the reply goes out: a client that reads it and then asks for
     // the status must not see this job still running.
     scheduler_.MarkAnswered(local_rank);
-  }
-  // The health flag before the answer: whoever sees this answer sees the
-  // daemon unhealthy too.
-  if (!result.ok() && result.status().reason() == ErrorReason::kStickyDevice) {
-    NoteStickyDeviceError(result.status().message());
   }
   Answer(job, std::move(result));
 }
@@ -321,18 +325,21 @@ void Executor::RunAsMember(int local_rank, const parallel::GroupSpec& spec, cons
                            GroupChannel& channel) {
   Rank& rank = ranks_[static_cast<size_t>(local_rank)];
   RequestFence fence(*rank.stream);  // before any device work of the part
-  Status part = RunMemberPart(local_rank, spec, job, channel);
-  if (Status fenced = fence.Release(); !fenced.ok()) {
-    part = fenced.reason() == ErrorReason::kStickyDevice || part.ok() ? fenced : part;
+  Result<bool> part = RunMemberPart(local_rank, spec, job, channel);
+  part = AfterFence(std::move(part), fence.Release());
+  // An injected failure armed for this job ends with it (the job may have
+  // been stood down before the failing collective).
+  if (job != nullptr && job->settings.faults.member_device_fatal > 0) {
+    channel.comm->FailNthCollective(0);
   }
-  if (part.reason() == ErrorReason::kStickyDevice) {
+  if (!part.ok() && part.status().reason() == ErrorReason::kStickyDevice) {
     NoteStickyDeviceError("rank " + std::to_string(GlobalRank(local_rank)) +
-                          " (a member of group " + spec.name + "): " + part.message());
+                          " (a member of group " + spec.name + "): " + part.status().message());
   }
 }
 
-Status Executor::RunMemberPart(int local_rank, const parallel::GroupSpec& spec,
-                               const DecodeJob* job, GroupChannel& channel) {
+Result<bool> Executor::RunMemberPart(int local_rank, const parallel::GroupSpec& spec,
+                                     const DecodeJob* job, GroupChannel& channel) {
   parallel::Communicator& comm = *channel.comm;
   const int global = GlobalRank(local_rank);
   try {
@@ -343,7 +350,7 @@ Status Executor::RunMemberPart(int local_rank, const parallel::GroupSpec& spec,
     }
     Result<std::optional<ReceivedJob>> received = ReceiveJob(comm, rank.registry->device());
     if (!received.ok()) return received.status();  // failed (aborted)
-    if (!*received) return Status::Ok();           // stood down
+    if (!*received) return false;                  // stood down
     ReceivedJob& r = **received;
     // On the output rank's daemon the model was resolved once; a member of
     // a group led by another daemon knows only its name.
@@ -376,13 +383,14 @@ Status Executor::RunMemberPart(int local_rank, const parallel::GroupSpec& spec,
       return out.status();
     }
     // A failure here costs the reply its figures only (the tiles went).
-    return GatherFigures(comm, spec,
-                         {.rank = static_cast<uint32_t>(global),
-                          .tiles = work.tiles,
-                          .decode_seconds = work.seconds,
-                          .started_unix = started,
-                          .finished_unix = finished})
-        .status();
+    VAED_RETURN_IF_ERROR(GatherFigures(comm, spec,
+                                       {.rank = static_cast<uint32_t>(global),
+                                        .tiles = work.tiles,
+                                        .decode_seconds = work.seconds,
+                                        .started_unix = started,
+                                        .finished_unix = finished})
+                             .status());
+    return true;
   } catch (...) {
     const std::string why = parallel::ExceptionMessage();
     spdlog::error("executor: rank {}: unexpected exception in its part of a job on group {}: {}",

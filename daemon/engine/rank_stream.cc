@@ -24,7 +24,7 @@ class CudaDeviceQueue final : public DeviceQueue {
     return client_events_.StreamWait(client_id, handle, stream_);
   }
   Result<std::string> RecordEvent() override { return output_events_->Record(stream_); }
-  Status Synchronize() override { return SynchronizeCurrentStream(ordinal_); }
+  Status Synchronize() override { return SynchronizeStream(ordinal_, stream_); }
 
  private:
   const int ordinal_;
@@ -67,8 +67,12 @@ Status RankStream::Fence() {
 
 RequestFence::~RequestFence() {
   if (stream_ == nullptr) return;
-  if (Status s = Release(); !s.ok()) {
-    spdlog::error("rank stream: fencing a request that ended by an exception: {}", s.ToString());
+  try {
+    if (Status s = Release(); !s.ok()) {
+      spdlog::error("rank stream: fencing a request that ended by an exception: {}",
+                    s.ToString());
+    }
+  } catch (...) {  // out of host memory for the message: the wait was made
   }
 }
 

@@ -13,21 +13,22 @@
 #include <vector>
 
 #include "daemon/models/interval_timer.h"
+#include "daemon/models/torch_status.h"
 #include "vaed/cuda_owners.h"
 #include "vaed/cuda_status.h"
 
 namespace vaed::engine {
 namespace {
 
-// LibTorch throws c10::Error; this adapter turns it into a Status.
+// LibTorch's errors through its adapter (models/torch_status.h), so that a
+// sticky CUDA error (c10::AcceleratorError's code) keeps kStickyDevice and
+// an allocation failure kOutOfMemory.
 template <typename Fn>
 Status Guarded(const char* what, Fn&& fn) {
-  try {
+  return models::RunTorch(what, [&]() -> Status {
     fn();
     return Status::Ok();
-  } catch (const std::exception& e) {
-    return Internal(std::string(what) + ": " + e.what());
-  }
+  });
 }
 
 // models::DeviceIntervals on a CUDA device: one timing event pair per
@@ -124,9 +125,13 @@ Result<void*> UseRankStream(int ordinal) {
   return stream;
 }
 
-Status SynchronizeCurrentStream(int ordinal) {
+Status SynchronizeStream(int ordinal, void* stream) {
   return Guarded("waiting for the rank's CUDA stream", [&] {
-    c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(ordinal)).synchronize();
+    const auto device = static_cast<c10::DeviceIndex>(ordinal);
+    (stream == nullptr
+         ? c10::cuda::getCurrentCUDAStream(device)
+         : c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), device))
+        .synchronize();
   });
 }
 

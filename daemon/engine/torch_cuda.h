@@ -46,10 +46,11 @@ Result<DeviceMemoryFigures> TorchDeviceMemory(int ordinal);
 // Starts a new peak (per request: DecodeReply peak_device_bytes).
 Status ResetPeakDeviceBytes(int ordinal);
 
-// Waits (on the calling thread) until the work enqueued so far on its
-// current stream of device `ordinal` has finished. Errors as
-// UseRankStream().
-Status SynchronizeCurrentStream(int ordinal);
+// Waits (on the calling thread) until the work enqueued so far on
+// `stream` (a cudaStream_t of device `ordinal`; null: the calling thread's
+// current LibTorch stream there) has finished. Errors as UseRankStream(); a
+// sticky CUDA error keeps kStickyDevice.
+Status SynchronizeStream(int ordinal, void* stream);
 
 // float32 math is exact float32 on the device: TF32 off for cuBLAS and
 // cuDNN (spec: the fp32 path is the reference; TF32 rounds inputs to 10

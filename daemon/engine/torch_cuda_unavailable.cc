@@ -17,7 +17,7 @@ bool TorchCudaAvailable() { return false; }
 Result<void*> UseRankStream(int) { return NoTorchCuda(); }
 Result<DeviceMemoryFigures> TorchDeviceMemory(int) { return NoTorchCuda(); }
 Status ResetPeakDeviceBytes(int) { return NoTorchCuda(); }
-Status SynchronizeCurrentStream(int) { return NoTorchCuda(); }
+Status SynchronizeStream(int, void*) { return NoTorchCuda(); }
 Status UseExactFloat32() { return NoTorchCuda(); }
 Status UseCudaEventTimings() { return NoTorchCuda(); }
 

@@ -47,16 +47,19 @@ Result<OutputStats> SummarizeValues(const torch::Tensor& x, double clip_level) {
     for (int64_t begin = 0; begin < n; begin += kSlice) {
       const torch::Tensor c = flat.slice(0, begin, std::min(n, begin + kSlice));
       if (c.numel() == 0) continue;
+      // One temporary of the slice's size at a time (float64 for the sum of
+      // squares, as before; min and max are exact in float32).
       const torch::Tensor is_finite = torch::isfinite(c);
-      const torch::Tensor v = c.to(torch::kDouble);
-      constexpr double kInf = std::numeric_limits<double>::infinity();
-      const torch::Tensor clipped = clip_level > 0
-                                        ? (is_finite & (c.abs() >= clip_level)).sum()
-                                        : torch::zeros({}, c.device());
-      const torch::Tensor part = torch::stack(
-          {is_finite.sum().to(torch::kDouble), torch::where(is_finite, v.square(), 0.0).sum(),
-           torch::where(is_finite, v, kInf).min(), torch::where(is_finite, v, -kInf).max(),
-           clipped.to(torch::kDouble)});
+      constexpr float kInf = std::numeric_limits<float>::infinity();
+      const torch::Tensor count = is_finite.sum().to(torch::kDouble);
+      const torch::Tensor sum_sq =
+          torch::where(is_finite, c, 0.0f).to(torch::kDouble).square_().sum();
+      const torch::Tensor lo = torch::where(is_finite, c, kInf).min().to(torch::kDouble);
+      const torch::Tensor hi = torch::where(is_finite, c, -kInf).max().to(torch::kDouble);
+      const torch::Tensor clipped =
+          clip_level > 0 ? (is_finite & (c.abs() >= clip_level)).sum().to(torch::kDouble)
+                         : torch::zeros({}, c.options().dtype(torch::kDouble));
+      const torch::Tensor part = torch::stack({count, sum_sq, lo, hi, clipped});
       acc = !acc.defined() ? part
                            : torch::stack({acc[0] + part[0], acc[1] + part[1],
                                            torch::minimum(acc[2], part[2]),

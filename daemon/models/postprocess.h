@@ -40,7 +40,7 @@ struct OutputStats {
 
 // Computes OutputStats of a float32 tensor of any shape and strides, on
 // any device, in slices of at most 4M elements along dim 0 and within each
-// slice, so the extra memory stays bounded (a few tens of MB) however large
+// slice, so the extra memory stays bounded (about 50 MB) however large
 // the tensor is. The reductions run on the tensor's device and are read
 // back to the host once, at the end (on a GPU that one read waits for the
 // device's work so far: the figures are host values for the reply).

@@ -65,11 +65,12 @@ class Communicator : public models::TileGroup {
   // rank's models make device tensors). Ordering contract, both backends:
   // a collective reads a device tensor only after the work the caller
   // queued on its current stream (LibTorch's; the rank's stream) before the
-  // call, and returns only when its own device work is done, so the caller
-  // may use the results on any stream at once. NCCL orders its stream by an
-  // event recorded on the caller's stream (nccl_communicator.h); Gloo's
-  // process group does the same for CUDA tensors itself (ProcessGroupGloo's
-  // CUDA work waits on the current streams and is waited on by wait()).
+  // call, and its results are ready for work the caller queues on that
+  // stream afterwards. NCCL orders its stream after an event recorded on
+  // the caller's stream and returns when its own stream's work is done
+  // (nccl_communicator.h); Gloo's process group does the same for CUDA
+  // tensors itself (its CUDA work waits on the current stream, and wait()
+  // makes the current stream wait for it).
   //
   // Copies root's `tensor` into `tensor` on every other rank (same shape
   // and dtype on all ranks).

@@ -109,7 +109,8 @@ struct ModeResult {
 // Waits for the work queued on `device` (CUDA: the current stream); nothing
 // to wait for on the CPU.
 Status Synchronize(const torch::Device& device) {
-  return device.is_cuda() ? vaed::engine::SynchronizeCurrentStream(device.index()) : Status::Ok();
+  return device.is_cuda() ? vaed::engine::SynchronizeStream(device.index(), nullptr)
+                           : Status::Ok();
 }
 
 // One timed decode. On a GPU decode_latent is the wall time to a

@@ -276,7 +276,7 @@ budget_reason() {
 PREBUILT_ESTIMATE_S=20
 # Steps that a CPU build skips at once (their functions say why).
 needs_gpu() {
-  case "$1" in matmul_bf16|ipc_client_death|bench_h3_*) [ "$MODE" = cpu ] ;; *) return 1 ;; esac
+  case "$1" in matmul_bf16|ipc_ordering|ipc_client_death|bench_h3_*) [ "$MODE" = cpu ] ;; *) return 1 ;; esac
 }
 
 if [ "$DRY_RUN" = 1 ]; then

@@ -271,7 +271,10 @@ def run_ordering(o, figures):
             client.decode(latent_host, model=o.model, copy=True).frames))
         # 1. Host latent, CUDA output, busy stream.
         out = torch.empty(tuple(expected.shape), dtype=torch.uint8, device="cuda")
-        torch.cuda._sleep(200_000_000)  # ~0.1 s of device time ahead of the fill
+        # A wait longer than the daemon's whole decode (the tiny golden model
+        # decodes in well under a second): written without waiting for the
+        # fill, the frames would be poisoned afterwards.
+        torch.cuda._sleep(3_000_000_000)  # ~1.5 s of device time at ~2 GHz
         out.fill_(POISON)
         client.decode(latent_host, output=out, model=o.model, stream=stream.cuda_stream)
         stream.synchronize()
@@ -280,7 +283,8 @@ def run_ordering(o, figures):
         # 2. One allocation, two clients: latent and output in one segment.
         latent_bytes = latent_host.nbytes
         pool = torch.empty(latent_bytes + expected.numel(), dtype=torch.uint8, device="cuda")
-        latent = pool[:latent_bytes].view(torch.float32).view(latent_host.shape)
+        latent_dtype = torch.from_numpy(latent_host).dtype
+        latent = pool[:latent_bytes].view(latent_dtype).view(latent_host.shape)
         latent.copy_(torch.from_numpy(latent_host))
         frames = pool[latent_bytes:].view(tuple(expected.shape))
         shared = []

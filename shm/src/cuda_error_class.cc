@@ -34,10 +34,10 @@ StatusCode CudaErrorCodeStatus(int code) {
     case cuda_code::kInvalidValue:
     case cuda_code::kInvalidDevicePointer:
     case cuda_code::kInvalidDevice:
-    case cuda_code::kInvalidContext:
     case cuda_code::kMapFailed:
     case cuda_code::kInvalidHandle:
       return StatusCode::kInvalidArgument;
+    case cuda_code::kInvalidContext:
     case cuda_code::kNotInitialized:
     case cuda_code::kDeinitialized:
     case cuda_code::kStubLibrary:

@@ -12,6 +12,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -392,13 +393,16 @@ class RecordingDevice final : public DeviceQueue {
   }
   Status Synchronize() override {
     log_->Add(Name() + " fence");
-    return Status::Ok();
+    return fence_status_;
   }
+  // What every later fence answers (a device that lost its context).
+  void FailFences(Status s) { fence_status_ = std::move(s); }
 
  private:
   std::string Name() const { return "rank " + std::to_string(rank_); }
   const int rank_;
   OrderLog* const log_;
+  Status fence_status_;
 };
 
 class OrderRecordingSink : public ResultSink {
@@ -428,10 +432,13 @@ class FenceOrderTest : public ExecutorTestBase<OrderRecordingSink> {
  protected:
   RankStreamFactory RankStreams() override {
     return [this](int local_rank) -> Result<std::unique_ptr<RankStream>> {
-      return std::make_unique<RankStream>(
-          std::make_unique<RecordingDevice>(local_rank, &sink_.log));
+      auto device = std::make_unique<RecordingDevice>(local_rank, &sink_.log);
+      devices_[static_cast<size_t>(local_rank)] = device.get();
+      return std::make_unique<RankStream>(std::move(device));
     };
   }
+  // Each rank's double, by local rank (owned by its RankStream).
+  std::array<RecordingDevice*, 2> devices_{};
 
   // A streamed job of 8 latent frames: two frame batches of the demo model.
   std::shared_ptr<DecodeJob> StreamedJob(uint64_t id) {
@@ -497,6 +504,21 @@ TEST_F(FenceOrderTest, ASuccessfulDecodeFencesBeforeItsReply) {
   ExpectFenceBetweenWritesAndReply();
 }
 
+// A device that lost its context shows it first at the fence (the decode's
+// own calls all went through): the reply carries the sticky error and the
+// executor is unhealthy, as for any other sticky error.
+TEST_F(FenceOrderTest, AStickyErrorFirstSeenAtTheFenceMakesTheExecutorUnhealthy) {
+  devices_[0]->FailFences(
+      Internal("waiting for the rank's CUDA stream: CUDA error: an illegal memory access was "
+               "encountered")
+          .WithReason(ErrorReason::kStickyDevice));
+  ASSERT_TRUE(executor_->Submit(StreamedJob(1)).ok());
+  const Status s = sink_.StatusOf(1);
+  EXPECT_EQ(s.reason(), ErrorReason::kStickyDevice) << s.ToString();
+  EXPECT_THAT(executor_->fatal_error(), ::testing::HasSubstr("illegal memory access"));
+  EXPECT_EQ(executor_->Submit(MakeJob(2)).code(), StatusCode::kUnavailable);
+}
+
 // Two ranks in one group of 2; the demo model's hybrid tiling gives each
 // of them tiles.
 class GroupFenceOrderTest : public FenceOrderTest {
@@ -519,14 +541,15 @@ class GroupFenceOrderTest : public FenceOrderTest {
   }
 };
 
-TEST_F(GroupFenceOrderTest, AMembersCollectiveFailureFencesBothRanksBeforeTheReply) {
+TEST_F(GroupFenceOrderTest, AMembersFailureFencesTheAnsweringRankBeforeTheReplyAndTheMember) {
   auto job = TiledJob(1);
   job->settings.faults.member_exception = 1;
   ASSERT_TRUE(executor_->Submit(job).ok());
   const Status s = sink_.StatusOf(1);
   EXPECT_TRUE(s.ok()) << s.ToString();  // decoded again on rank 0 alone
   ExpectFenceBetweenWritesAndReply();
-  // The member fenced its failed part too (before its next task).
+  // The member fenced its failed part too (before its next task; it
+  // touches no client memory, so the reply does not wait for it).
   EXPECT_GE(IndexOf(sink_.log.entries(), "rank 1 fence"), 0);
   EXPECT_TRUE(executor_->fatal_error().empty());
 }

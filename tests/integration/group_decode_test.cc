@@ -433,28 +433,31 @@ TEST(GroupShrinkTest, FewerTilesThanRanksShrinksTheGroup) {
 }
 
 // A sticky device error on a member rank (not the one answering): the
-// daemon reports unhealthy, refuses decodes and exits non-zero for systemd
-// to restart it, as after one on the output rank.
+// daemon reports unhealthy and exits non-zero for systemd to restart it, as
+// after one on the output rank. It exits 1 s after the error, maybe before
+// the answering rank's fallback decode is done, so the request's own reply
+// is not waited for here (the engine test checks the executor's state).
 TEST(GroupStickyErrorTest, AMembersStickyDeviceErrorMakesTheDaemonUnhealthyAndExit) {
   if (!GoldenPresent()) GTEST_SKIP() << "../shared/golden/h3 is absent";
   const std::string cfg = GroupConfig("sticky", "ranks = 2\nsize = 1\nqualified_sizes = [1, 2]\n"
                                                 "collective_timeout_ms = 20000\n");
   DaemonProcess daemon({"--config", cfg});
   ASSERT_TRUE(daemon.ok()) << daemon.Log();
-  auto c = client::Client::Connect({.socket = daemon.socket()});
+  auto c = client::Client::Connect({.socket = daemon.socket(), .reconnect_timeout_ms = 0});
   ASSERT_TRUE(c.ok());
   std::vector<int64_t> shape;
   const std::vector<float> latent = GoldenLatent("grid_2x2", &shape);
   (void)Decode(**c, "h3", shape, latent.data(), 2, {"member_device_fatal"});
-  auto status = (*c)->GetStatus();
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
-  EXPECT_FALSE(status->healthy());
-  EXPECT_THAT(status->health(), HasSubstr("a member of group"));
-  EXPECT_THAT(status->health(), HasSubstr("illegal memory access"));
-  auto refused = Decode(**c, "h3", shape, latent.data(), 1);
-  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status().ToString();
-  const int wstatus = daemon.Terminate(std::chrono::seconds(10));
+  // It exits on its own; a SIGTERM before that would be a clean stop.
+  for (int i = 0; i < 200 && daemon.Log().find("exiting so that systemd") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const int wstatus = daemon.Terminate(std::chrono::seconds(20));
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 1) << wstatus << daemon.Log();
+  EXPECT_THAT(daemon.Log(), HasSubstr("a member of group"));
+  EXPECT_THAT(daemon.Log(), HasSubstr("illegal memory access"));
+  EXPECT_THAT(daemon.Log(), HasSubstr("exiting so that systemd restarts vaed"));
   std::remove(cfg.c_str());
 }
 

@@ -262,7 +262,8 @@ VAED_C_API vaed_status vaed_register_cuda_region(vaed_client* client, const void
 /* vaed_decode with the caller's CUDA stream (a CUstream / cudaStream_t;
  * NULL = the legacy default stream), for latents and outputs in CUDA
  * regions: the daemon waits on the device for the work enqueued on
- * `cuda_stream` before reading CUDA latents, and on return `cuda_stream`
+ * `cuda_stream` before reading CUDA latents or writing CUDA outputs, and
+ * on return `cuda_stream`
  * waits (on the device, not the host) for the daemon's writes of CUDA
  * outputs (vaed::client::DecodeRequest::cuda_stream). Host-only requests
  * behave as vaed_decode. Unrun on a GPU. */

@@ -30,14 +30,15 @@ inline constexpr int kMisalignedAddress = 716;       // cudaErrorMisalignedAddre
 inline constexpr int kInvalidAddressSpace = 717;     // cudaErrorInvalidAddressSpace (CUDA_ERROR_INVALID_ADDRESS_SPACE)
 inline constexpr int kInvalidPc = 718;               // cudaErrorInvalidPc (CUDA_ERROR_INVALID_PC)
 inline constexpr int kLaunchFailure = 719;           // cudaErrorLaunchFailure (CUDA_ERROR_LAUNCH_FAILED)
-// Caused by a bad argument: a value, device, pointer, context or handle.
+// Caused by a bad argument: a value, device, pointer, mapping or handle.
 inline constexpr int kInvalidValue = 1;              // cudaErrorInvalidValue (CUDA_ERROR_INVALID_VALUE)
 inline constexpr int kInvalidDevicePointer = 17;     // cudaErrorInvalidDevicePointer (runtime only)
 inline constexpr int kInvalidDevice = 101;           // cudaErrorInvalidDevice (CUDA_ERROR_INVALID_DEVICE)
-inline constexpr int kInvalidContext = 201;          // cudaErrorDeviceUninitialized (CUDA_ERROR_INVALID_CONTEXT)
 inline constexpr int kMapFailed = 205;               // cudaErrorMapBufferObjectFailed (CUDA_ERROR_MAP_FAILED)
 inline constexpr int kInvalidHandle = 400;           // cudaErrorInvalidResourceHandle (CUDA_ERROR_INVALID_HANDLE)
-// No usable driver or device, or an operation this system does not allow.
+// No usable driver, device or context, or an operation this system does
+// not allow: the environment's state, never counted against a client.
+inline constexpr int kInvalidContext = 201;          // cudaErrorDeviceUninitialized (CUDA_ERROR_INVALID_CONTEXT)
 inline constexpr int kNotInitialized = 3;            // cudaErrorInitializationError (CUDA_ERROR_NOT_INITIALIZED)
 inline constexpr int kDeinitialized = 4;             // cudaErrorCudartUnloading (CUDA_ERROR_DEINITIALIZED)
 inline constexpr int kStubLibrary = 34;              // cudaErrorStubLibrary (CUDA_ERROR_STUB_LIBRARY)
@@ -67,10 +68,12 @@ ErrorReason CudaErrorCodeReason(int code);
 
 // The status code of a failure with CUDA error `code`: kResourceExhausted
 // for an allocation failure; kInvalidArgument for a bad value, device,
-// device pointer, context, mapping or handle; kFailedPrecondition when no
-// usable driver or device is present, peer access is unsupported or the
+// device pointer, mapping or handle; kFailedPrecondition when no usable
+// driver, device or context is present, peer access is unsupported or the
 // system does not permit the operation; kInternal otherwise (sticky errors
-// included: their reason says the rest).
+// included: their reason says the rest). The daemon counts a decode that
+// fails with kInvalidArgument as the client's fault (quarantine), so only
+// codes a client's handle or pointer can cause are kInvalidArgument.
 StatusCode CudaErrorCodeStatus(int code);
 
 }  // namespace vaed
