@@ -157,15 +157,23 @@ def cuda_client_or_exit(figures):
     return torch, vaed_client, parameters
 
 
-def run_long(o, figures):
-    """--mode long: one long decode into this process's CUDA tensors."""
+def cuda_output_client_or_exit(figures):
+    """cuda_client_or_exit, for a client whose decode also takes output=."""
     found = cuda_client_or_exit(figures)
     if isinstance(found, int):
         return found
-    torch, vaed_client, parameters = found
-    if "output" not in parameters:
+    if "output" not in found[2]:
         figures["reason"] = "vaed_client.Client.decode has no output= argument"
         return EXIT_MISSING
+    return found[0], found[1]
+
+
+def run_long(o, figures):
+    """--mode long: one long decode into this process's CUDA tensors."""
+    found = cuda_output_client_or_exit(figures)
+    if isinstance(found, int):
+        return found
+    torch, vaed_client = found
     shape = tuple(int(d) for d in o.latent_shape.split(","))
     figures.update({"mode": "long", "pid": os.getpid(), "device": torch.cuda.get_device_name(),
                     "latent_shape": list(shape), "slow_tiles": o.slow_tiles})
@@ -255,13 +263,10 @@ def run(o, figures):
 
 def run_ordering(o, figures):
     """--mode ordering: see the module docstring."""
-    found = cuda_client_or_exit(figures)
+    found = cuda_output_client_or_exit(figures)
     if isinstance(found, int):
         return found
-    torch, vaed_client, parameters = found
-    if "output" not in parameters:
-        figures["reason"] = "vaed_client.Client.decode has no output= argument"
-        return EXIT_MISSING
+    torch, vaed_client = found
     import numpy as np
     figures.update({"mode": "ordering", "device": torch.cuda.get_device_name()})
     latent_host = np.ascontiguousarray(vaed_client.read_safetensors(o.latent)[o.key])

@@ -405,27 +405,18 @@ class RecordingDevice final : public DeviceQueue {
   Status fence_status_;
 };
 
-class OrderRecordingSink : public ResultSink {
+// StatusRecordingSink that also logs what the server would send.
+class OrderRecordingSink : public StatusRecordingSink {
  public:
-  void OnProgress(const std::shared_ptr<const DecodeJob>&, const ProgressEvent&) override {}
   void OnFinalRange(const std::shared_ptr<const DecodeJob>&, const FinalRangeEvent&) override {
     log.Add("final range");
   }
   void OnFinished(std::shared_ptr<const DecodeJob> job, Result<DecodeResult> result) override {
     log.Add("reply");
-    statuses.emplace(job->request_id, result.status());
-    cv.notify_all();
-  }
-  Status StatusOf(uint64_t id) {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, std::chrono::seconds(60), [&] { return statuses.count(id) > 0; });
-    return statuses.count(id) > 0 ? statuses.at(id) : DeadlineExceeded("no answer in 60 s");
+    StatusRecordingSink::OnFinished(std::move(job), std::move(result));
   }
 
   OrderLog log;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<uint64_t, Status> statuses;
 };
 
 class FenceOrderTest : public ExecutorTestBase<OrderRecordingSink> {
