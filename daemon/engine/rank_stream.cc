@@ -69,8 +69,7 @@ RequestFence::~RequestFence() {
   if (stream_ == nullptr) return;
   try {
     if (Status s = Release(); !s.ok()) {
-      spdlog::error("rank stream: fencing a request that ended by an exception: {}",
-                    s.ToString());
+      spdlog::error("rank stream: fencing a request that ended by an exception: {}", s.ToString());
     }
   } catch (...) {  // out of host memory for the message: the wait was made
   }

@@ -542,8 +542,8 @@ Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(
       !ready.ok()) {
     return failed(ready);
   }
-  return std::unique_ptr<Communicator>(new NcclCommunicator(options, device, std::move(comm),
-                                                            std::move(stream).value(), std::move(scratch)));
+  return std::unique_ptr<Communicator>(new NcclCommunicator(
+      options, device, std::move(comm), std::move(stream).value(), std::move(scratch)));
 }
 
 }  // namespace vaed::parallel

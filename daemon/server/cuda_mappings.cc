@@ -16,9 +16,7 @@ class SharedMappingRegion final : public CudaRegion {
         handle_(mapping_->handle()) {}
   void* data() const override { return mapping_ ? mapping_->data() : nullptr; }
   uint64_t size() const override { return size_; }
-  uint64_t allocation_bytes() const override {
-    return mapping_ ? mapping_->allocation_bytes() : 0;
-  }
+  uint64_t allocation_bytes() const override { return mapping_ ? mapping_->allocation_bytes() : 0; }
   int device() const override { return device_; }
   const std::string& handle() const override { return handle_; }
   void Close() override { mapping_.reset(); }
