@@ -711,9 +711,9 @@ class CudaRegionTest : public RequestHandlerTest {
   class FakeRegion final : public CudaRegion {
    public:
     FakeRegion(uint64_t size, int device, std::string handle, int* closes,
-               std::set<std::string>* mapped)
+               std::shared_ptr<std::set<std::string>> mapped)
         : size_(size), device_(device), handle_(std::move(handle)), closes_(closes),
-          mapped_(mapped) {}
+          mapped_(std::move(mapped)) {}
     ~FakeRegion() override { Close(); }
     void* data() const override { return nullptr; }
     uint64_t size() const override { return size_; }
@@ -734,7 +734,7 @@ class CudaRegionTest : public RequestHandlerTest {
     int device_;
     std::string handle_;
     int* closes_;
-    std::set<std::string>* mapped_;
+    std::shared_ptr<std::set<std::string>> mapped_;  // the fixture's
   };
 
   void SetUp() override {
@@ -749,6 +749,9 @@ class CudaRegionTest : public RequestHandlerTest {
     }
     Rebuild();
   }
+  // The registry's regions count their closes into closes_: the handler
+  // goes before this fixture's members.
+  void TearDown() override { handler_.reset(); }
   void Rebuild() {
     RequestHandlerTest::Rebuild();
     handler_->set_cuda_region_opener(
@@ -763,11 +766,11 @@ class CudaRegionTest : public RequestHandlerTest {
           }
           // What CUDA answers a process that opens a handle it has mapped
           // already (CUDA_ERROR_ALREADY_MAPPED).
-          if (!mapped_.insert(r.ipc_handle()).second) {
+          if (!mapped_->insert(r.ipc_handle()).second) {
             return Internal("cudaIpcOpenMemHandle: resource already mapped (cuda error 208)");
           }
           return std::shared_ptr<CudaRegion>(std::make_shared<FakeRegion>(
-              r.size_bytes(), device.ordinal, r.ipc_handle(), &closes_, &mapped_));
+              r.size_bytes(), device.ordinal, r.ipc_handle(), &closes_, mapped_));
         });
   }
 
@@ -789,7 +792,9 @@ class CudaRegionTest : public RequestHandlerTest {
   int opens_ = 0;
   int closes_ = 0;
   std::vector<int> opened_on_;
-  std::set<std::string> mapped_;  // handles the fake driver has open
+  // Handles the fake driver has open; shared with the regions, which the
+  // base fixture's members (handler, sink) destroy after this fixture's.
+  std::shared_ptr<std::set<std::string>> mapped_ = std::make_shared<std::set<std::string>>();
 };
 
 // Two tensors of one caching-allocator segment share its IPC handle: the
