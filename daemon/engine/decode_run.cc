@@ -99,15 +99,11 @@ class DecodeRun {
   Status WriteOutput(const torch::Tensor& formatted, const TensorRef& ref,
                      const std::shared_ptr<HostRegion>& host,
                      const std::shared_ptr<CudaRegion>& cuda, const std::string& field);
-  bool UsesCudaRegions() const;
   bool WritesCudaRegions() const;
   // Decode.inputs_ready_event: the rank's stream waits on the worker's
   // event before its first read (rank_stream.h); refused on a rank without
   // a device.
   Status WaitForInputs();
-  // CUDA outputs: records the rank's event after its last write to them,
-  // for DecodeReply.outputs_ready_event.
-  Status RecordOutputsReady();
   // CUDA ranks: the caching allocator's peak starts again for this request
   // (Run) and is read at the end (Finish). A figure, not the decode: a
   // failure is logged and leaves peak_device_bytes 0.
@@ -184,11 +180,6 @@ Status DecodeRun::WriteOutput(const torch::Tensor& formatted, const TensorRef& r
   return engine::CopyOut(on_host, ref, *host, field);
 }
 
-bool DecodeRun::UsesCudaRegions() const {
-  return (job_.video && (job_.video->latent_cuda || job_.video->output_cuda)) ||
-         (job_.audio && (job_.audio->latent_cuda || job_.audio->output_cuda));
-}
-
 bool DecodeRun::WritesCudaRegions() const {
   return (job_.video && job_.video->output_cuda) || (job_.audio && job_.audio->output_cuda);
 }
@@ -201,11 +192,6 @@ Status DecodeRun::WaitForInputs() {
 Result<std::string> DecodeRun::RecordReady() {
   if (!WritesCudaRegions()) return std::string();
   return ctx_.stream->RecordOutputsReady(ctx_.global_rank);
-}
-
-Status DecodeRun::RecordOutputsReady() {
-  VAED_ASSIGN_OR_RETURN(result_.outputs_ready_event, RecordReady());
-  return Status::Ok();
 }
 
 void DecodeRun::StartDevicePeak() {
@@ -331,8 +317,8 @@ Status DecodeRun::CopyOut() {
   }
   // The copies into and out of the client's allocations are asynchronous;
   // RunDecode's fence waits for them before the result goes out
-  // (rank_stream.h).
-  if (UsesCudaRegions()) VAED_RETURN_IF_ERROR(RecordOutputsReady());
+  // (rank_stream.h). The event: "" when no CUDA region is written.
+  VAED_ASSIGN_OR_RETURN(result_.outputs_ready_event, RecordReady());
   result_.report.timings.Add("copy_out", SecondsSince(t0));
   return Status::Ok();
 }
