@@ -1,0 +1,134 @@
+"""MiniMax-H3 decodes through vaed for the pipeline integrations, over torch
+tensors: what the diffusers block and the vLLM-Omni pipelines call. Needs
+torch (imported on first use), never diffusers or vLLM-Omni.
+
+Latent contracts (the daemon checks them; docs/h3.md):
+  video  float32 [1, 24, T, h, w] (any float dtype is cast), 16 px per cell
+  audio  float32 [channels, 32, T_a], channels 1 or 2 (stereo as batch)
+``latent_space``: "normalized" (the DiT's latents; vaed de-normalises them
+with the checkpoint's latents mean/std) or "denormalized" (already
+``latent * std + mean``), for both latents of a request.
+
+Outputs are vaed's ``float32_unit`` frames: the decoder output with the
+inverse ImageNet normalisation (x * (0.229, 0.224, 0.225) + (0.485, 0.456,
+0.406)) and a clamp to [0, 1], what both pipelines compute themselves; and
+the waveform, float32 in [-1, 1] at 32000 Hz.
+
+Tensors on a CUDA device go to the daemon by IPC when it has CUDA ranks
+(unrun on a GPU), else through host memory; outputs come back through the
+client's host output region and are moved to the latent's device.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple
+
+from .._client import Client
+from .._result import StreamPart
+from ._requires import require
+
+LATENT_SPACES = ("normalized", "denormalized")
+UNIT_FORMAT = "float32_unit"
+
+
+def _torch() -> Any:
+    return require("torch", "torch", "vaed_client.integrations")
+
+
+def _check_latent_space(latent_space: str) -> None:
+    if latent_space not in LATENT_SPACES:
+        raise ValueError(f"latent_space must be one of {LATENT_SPACES}, got {latent_space!r}")
+
+
+def request_options(latent_space: str, model: str) -> dict:
+    """Keyword arguments of Client.decode/decode_stream/plan shared by the
+    integrations: float32_unit output, the model, no A/V length rule (the
+    pipelines decode whatever lengths their DiT made), and ``latent_space``
+    when it is not the protocol's default ("normalized")."""
+    _check_latent_space(latent_space)
+    options = {"model": model, "format": UNIT_FORMAT, "independent_lengths": True}
+    if latent_space != "normalized":
+        options["latent_space"] = latent_space
+    return options
+
+
+def to_daemon(client: Client, tensor: Any) -> Any:
+    """What the daemon reads for a torch latent: a CUDA float32 tensor as it
+    is when the daemon has CUDA ranks (read in place over IPC), otherwise a
+    contiguous float32 CPU tensor (a copy unless it already is one)."""
+    torch = _torch()
+    tensor = tensor.detach()
+    if tensor.is_cuda and client.cuda_devices():
+        return tensor.to(torch.float32).contiguous()
+    return tensor.to("cpu", torch.float32).contiguous()
+
+
+def frames_to_video(frames: Any, device: Any) -> Any:
+    """vaed's float32 frames [F, 3, H, W] (numpy, may view the client's
+    output region) -> a torch float32 tensor [1, 3, F, H, W] on `device`
+    that owns its memory (copied here, so the next decode cannot touch it)."""
+    torch = _torch()
+    video = torch.from_numpy(frames).permute(1, 0, 2, 3).unsqueeze(0)
+    return video.clone(memory_format=torch.contiguous_format).to(device)
+
+
+def waveform_to_audio(audio: Any, device: Any) -> Any:
+    """vaed's waveform float32 [channels, S] (numpy, may view the client's
+    output region) -> a torch float32 tensor [1, channels, S] on `device`
+    that owns its memory (copied here)."""
+    torch = _torch()
+    audio = torch.from_numpy(audio).unsqueeze(0)
+    return audio.clone(memory_format=torch.contiguous_format).to(device)
+
+
+def decode_av(client: Client, video_latent: Any, audio_latent: Any, *, model: str = "h3",
+              latent_space: str = "normalized") -> Tuple[Any, Any, int]:
+    """Decodes a video latent and its audio latent in ONE vaed request.
+
+    Returns (video, audio, sample_rate): video float32 [1, 3, F, H, W] in
+    [0, 1] on the video latent's device; audio float32 [1, channels, S] in
+    [-1, 1] on the audio latent's device; sample_rate in Hz (32000). Raises
+    vaed_client errors (ValidationError for a refused shape or
+    latent_space, DaemonUnavailable, ...) and ValueError for a
+    latent_space outside LATENT_SPACES."""
+    result = client.decode(to_daemon(client, video_latent), to_daemon(client, audio_latent),
+                           **request_options(latent_space, model))
+    return (frames_to_video(result.frames, video_latent.device),
+            waveform_to_audio(result.audio, audio_latent.device), int(result.sample_rate))
+
+
+def decode_audio(client: Client, audio_latent: Any, *, model: str = "h3",
+                 latent_space: str = "normalized") -> Tuple[Any, int]:
+    """Decodes an audio latent alone: (audio float32 [1, channels, S] on the
+    latent's device, sample_rate in Hz). Raises as :func:`decode_av`."""
+    result = client.decode(None, to_daemon(client, audio_latent),
+                           **request_options(latent_space, model))
+    return waveform_to_audio(result.audio, audio_latent.device), int(result.sample_rate)
+
+
+def stream_video(client: Client, video_latent: Any, on_chunk: Callable[[Any], None], *,
+                 model: str = "h3", latent_space: str = "normalized") -> int:
+    """Decodes a video latent with vaed's streamed output and calls
+    `on_chunk` with each part as soon as the daemon has made it final:
+    float32 [1, 3, n, H, W] in [0, 1] on the latent's device (H3: 17 frames
+    per temporal window, the first part 22 or fewer), in order, covering
+    every frame once. An exception from `on_chunk` stops the calls; the
+    decode is drained (its remaining parts discarded) and the first such
+    exception is raised after it. Returns the number of frames."""
+    device = video_latent.device
+    error: Optional[BaseException] = None
+    frames = 0
+    for part in client.decode_stream(to_daemon(client, video_latent),
+                                     **request_options(latent_space, model)):
+        if not isinstance(part, StreamPart):
+            frames = int(part.frames.shape[0])
+            continue
+        if part.stage != "video" or error is not None:
+            continue
+        try:
+            on_chunk(frames_to_video(part.data, device))
+        except BaseException as e:  # noqa: BLE001  re-raised once the decode is drained
+            error = e
+    if error is not None:
+        raise error
+    return frames
