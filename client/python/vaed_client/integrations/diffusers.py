@@ -35,7 +35,7 @@ DIFFUSERS_INSTALL = "diffusers==0.42.1 transformers==5.25.0 torch"
 OUTPUT_TYPES = ("pil", "np", "pt")
 VAE_SCALE_FACTOR = 16  # pixels per latent cell, the VideoProcessor config of diffusers' step
 
-__all__ = ["VaedH3DecodeStep", "decode_latents"]
+__all__ = ["decode_latents"]  # and VaedH3DecodeStep, made on first access (module __getattr__)
 
 
 def _diffusers(module: str = "diffusers") -> Any:

@@ -36,7 +36,9 @@ from .vllm_omni_decoding import VLLM_OMNI_INSTALL, VaedH3Decoding, vaed_settings
 PIPELINE_MODULE = "vllm_omni.diffusion.models.minimax_h3.pipeline_minimax_h3"
 DECODER_MODULE = "vllm_omni.diffusion.models.minimax_h3.pipeline_minimax_h3_decoder"
 
-__all__ = ["MiniMaxH3VaedPipeline", "MiniMaxH3VaedDecoderPipeline", "VaedH3Decoding"]
+# MiniMaxH3VaedPipeline and MiniMaxH3VaedDecoderPipeline are made on first
+# access (module __getattr__), so star-imports do not need vLLM-Omni.
+__all__ = ["VaedH3Decoding"]
 
 _patch_lock = threading.Lock()
 
