@@ -83,6 +83,11 @@ def _placeholder_vae_class(nn: Any) -> type:
         def is_distributed_enabled(self) -> bool:
             return False
 
+        def decode_latent(self, latent: Any) -> Any:
+            """Named by the pipeline's profiler targets; never called by
+            the vaed pipelines. Raises RuntimeError."""
+            raise RuntimeError("this VAE has no weights: the pipeline decodes through vaed")
+
     return VaedDecodesThisVAE
 
 
