@@ -237,3 +237,45 @@ def test_decode_to_mp4_needs_vllm_omnis_mp4_session(pipeline, golden):
         print(f"decode_to_mp4 did not run: {e}")
         assert "vllm_omni" in str(e) and "pip install vllm-omni" in str(e)
         pytest.skip("decode_to_mp4 needs vLLM-Omni's chunked_video (not importable here)")
+
+
+# -- what the subclasses do at construction, without vLLM-Omni ----------------
+
+def test_vae_factory_builds_encoders_or_weightless_placeholders():
+    built = []
+
+    class Recorder:
+        def __init__(self, component_path, **kwargs):
+            built.append((component_path, kwargs))
+
+    placeholder = vaed_vllm._placeholder_vae_class(torch.nn)
+    make = vaed_vllm._vae_factory(Recorder, placeholder)
+    stand_in = make("/ckpt/video_vae", device="cpu", decode_only=True, trust_remote_code=False)
+    assert isinstance(stand_in, torch.nn.Module) and not list(stand_in.parameters())
+    assert stand_in.decoder_component is stand_in and not stand_in.is_distributed_enabled()
+    with pytest.raises(RuntimeError, match="vaed"):
+        stand_in.decode_latent(torch.zeros(1))
+    assert built == []
+    make("/ckpt/video_vae", device="cpu", load_device="cpu", trust_remote_code=True)
+    assert built == [("/ckpt/video_vae", {"device": "cpu", "load_device": "cpu",
+                                          "encode_only": True, "trust_remote_code": True})]
+
+
+def test_patched_names_are_restored_even_after_an_error():
+    import types
+    module = types.SimpleNamespace(MiniMaxH3VideoVAE="video", MiniMaxH3AudioVAE="audio")
+    with pytest.raises(KeyError):
+        with vaed_vllm._patched(module, MiniMaxH3VideoVAE="stand-in"):
+            assert module.MiniMaxH3VideoVAE == "stand-in"
+            raise KeyError("constructor failed")
+    assert (module.MiniMaxH3VideoVAE, module.MiniMaxH3AudioVAE) == ("video", "audio")
+
+
+def test_vaed_settings_come_from_custom_pipeline_args():
+    import types
+    from vaed_client.integrations.vllm_omni_decoding import vaed_settings
+    config = types.SimpleNamespace(custom_pipeline_args={
+        "pipeline_class": "vaed_client.integrations.vllm_omni.MiniMaxH3VaedPipeline",
+        "vaed_socket": "/run/vaed/other.sock", "vaed_model": "h3-fl2va"})
+    assert vaed_settings(config) == {"socket": "/run/vaed/other.sock", "model": "h3-fl2va"}
+    assert vaed_settings(types.SimpleNamespace()) == {"socket": None, "model": "h3"}
