@@ -116,7 +116,8 @@ vaed_status Decode(vaed_client* client, const char* model, const vaed_tensor* la
 // these; callers built against that first header pass exactly these sizes
 // (or more, with tail padding).
 constexpr size_t kRequestSizeV1 = offsetof(vaed_request, cuda_stream) + sizeof(void*);
-constexpr size_t kReplySizeV1 = offsetof(vaed_reply, timings) + sizeof(vaed_timing) * VAED_MAX_TIMINGS;
+constexpr size_t kReplySizeV1 =
+    offsetof(vaed_reply, timings) + sizeof(vaed_timing) * VAED_MAX_TIMINGS;
 static_assert(kRequestSizeV1 <= sizeof(vaed_request));
 static_assert(kReplySizeV1 <= sizeof(vaed_reply));
 static_assert(offsetof(vaed_request, struct_size) == 0 && offsetof(vaed_reply, struct_size) == 0 &&
@@ -219,7 +220,7 @@ void FillReply(const vaed::v1::DecodeReply& r, vaed_reply* out) {
   CopyString(r.profile(), out->profile);
   CopyString(r.compile_decision(), out->compile_decision);
   CopyString(r.has_tiling() && !r.tiling().stack_decision().empty() ? r.tiling().stack_decision()
-                                                                     : r.stack_decision(),
+                                                                    : r.stack_decision(),
              out->stack_decision);
   out->tile_rows = r.tiling().tile_rows();
   out->tile_cols = r.tiling().tile_cols();
@@ -245,8 +246,7 @@ vaed::Status CheckEnum(const char* field, int32_t value, int32_t max, const char
 // The C request as a vaed::client::DecodeRequest: checks what the daemon
 // cannot name the C way (NULL pointers, enum ranges, ndim) and, for a
 // decode (`decode` true), that every latent comes with its output.
-vaed::Status ToDecodeRequest(const vaed_request& c, bool decode,
-                             vaed::client::DecodeRequest* req) {
+vaed::Status ToDecodeRequest(const vaed_request& c, bool decode, vaed::client::DecodeRequest* req) {
   if (!c.latent && !c.audio_latent) {
     return vaed::InvalidArgument(
         "request->latent and request->audio_latent are both NULL: nothing to decode");
@@ -280,11 +280,11 @@ vaed::Status ToDecodeRequest(const vaed_request& c, bool decode,
     const char* name;
     vaed::client::TensorView* view;
   };
-  const Named tensors[] = {{c.latent, "request->latent", &req->latent},
-                           {decode ? c.output : nullptr, "request->output", &req->output},
-                           {c.audio_latent, "request->audio_latent", &req->audio_latent},
-                           {decode ? c.audio_output : nullptr, "request->audio_output",
-                            &req->audio_output}};
+  const Named tensors[] = {
+      {c.latent, "request->latent", &req->latent},
+      {decode ? c.output : nullptr, "request->output", &req->output},
+      {c.audio_latent, "request->audio_latent", &req->audio_latent},
+      {decode ? c.audio_output : nullptr, "request->audio_output", &req->audio_output}};
   for (const Named& t : tensors) {
     if (!t.tensor) continue;
     VAED_RETURN_IF_ERROR(CheckTensor(t.tensor, t.name));
@@ -365,8 +365,8 @@ const char* vaed_status_name(vaed_status status) VAED_C_NOEXCEPT {
   return vaed::StatusCodeName(static_cast<vaed::StatusCode>(status)).data();
 }
 
-vaed_status vaed_plan_decode_ex(vaed_client* client, const vaed_request* request,
-                                vaed_reply* reply, char* err, size_t err_len) VAED_C_NOEXCEPT {
+vaed_status vaed_plan_decode_ex(vaed_client* client, const vaed_request* request, vaed_reply* reply,
+                                char* err, size_t err_len) VAED_C_NOEXCEPT {
   return CApiCall("vaed_plan_decode_ex", err, err_len, [&]() -> vaed_status {
     return RunRequest(client, request, reply, /*decode=*/false, err, err_len);
   });
@@ -378,7 +378,6 @@ vaed_status vaed_decode_ex(vaed_client* client, const vaed_request* request, vae
     return RunRequest(client, request, reply, /*decode=*/true, err, err_len);
   });
 }
-
 
 vaed_status vaed_connect(const char* socket, const char* client_name, vaed_client** out, char* err,
                          size_t err_len) VAED_C_NOEXCEPT {

@@ -301,8 +301,9 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
           // (CallLocked does not retry once a part was delivered).
           Status failed = called.status();
           if (streamed.delivered_any()) {
-            failed = failed.WithContext("streamed decode not retried (a retry would write the "
-                                        "delivered part of the output again)");
+            failed = failed.WithContext(
+                "streamed decode not retried (a retry would write the "
+                "delivered part of the output again)");
           }
           return failed.WithFinalOutput(streamed.video_frames, streamed.audio_samples);
         }

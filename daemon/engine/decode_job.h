@@ -77,9 +77,9 @@ struct RequestFacts {
   double fps = models::kDefaultFps;          // video frames per second used
   int64_t expected_audio_latent_frames = 0;  // 0: no video or no audio decoder
   bool independent_lengths = false;
-  std::string profile;            // e.g. "safe"
-  std::string compile_decision;   // e.g. "off (profile safe)"
-  std::string stack_decision;     // ResolvedOptions::stack_decision
+  std::string profile;                       // e.g. "safe"
+  std::string compile_decision;              // e.g. "off (profile safe)"
+  std::string stack_decision;                // ResolvedOptions::stack_decision
   std::vector<std::string> output_changing;  // ResolvedOptions::output_changing
 };
 

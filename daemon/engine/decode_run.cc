@@ -130,10 +130,10 @@ class DecodeRun {
   ProgressTracker progress_;
   bool announced_ = false;
   DecodeResult result_;
-  torch::Tensor latent_, audio_latent_;  // copied in
-  torch::Tensor raw_, wave_;             // decoded
-  torch::Tensor video_out_, audio_out_;  // formatted
-  HostCopies host_copies_;               // between host regions and the rank's device
+  torch::Tensor latent_, audio_latent_;      // copied in
+  torch::Tensor raw_, wave_;                 // decoded
+  torch::Tensor video_out_, audio_out_;      // formatted
+  HostCopies host_copies_;                   // between host regions and the rank's device
   std::optional<VideoStream> video_stream_;  // set when the job streams a video
 };
 
@@ -147,7 +147,8 @@ Result<DecodeResult> DecodeRun::Run(RankWork* work) {
   const std::string& model = job_.model->info().name;
   if (job_.settings.faults.device_fatal > 0) {
     // What CUDA reports for a kernel that corrupted its context (tests).
-    return Internal("model '" + model + "': decode: CUDA error: an illegal memory access was "
+    return Internal("model '" + model +
+                    "': decode: CUDA error: an illegal memory access was "
                     "encountered (injected fault device_fatal)")
         .WithReason(ErrorReason::kStickyDevice);
   }
@@ -238,10 +239,10 @@ Status DecodeRun::CopyIn() {
 
 StreamSink DecodeRun::SinkFor(const std::shared_ptr<HostRegion>& host,
                               const std::shared_ptr<CudaRegion>& cuda, const std::string& field) {
-  return {.write = [this, host, cuda, field](const torch::Tensor& formatted,
-                                             const TensorRef& part) {
-            return WriteOutput(formatted, part, host, cuda, field);
-          },
+  return {.write =
+              [this, host, cuda, field](const torch::Tensor& formatted, const TensorRef& part) {
+                return WriteOutput(formatted, part, host, cuda, field);
+              },
           .record_ready = [this] { return RecordReady(); },
           .announce = ctx_.final_range};
 }
@@ -308,9 +309,9 @@ Status DecodeRun::CopyOut() {
   }
   if (job_.audio && job_.stream_output) {
     // Streamed: announced as soon as it is written (one range).
-    VAED_RETURN_IF_ERROR(StreamAudio(
-        job_, audio_out_,
-        SinkFor(job_.audio->output_region, job_.audio->output_cuda, "audio_output")));
+    VAED_RETURN_IF_ERROR(
+        StreamAudio(job_, audio_out_,
+                    SinkFor(job_.audio->output_region, job_.audio->output_cuda, "audio_output")));
   } else if (job_.audio) {
     VAED_RETURN_IF_ERROR(WriteOutput(audio_out_, job_.audio->output, job_.audio->output_region,
                                      job_.audio->output_cuda, "audio_output"));

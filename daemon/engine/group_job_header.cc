@@ -76,8 +76,8 @@ std::array<int64_t, kGroupJobHeaderWords> EncodeGroupJobHeader(const GroupJobHea
 
 Result<GroupJobHeader> DecodeGroupJobHeader(std::span<const int64_t> w) {
   if (w.size() < kGroupJobHeaderWords) {
-    return InvalidArgument("group job header has " + std::to_string(w.size()) +
-                           " words; version " + std::to_string(kGroupJobVersion) + " has " +
+    return InvalidArgument("group job header has " + std::to_string(w.size()) + " words; version " +
+                           std::to_string(kGroupJobVersion) + " has " +
                            std::to_string(kGroupJobHeaderWords));
   }
   if (w[kMagic] != kGroupJobMagic) return BadWord(kMagic, "is not the group job magic");
@@ -116,8 +116,8 @@ Result<GroupJobHeader> DecodeGroupJobHeader(std::span<const int64_t> w) {
   }
   h.compile = static_cast<models::CompileMode>(w[kCompile]);
   if (w[kHasTiling] != 0) {
-    h.tiling = models::TilingOverride{.tile_latent = w[kTileLatent],
-                                      .overlap_latent = w[kOverlapLatent]};
+    h.tiling =
+        models::TilingOverride{.tile_latent = w[kTileLatent], .overlap_latent = w[kOverlapLatent]};
   }
   h.slow_unit_ms = static_cast<int>(w[kSlowUnitMs]);
   return h;

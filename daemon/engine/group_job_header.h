@@ -39,7 +39,7 @@ inline constexpr size_t kMaxLatentRank = 5;
 inline constexpr int64_t kMaxModelNameBytes = 4096;
 
 struct GroupJobHeader {
-  bool go = false;  // false: the job will not run; members stand down
+  bool go = false;                    // false: the job will not run; members stand down
   std::vector<int64_t> latent_shape;  // float32 latent, rank 1..kMaxLatentRank
   int64_t model_name_bytes = 0;       // 0..kMaxModelNameBytes
   models::StackTiling stack_tiling = models::StackTiling::kDefault;
@@ -51,8 +51,7 @@ struct GroupJobHeader {
 // The header of a job that runs: `latent_shape`, the model name's length
 // and the member-relevant settings of `settings`.
 GroupJobHeader MakeGroupJobHeader(const std::vector<int64_t>& latent_shape,
-                                  int64_t model_name_bytes,
-                                  const models::DecodeSettings& settings);
+                                  int64_t model_name_bytes, const models::DecodeSettings& settings);
 
 // The settings a member decodes with (cancellation, progress and the group
 // are the member's own).

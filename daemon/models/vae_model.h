@@ -99,14 +99,14 @@ struct DecodePlan {
 // config keys are validated against these, never against model names. A
 // capability is declared only where it is implemented and tested.
 struct Capabilities {
-  bool video = true;              // Plan()/Decode() take video or image latents
-  bool audio = false;             // PlanAudio()/DecodeAudio() work
-  bool tiled = false;             // decodes in tiles (tiling is model semantics)
-  bool stack_tiling = false;      // several same-shape tiles in one decoder call
-  bool compiled_plans = false;    // a compiled-plan backend exists for it
-  bool spatial_sharding = false;  // tiles of one window spread over ranks
-  bool independent_group = false; // runs on the daemon's own VAE process group
-  bool student = false;           // a student decoder artifact is configured
+  bool video = true;               // Plan()/Decode() take video or image latents
+  bool audio = false;              // PlanAudio()/DecodeAudio() work
+  bool tiled = false;              // decodes in tiles (tiling is model semantics)
+  bool stack_tiling = false;       // several same-shape tiles in one decoder call
+  bool compiled_plans = false;     // a compiled-plan backend exists for it
+  bool spatial_sharding = false;   // tiles of one window spread over ranks
+  bool independent_group = false;  // runs on the daemon's own VAE process group
+  bool student = false;            // a student decoder artifact is configured
   // Tiled decode with a tile size and overlap chosen per request (profile
   // diagnostic; changes the output): TAEF2's hybrid tiling. `tiled` is
   // for models whose tiling is fixed model semantics (H3).
@@ -118,16 +118,15 @@ struct Capabilities {
   // Status.models[].capabilities.
   std::vector<std::string> Names() const {
     std::vector<std::string> out;
-    const std::pair<bool, const char*> all[] = {
-        {video, "video"},
-        {audio, "audio"},
-        {tiled, "tiled"},
-        {stack_tiling, "stack_tiling"},
-        {compiled_plans, "compiled_plans"},
-        {spatial_sharding, "spatial_sharding"},
-        {independent_group, "independent_group"},
-        {student, "student"},
-        {tunable_tiling, "tunable_tiling"}};
+    const std::pair<bool, const char*> all[] = {{video, "video"},
+                                                {audio, "audio"},
+                                                {tiled, "tiled"},
+                                                {stack_tiling, "stack_tiling"},
+                                                {compiled_plans, "compiled_plans"},
+                                                {spatial_sharding, "spatial_sharding"},
+                                                {independent_group, "independent_group"},
+                                                {student, "student"},
+                                                {tunable_tiling, "tunable_tiling"}};
     for (const auto& [on, name] : all) {
       if (on) out.emplace_back(name);
     }
@@ -136,15 +135,15 @@ struct Capabilities {
 };
 
 struct ModelInfo {
-  std::string name;            // registry name, e.g. "taef2"
-  std::string kind;            // "taef2", "demo"
-  std::string description;     // one line for status output
-  std::string weights_path;    // "" when weights are generated (demo)
-  std::string weights_sha256;  // hex SHA-256 of the weights file, "" for demo
-  bool demo_weights = false;   // true: deterministic seeded weights, not a real model
-  uint64_t resident_bytes = 0; // bytes of weights held in memory
+  std::string name;             // registry name, e.g. "taef2"
+  std::string kind;             // "taef2", "demo"
+  std::string description;      // one line for status output
+  std::string weights_path;     // "" when weights are generated (demo)
+  std::string weights_sha256;   // hex SHA-256 of the weights file, "" for demo
+  bool demo_weights = false;    // true: deterministic seeded weights, not a real model
+  uint64_t resident_bytes = 0;  // bytes of weights held in memory
   int64_t latent_channels = 0;
-  DType latent_dtype = DType::kFloat32;  // the dtype Decode() takes
+  DType latent_dtype = DType::kFloat32;   // the dtype Decode() takes
   std::string compute_dtype = "float32";  // dtype of the decoder's arithmetic
   // Where the weights are resident and the decode math runs ("cpu",
   // "cuda:0"; device_placement.h DeviceName): the rank's device.
@@ -168,13 +167,13 @@ inline constexpr double kDefaultFps = 24.0;
 // What an audio decode of a given latent produces. Units: latent frames in,
 // samples per channel out.
 struct AudioPlan {
-  int64_t channels = 0;       // batch items: 1 mono, 2 stereo (left, right)
+  int64_t channels = 0;  // batch items: 1 mono, 2 stereo (left, right)
   int64_t latent_frames = 0;
-  int64_t samples = 0;        // per channel
+  int64_t samples = 0;  // per channel
   int64_t sample_rate_hz = 0;
   // |x| at which the decoder clamps (for the clipping statistic).
   double clamp_level = 1.0;
-  std::string shape_bucket;   // e.g. "h3:audio:2x40"
+  std::string shape_bucket;  // e.g. "h3:audio:2x40"
 };
 
 // How a request wants its tiles scheduled (DecodeOptions.stack_tiling).
@@ -234,7 +233,8 @@ struct FaultInjection {
   bool any() const {
     return oom_stacked + oom_sequential + plan_build + tile_exception + later_unit_exception +
                device_fatal + slow_unit_ms + collective_failure + rank_exception +
-               member_exception + watcher_exception + member_device_fatal > 0;
+               member_exception + watcher_exception + member_device_fatal >
+           0;
   }
 };
 

@@ -186,9 +186,10 @@ Status CheckInputsReadyEvent(const v1::Decode& d, const std::vector<Placed>& pla
   for (const Placed& p : placed) {
     if (p.cuda != nullptr) return Status::Ok();
   }
-  return InvalidArgument("inputs_ready_event is set but the request's tensors are all in host "
-                         "regions: an event orders device work only; finish writing host memory "
-                         "before sending the request and leave the event empty")
+  return InvalidArgument(
+             "inputs_ready_event is set but the request's tensors are all in host "
+             "regions: an event orders device work only; finish writing host memory "
+             "before sending the request and leave the event empty")
       .WithField("inputs_ready_event");
 }
 
@@ -199,8 +200,7 @@ Status CheckNoOverlap(const std::vector<Placed>& placed) {
     for (size_t j = i + 1; j < placed.size(); ++j) {
       const TensorRef& a = *placed[i].ref;
       const TensorRef& b = *placed[j].ref;
-      if (!(placed[i].written || placed[j].written) ||
-          !placed[i].SameMemory(placed[j]) ||
+      if (!(placed[i].written || placed[j].written) || !placed[i].SameMemory(placed[j]) ||
           !Overlaps(a.offset, a.size, b.offset, b.size)) {
         continue;
       }
@@ -208,15 +208,14 @@ Status CheckNoOverlap(const std::vector<Placed>& placed) {
       const std::string& other = placed[i].written ? placed[j].field : placed[i].field;
       const TensorRef& w = placed[i].written ? a : b;
       const TensorRef& o = placed[i].written ? b : a;
-      return InvalidArgument(writer + " bytes [" + std::to_string(w.offset) + ", " +
-                             std::to_string(w.offset + w.size) + ") overlap " + other +
-                             " bytes [" + std::to_string(o.offset) + ", " +
-                             std::to_string(o.offset + o.size) + ") in " +
-                             (a.region_id == b.region_id
-                                  ? "region " + std::to_string(a.region_id)
-                                  : placed[i].MemoryName() + " (regions " +
-                                        std::to_string(a.region_id) + " and " +
-                                        std::to_string(b.region_id) + " map the same segment)"));
+      return InvalidArgument(
+          writer + " bytes [" + std::to_string(w.offset) + ", " +
+          std::to_string(w.offset + w.size) + ") overlap " + other + " bytes [" +
+          std::to_string(o.offset) + ", " + std::to_string(o.offset + o.size) + ") in " +
+          (a.region_id == b.region_id
+               ? "region " + std::to_string(a.region_id)
+               : placed[i].MemoryName() + " (regions " + std::to_string(a.region_id) + " and " +
+                     std::to_string(b.region_id) + " map the same segment)"));
     }
   }
   return Status::Ok();
@@ -273,12 +272,11 @@ Result<Admission> DecodeAdmission::Admit(const ClientState& client, const std::s
   if (client.in_flight >= options_.server.max_in_flight_per_client) {
     *kind = FaultKind::kQuota;
     constexpr uint32_t kRetryMs = 100;
-    return Busy("client " + std::to_string(client.id) + " already has " +
-                    std::to_string(client.in_flight) +
-                    " decodes queued or running (server.max_in_flight_per_client = " +
-                    std::to_string(options_.server.max_in_flight_per_client) +
-                    "); wait for a reply first",
-                kRetryMs);
+    return Busy(
+        "client " + std::to_string(client.id) + " already has " + std::to_string(client.in_flight) +
+            " decodes queued or running (server.max_in_flight_per_client = " +
+            std::to_string(options_.server.max_in_flight_per_client) + "); wait for a reply first",
+        kRetryMs);
   }
   *kind = std::nullopt;
   Admission a;
@@ -292,14 +290,12 @@ Result<DecodeAdmission::Planned> DecodeAdmission::Plan(const v1::Decode& d) cons
   Planned p;
   VAED_ASSIGN_OR_RETURN(p.model, registry_->Get(d.model()));
   const models::ModelInfo& info = p.model->info();
-  VAED_ASSIGN_OR_RETURN(p.options,
-                        ResolveDecodeOptions(info, d.options(), options_.profiles,
-                                             options_.executor.allow_fault_injection));
+  VAED_ASSIGN_OR_RETURN(p.options, ResolveDecodeOptions(info, d.options(), options_.profiles,
+                                                        options_.executor.allow_fault_injection));
   if (d.options().group_size() != 0) {
     // Qualified? (How many ranks it finally gets depends on its tiles; the
     // executor decides with group.few_tiles.)
-    VAED_RETURN_IF_ERROR(parallel::ChooseGroupSize(layout_,
-                                                   int64_t{d.options().group_size()},
+    VAED_RETURN_IF_ERROR(parallel::ChooseGroupSize(layout_, int64_t{d.options().group_size()},
                                                    INT64_MAX, parallel::FewTiles::kPad)
                              .status());
   }
@@ -317,8 +313,8 @@ Result<DecodeAdmission::Planned> DecodeAdmission::Plan(const v1::Decode& d) cons
 
   // The A/V length rule (AvSync).
   if (p.video && info.caps.audio) {
-    p.av.expected_audio_latent_frames =
-        models::AudioLatentFramesForVideo(p.video->plan.frames, p.av.fps, info.audio_latent_rate_hz);
+    p.av.expected_audio_latent_frames = models::AudioLatentFramesForVideo(
+        p.video->plan.frames, p.av.fps, info.audio_latent_rate_hz);
   }
   if (p.video && p.audio && !p.av.independent_lengths) {
     VAED_RETURN_IF_ERROR(models::CheckAvLengths(
@@ -369,14 +365,13 @@ Status DecodeAdmission::Place(const ClientState& client, const v1::Decode& d, Pl
       return InvalidArgument(
           "output is " + std::string(DTypeName(output.dtype)) + " " + ShapeToString(output.shape) +
           "; model '" + model_name + "' writes " + FormatName(d.output_format()) + " " +
-          ShapeToString(video->output.shape) + " for latent " +
-          ShapeToString(video->latent.shape));
+          ShapeToString(video->output.shape) + " for latent " + ShapeToString(video->latent.shape));
     }
     video->output = std::move(output);
-    VAED_RETURN_IF_ERROR(place(video->latent, "latent", false, &video->latent_region,
-                               &video->latent_cuda));
-    VAED_RETURN_IF_ERROR(place(video->output, "output", true, &video->output_region,
-                               &video->output_cuda));
+    VAED_RETURN_IF_ERROR(
+        place(video->latent, "latent", false, &video->latent_region, &video->latent_cuda));
+    VAED_RETURN_IF_ERROR(
+        place(video->output, "output", true, &video->output_region, &video->output_cuda));
   }
   if (engine::AudioPart* audio = p->audio ? &*p->audio : nullptr) {
     VAED_ASSIGN_OR_RETURN(audio->latent, FromProto(d.audio_latent(), "audio_latent"));
@@ -392,10 +387,10 @@ Status DecodeAdmission::Place(const ClientState& client, const v1::Decode& d, Pl
                              ShapeToString(audio->latent.shape));
     }
     audio->output = std::move(output);
-    VAED_RETURN_IF_ERROR(place(audio->latent, "audio_latent", false, &audio->latent_region,
-                               &audio->latent_cuda));
-    VAED_RETURN_IF_ERROR(place(audio->output, "audio_output", true, &audio->output_region,
-                               &audio->output_cuda));
+    VAED_RETURN_IF_ERROR(
+        place(audio->latent, "audio_latent", false, &audio->latent_region, &audio->latent_cuda));
+    VAED_RETURN_IF_ERROR(
+        place(audio->output, "audio_output", true, &audio->output_region, &audio->output_cuda));
   }
   VAED_RETURN_IF_ERROR(CheckNoOverlap(placed));
   return CheckInputsReadyEvent(d, placed);

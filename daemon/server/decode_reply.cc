@@ -135,8 +135,7 @@ void FillDecodeGeometry(const models::VaeModel& model,
   }
 }
 
-v1::Reply FinishedReply(const engine::DecodeJob& job,
-                        const Result<engine::DecodeResult>& result) {
+v1::Reply FinishedReply(const engine::DecodeJob& job, const Result<engine::DecodeResult>& result) {
   v1::Reply reply;
   reply.set_request_id(job.request_id);
   if (result.ok()) {

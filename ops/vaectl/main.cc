@@ -134,8 +134,9 @@ CLI::App* AddStatusCommand(CLI::App& app) {
 
 CLI::App* AddPlanCommand(CLI::App& app, vaed::vaectl::PlanCommandOptions* plan) {
   CLI::App* cmd = app.add_subcommand(
-      "plan", "What decoding a latent shape would produce, without decoding: output sizes, "
-              "tile grid, temporal windows");
+      "plan",
+      "What decoding a latent shape would produce, without decoding: output sizes, "
+      "tile grid, temporal windows");
   cmd->add_option("--shape", plan->shape,
                   "video latent shape, e.g. 1,24,33,96,168 for H3 (float32)")
       ->type_name("N,C,...");

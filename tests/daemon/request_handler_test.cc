@@ -21,11 +21,10 @@
 #include "daemon/server/access_control.h"
 #include "daemon/server/peer.h"
 #include "daemon/server/quarantine.h"
+#include "tests/common/captured_log.h"
 #include "vaed/client.h"
 #include "vaed/device_uuid.h"
 #include "vaed/wire.h"
-
-#include "tests/common/captured_log.h"
 
 namespace vaed::server {
 namespace {
@@ -611,8 +610,8 @@ TEST_F(RequestHandlerTest, AnUnregisterWaitsForTheLastDecodeUsingTheRegion) {
   const Status refused = ErrorOf(Send("a", p, Decode(c, *in, *out)));
   EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.message(), HasSubstr("output.region_id " + std::to_string(*out)));
-  EXPECT_THAT(refused.message(), HasSubstr("region " + std::to_string(*out) +
-                                           " is being unregistered"));
+  EXPECT_THAT(refused.message(),
+              HasSubstr("region " + std::to_string(*out) + " is being unregistered"));
   // So is a second unregister of it; the first one's reply will come.
   const Status again = ErrorOf(Send("a", p, UnregisterRequest(c, *out)));
   EXPECT_EQ(again.code(), StatusCode::kFailedPrecondition);
@@ -646,7 +645,8 @@ TEST_F(RequestHandlerTest, AnUnregisterWaitsForTheLastDecodeUsingTheRegion) {
   EXPECT_EQ(ErrorOf(Send("a", p, Decode(c, *in, *out))).code(), StatusCode::kNotFound);
 }
 
-TEST_F(RequestHandlerTest, AClientThatGoesWhileAnUnregisterWaitsGetsNoReplyAndTheJobKeepsItsMapping) {
+TEST_F(RequestHandlerTest,
+       AClientThatGoesWhileAnUnregisterWaitsGetsNoReplyAndTheJobKeepsItsMapping) {
   auto [p, c, r, in, out] = OpenSession("a", 100);
   ASSERT_TRUE(in && out);
   ASSERT_FALSE(Send("a", p, Decode(c, *in, *out)).has_value());
@@ -712,7 +712,10 @@ class CudaRegionTest : public RequestHandlerTest {
    public:
     FakeRegion(uint64_t size, int device, std::string handle, int* closes,
                std::shared_ptr<std::set<std::string>> mapped)
-        : size_(size), device_(device), handle_(std::move(handle)), closes_(closes),
+        : size_(size),
+          device_(device),
+          handle_(std::move(handle)),
+          closes_(closes),
           mapped_(std::move(mapped)) {}
     ~FakeRegion() override { Close(); }
     void* data() const override { return nullptr; }

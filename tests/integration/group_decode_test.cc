@@ -6,10 +6,9 @@
 // output rank alone with correct output and the group is rebuilt with the
 // next generation. Two daemons on loopback form one group of 2 through a
 // TCPStore and decode correctly, also after an injected failure.
-#include <sys/wait.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cmath>
@@ -46,14 +45,17 @@ std::string WriteConfig(const std::string& name, const std::string& toml) {
 
 // A config with the golden tiny H3 model and a demo TAEF2, `ranks` ranks.
 std::string GroupConfig(const std::string& name, const std::string& group_table) {
-  return WriteConfig(name, "[executor]\nintra_op_threads = 1\nallow_fault_injection = true\n"
-                           "[profiles]\nallowed = [\"safe\", \"optimized\", \"diagnostic\"]\n"
-                           "[group]\n" + group_table +
-                           "[models]\ndefault = \"h3\"\n"
-                           "[[models.entry]]\nname = \"h3\"\nkind = \"h3_video\"\nweights = \"" +
-                           testing::SharedPath(kWeights) + "\"\nconfig = \"" +
-                           testing::SharedPath(kConfig) + "\"\n"
-                           "[[models.entry]]\nname = \"taef2\"\nkind = \"demo\"\n");
+  return WriteConfig(name,
+                     "[executor]\nintra_op_threads = 1\nallow_fault_injection = true\n"
+                     "[profiles]\nallowed = [\"safe\", \"optimized\", \"diagnostic\"]\n"
+                     "[group]\n" +
+                         group_table +
+                         "[models]\ndefault = \"h3\"\n"
+                         "[[models.entry]]\nname = \"h3\"\nkind = \"h3_video\"\nweights = \"" +
+                         testing::SharedPath(kWeights) + "\"\nconfig = \"" +
+                         testing::SharedPath(kConfig) +
+                         "\"\n"
+                         "[[models.entry]]\nname = \"taef2\"\nkind = \"demo\"\n");
 }
 
 struct Decoded {
@@ -63,12 +65,11 @@ struct Decoded {
 
 // Decodes `latent` (float32, `shape`) on a fresh pair of regions.
 Result<Decoded> Decode(client::Client& c, const std::string& model,
-                       const std::vector<int64_t>& shape, const float* latent,
-                       uint32_t group_size, std::vector<std::string> faults = {},
+                       const std::vector<int64_t>& shape, const float* latent, uint32_t group_size,
+                       std::vector<std::string> faults = {},
                        std::optional<client::DecodeRequest::Tiling> tiling = std::nullopt) {
-  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan,
-                        c.PlanDecode(model, DType::kFloat32, shape,
-                                     client::OutputFormat::kFloat32NCHW));
+  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan, c.PlanDecode(model, DType::kFloat32, shape,
+                                                           client::OutputFormat::kFloat32NCHW));
   uint64_t n = 1;
   for (int64_t d : shape) n *= uint64_t(d);
   VAED_ASSIGN_OR_RETURN(auto in, client::SharedRegion::Create(n * 4));
@@ -93,8 +94,8 @@ Result<Decoded> Decode(client::Client& c, const std::string& model,
 }
 
 std::vector<float> GoldenLatent(const std::string& name, std::vector<int64_t>* shape) {
-  auto file = SafetensorsFile::Open(testing::SharedPath("golden/h3/video_case_" + name +
-                                                        ".safetensors"));
+  auto file =
+      SafetensorsFile::Open(testing::SharedPath("golden/h3/video_case_" + name + ".safetensors"));
   EXPECT_TRUE(file.ok()) << file.status().ToString();
   if (!file.ok()) return {};
   const TensorEntry* e = (*file)->Find("latent");
@@ -136,8 +137,8 @@ std::string TwoNodeConfig(int node, int port) {
   return GroupConfig("node" + std::to_string(node) + "_" + std::to_string(port),
                      "ranks = 1\nsize = 1\nqualified_sizes = [1, 2]\n"
                      "collective_timeout_ms = 20000\nworld_nodes = 2\nnode_rank = " +
-                         std::to_string(node) + "\nstore_address = \"127.0.0.1:" +
-                         std::to_string(port) + "\"\n");
+                         std::to_string(node) +
+                         "\nstore_address = \"127.0.0.1:" + std::to_string(port) + "\"\n");
 }
 
 // A decode on the group of 2 met both daemons: no fallback, both ranks.
@@ -161,8 +162,9 @@ class GroupDecodeTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!GoldenPresent()) return;
-    config_ = GroupConfig("pad", "ranks = 4\nsize = 1\nqualified_sizes = [1, 2, 4]\n"
-                                 "collective_timeout_ms = 20000\n");
+    config_ = GroupConfig("pad",
+                          "ranks = 4\nsize = 1\nqualified_sizes = [1, 2, 4]\n"
+                          "collective_timeout_ms = 20000\n");
     daemon_ = new DaemonProcess({"--config", config_});
   }
   static void TearDownTestSuite() {
@@ -389,7 +391,8 @@ TEST_F(GroupDecodeTest, InjectedCollectiveFailureFallsBackAndTheGroupIsRebuilt) 
     EXPECT_GE(g.failures(), 1u);
     // The first rank to see it says why: the output rank's injected
     // failure, or a member's view of it (the connection closed).
-    EXPECT_THAT(g.last_failure(), HasSubstr("group s2.b0 generation " + std::to_string(generation)));
+    EXPECT_THAT(g.last_failure(),
+                HasSubstr("group s2.b0 generation " + std::to_string(generation)));
   }
   EXPECT_TRUE(seen);
   EXPECT_EQ(after->ranks(), 4u);
@@ -409,8 +412,9 @@ TEST_F(GroupDecodeTest, AnUnqualifiedGroupSizeIsRefusedNamingTheSizes) {
 // one, two tiles on two; the bytes are those of one rank.
 TEST(GroupShrinkTest, FewerTilesThanRanksShrinksTheGroup) {
   if (!GoldenPresent()) GTEST_SKIP() << "../shared/golden/h3 is absent";
-  const std::string cfg = GroupConfig("shrink", "ranks = 4\nsize = 4\nqualified_sizes = [1, 2, 4]\n"
-                                                "few_tiles = \"shrink\"\n");
+  const std::string cfg = GroupConfig("shrink",
+                                      "ranks = 4\nsize = 4\nqualified_sizes = [1, 2, 4]\n"
+                                      "few_tiles = \"shrink\"\n");
   DaemonProcess daemon({"--config", cfg});
   ASSERT_TRUE(daemon.ok()) << daemon.Log();
   auto c = client::Client::Connect({.socket = daemon.socket()});
@@ -439,8 +443,9 @@ TEST(GroupShrinkTest, FewerTilesThanRanksShrinksTheGroup) {
 // is not waited for here (the engine test checks the executor's state).
 TEST(GroupStickyErrorTest, AMembersStickyDeviceErrorMakesTheDaemonUnhealthyAndExit) {
   if (!GoldenPresent()) GTEST_SKIP() << "../shared/golden/h3 is absent";
-  const std::string cfg = GroupConfig("sticky", "ranks = 2\nsize = 1\nqualified_sizes = [1, 2]\n"
-                                                "collective_timeout_ms = 20000\n");
+  const std::string cfg = GroupConfig("sticky",
+                                      "ranks = 2\nsize = 1\nqualified_sizes = [1, 2]\n"
+                                      "collective_timeout_ms = 20000\n");
   DaemonProcess daemon({"--config", cfg});
   ASSERT_TRUE(daemon.ok()) << daemon.Log();
   auto c = client::Client::Connect({.socket = daemon.socket(), .reconnect_timeout_ms = 0});

@@ -129,8 +129,8 @@ class H3AudioDaemonTest : public ::testing::Test {
 
   // Decodes a video latent, an audio latent or both (null = not sent) into
   // fresh regions of the planned sizes.
-  Result<Decoded> Decode(const std::string& model, const TensorEntry* video,
-                         const Latent* audio, double fps = 0, bool independent = false) {
+  Result<Decoded> Decode(const std::string& model, const TensorEntry* video, const Latent* audio,
+                         double fps = 0, bool independent = false) {
     client::DecodeRequest request;
     request.model = model;
     request.fps = fps;
@@ -150,9 +150,9 @@ class H3AudioDaemonTest : public ::testing::Test {
     if (video) {
       std::memcpy(in->data(), video->data, video_in);
       request.latent.region_id = in_id;
-      request.output = {out_id, 0, FromProto(plan.output_dtype()),
-                        std::vector<int64_t>(plan.output_shape().begin(),
-                                             plan.output_shape().end())};
+      request.output = {
+          out_id, 0, FromProto(plan.output_dtype()),
+          std::vector<int64_t>(plan.output_shape().begin(), plan.output_shape().end())};
     }
     if (audio) {
       std::memcpy(in->data() + video_in, audio->values.data(), audio_in);
@@ -249,8 +249,7 @@ TEST(AvRuleTest, IntegerFormMatchesTheSpecTable) {
   for (const auto& [frames, latents] : table) EXPECT_EQ(RuleAudioLatentFrames(frames), latents);
 }
 
-class H3JointTest : public H3AudioDaemonTest,
-                    public ::testing::WithParamInterface<std::string> {};
+class H3JointTest : public H3AudioDaemonTest, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(H3JointTest, JointRequestFollowsTheLengthRule) {
   const std::string name = GetParam();
@@ -265,9 +264,9 @@ TEST_P(H3JointTest, JointRequestFollowsTheLengthRule) {
   const int64_t audio_frames = RuleAudioLatentFrames(frames);
   // 22 frames need 37 latent frames: exactly the golden odd_length case.
   const bool golden_length = audio_frames == 37;
-  const Latent audio = golden_length ? FromEntry(*audio_file->Find("latent"))
-                                     : RepeatFrames(FromEntry(*one_second->Find("latent")),
-                                                    audio_frames);
+  const Latent audio = golden_length
+                           ? FromEntry(*audio_file->Find("latent"))
+                           : RepeatFrames(FromEntry(*one_second->Find("latent")), audio_frames);
 
   auto d = Decode("av", video, &audio);
   ASSERT_TRUE(d.ok()) << d.status().ToString() << "\n" << daemon_->Log();
@@ -285,8 +284,9 @@ TEST_P(H3JointTest, JointRequestFollowsTheLengthRule) {
               static_cast<unsigned long long>(r.audio().samples()), r.audio().seconds());
   // Both outputs landed in the client's region.
   ASSERT_EQ(d->frames.size(), golden_u8->nbytes);
-  EXPECT_TRUE(testing::GoldenU8Within(name + " joint frames_u8", d->frames,
-                                      std::span<const uint8_t>(golden_u8->data, golden_u8->nbytes)));
+  EXPECT_TRUE(
+      testing::GoldenU8Within(name + " joint frames_u8", d->frames,
+                              std::span<const uint8_t>(golden_u8->data, golden_u8->nbytes)));
   ASSERT_EQ(d->audio.size(), size_t(800 * audio_frames));
   if (golden_length) {
     const TensorEntry* waveform = audio_file->Find("waveform");
@@ -332,8 +332,8 @@ TEST_F(H3AvRejectTest, MismatchedLengthsAreRejectedUnlessIndependent) {
 
   ExpectRejected(Decode("av", video, &audio),
                  {"audio_latent.shape[2] is 40 audio latent frames (32000 samples, 1.000 s)",
-                  "22 frames at 24 fps (0.917 s)", "round(22 / 24 * 40) = 37",
-                  "(29600 samples)", "av_sync.independent_lengths"});
+                  "22 frames at 24 fps (0.917 s)", "round(22 / 24 * 40) = 37", "(29600 samples)",
+                  "av_sync.independent_lengths"});
   // Another frame rate moves the rule: 22 frames at 22 fps = 1 s = 40.
   auto at_22fps = Decode("av", video, &audio, 22.0);
   ASSERT_TRUE(at_22fps.ok()) << at_22fps.status().ToString();

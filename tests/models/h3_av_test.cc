@@ -412,8 +412,7 @@ TEST_F(H3VaeTest, VideoOnlyModelsRejectAudio) {
   EXPECT_EQ((*m)->info().kind, "h3_video");
   EXPECT_THAT((*m)->PlanAudio(DType::kFloat32, {1, 32, 37}).status().message(),
               HasSubstr("audio_latent is set but model 'v' (kind h3_video) has no audio decoder"));
-  EXPECT_FALSE(h3::H3Vae::Create({.name = "n", .video = std::nullopt, .audio = std::nullopt})
-                   .ok());
+  EXPECT_FALSE(h3::H3Vae::Create({.name = "n", .video = std::nullopt, .audio = std::nullopt}).ok());
 }
 
 TEST_F(H3VaeTest, RegistryBuildsH3KindsFromConfig) {

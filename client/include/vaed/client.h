@@ -156,7 +156,7 @@ enum class StackTiling {
   kDefault = 0,  // the model's configured default
   kOff = 1,
   kOn = 2,
-  kAuto = 3,     // the model decides; the reply says what and why
+  kAuto = 3,  // the model decides; the reply says what and why
 };
 
 // A view left default-constructed (dtype kUnknown, empty shape) is "not
@@ -172,7 +172,7 @@ enum class Compile {
   kDefault = 0,  // the profile decides (safe: off)
   kOff = 1,
   kOn = 2,
-  kAuto = 3,     // compiled where possible, else eager; the reply says which
+  kAuto = 3,  // compiled where possible, else eager; the reply says which
 };
 
 struct DecodeRequest {
@@ -256,9 +256,9 @@ struct DecodeRequest {
   // the final part ends.
   // A streamed Decode that delivered a range is not retried after the
   // daemon went away (a retry would write the delivered frames again): it
-  // fails at once with kUnavailable (the next call reconnects). Threading, locking and exceptions as `progress`
-  // (they share one slot: the first exception either throws stops both).
-  // The C ABI passes a vaed_final_range to a C callback.
+  // fails at once with kUnavailable (the next call reconnects). Threading, locking and exceptions
+  // as `progress` (they share one slot: the first exception either throws stops both). The C ABI
+  // passes a vaed_final_range to a C callback.
   std::function<void(const v1::FinalRange&)> final_range = nullptr;
   // GPU (requests naming a CUDA region; ignored otherwise): the caller's
   // stream, a CUstream / cudaStream_t value (nullptr or (void*)1 = the
@@ -386,8 +386,7 @@ class VAED_CLIENT_API Client {
   // memory read). Fills output_shape, output_dtype, output_bytes, frames,
   // height_px, width_px.
   Result<v1::DecodeReply> PlanDecode(const std::string& model, DType latent_dtype,
-                                     const std::vector<int64_t>& latent_shape,
-                                     OutputFormat format);
+                                     const std::vector<int64_t>& latent_shape, OutputFormat format);
 
   // As above for any request: plans the video part (latent dtype/shape,
   // format, stack_tiling) and the audio part (audio_latent dtype/shape) of

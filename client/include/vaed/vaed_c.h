@@ -105,8 +105,8 @@ typedef struct vaed_region vaed_region;
 /* Status codes (= vaed::StatusCode, vaed.v1.ErrorCode). */
 enum {
   VAED_STATUS_OK = 0,
-  VAED_STATUS_INVALID_ARGUMENT = 1,    /* a bad argument or request field (named) */
-  VAED_STATUS_NOT_FOUND = 2,           /* unknown region, model, client */
+  VAED_STATUS_INVALID_ARGUMENT = 1, /* a bad argument or request field (named) */
+  VAED_STATUS_NOT_FOUND = 2,        /* unknown region, model, client */
   VAED_STATUS_ALREADY_EXISTS = 3,
   VAED_STATUS_OUT_OF_RANGE = 4,        /* a tensor outside its region */
   VAED_STATUS_FAILED_PRECONDITION = 5, /* e.g. no CUDA ranks; a forked child's client */
@@ -114,19 +114,24 @@ enum {
   VAED_STATUS_UNAVAILABLE = 7,         /* daemon down or not answering */
   VAED_STATUS_VERSION_MISMATCH = 8,    /* client and daemon protocol versions differ */
   VAED_STATUS_PROTOCOL_ERROR = 9,
-  VAED_STATUS_CLIENT_FAULT = 10,       /* a region's memory faulted in the daemon */
-  VAED_STATUS_INTERNAL = 11,           /* a bug or an unexpected exception */
-  VAED_STATUS_CANCELLED = 12,          /* daemon shutting down */
-  VAED_STATUS_DEADLINE_EXCEEDED = 13,  /* vaed_request.deadline_ms passed */
+  VAED_STATUS_CLIENT_FAULT = 10,      /* a region's memory faulted in the daemon */
+  VAED_STATUS_INTERNAL = 11,          /* a bug or an unexpected exception */
+  VAED_STATUS_CANCELLED = 12,         /* daemon shutting down */
+  VAED_STATUS_DEADLINE_EXCEEDED = 13, /* vaed_request.deadline_ms passed */
   VAED_STATUS_IO_ERROR = 14,
-  VAED_STATUS_QUARANTINED = 15,        /* the daemon quarantined this client */
-  VAED_STATUS_BUSY = 16,               /* the daemon is at capacity; retry later */
+  VAED_STATUS_QUARANTINED = 15, /* the daemon quarantined this client */
+  VAED_STATUS_BUSY = 16,        /* the daemon is at capacity; retry later */
   VAED_STATUS_PERMISSION_DENIED = 17,
-  VAED_STATUS_UNKNOWN_CLIENT = 18      /* handled inside the library (reconnect) */
+  VAED_STATUS_UNKNOWN_CLIENT = 18 /* handled inside the library (reconnect) */
 };
 
 /* Element types (= vaed.v1.DType). */
-enum { VAED_DTYPE_FLOAT32 = 1, VAED_DTYPE_FLOAT16 = 2, VAED_DTYPE_BFLOAT16 = 3, VAED_DTYPE_UINT8 = 4 };
+enum {
+  VAED_DTYPE_FLOAT32 = 1,
+  VAED_DTYPE_FLOAT16 = 2,
+  VAED_DTYPE_BFLOAT16 = 3,
+  VAED_DTYPE_UINT8 = 4
+};
 /* Output layouts (= vaed.v1.OutputFormat). */
 enum {
   VAED_OUTPUT_UINT8_NHWC = 1,
@@ -175,9 +180,8 @@ typedef struct {
  * NULL; 7 no socket file, no connection or no Hello reply within 3 s (the
  * message names the socket); 8; 15; 17; 6 / 11. *out is untouched on
  * failure. */
-VAED_C_API vaed_status vaed_connect(const char* socket, const char* client_name,
-                                    vaed_client** out, char* err,
-                                    size_t err_len) VAED_C_NOEXCEPT;
+VAED_C_API vaed_status vaed_connect(const char* socket, const char* client_name, vaed_client** out,
+                                    char* err, size_t err_len) VAED_C_NOEXCEPT;
 VAED_C_API void vaed_client_free(vaed_client* client) VAED_C_NOEXCEPT;
 
 /* Creates a zero-filled POSIX shm segment of `bytes` bytes owned by the
@@ -302,15 +306,15 @@ enum {
  * only when offsetof(vaed_progress, field) + sizeof(field) <= struct_size). */
 typedef struct vaed_progress {
   uint32_t struct_size;
-  uint32_t done;         /* units of the stage finished */
-  uint32_t total;        /* units of the stage (> 0) */
-  uint32_t tiles_done;   /* tiled video: tiles decoded so far */
+  uint32_t done;       /* units of the stage finished */
+  uint32_t total;      /* units of the stage (> 0) */
+  uint32_t tiles_done; /* tiled video: tiles decoded so far */
   uint32_t tiles_total;
-  char stage[16];        /* "video" or "audio" */
-  char unit[16];         /* "window" (temporal windows), "frames", "audio" */
-  double fraction;       /* of the whole request, in [0, 1]; 1 = all done */
+  char stage[16];         /* "video" or "audio" */
+  char unit[16];          /* "window" (temporal windows), "frames", "audio" */
+  double fraction;        /* of the whole request, in [0, 1]; 1 = all done */
   double elapsed_seconds; /* since the decode started (queue wait excluded) */
-  double eta_seconds;    /* estimated remaining seconds; 0 once done */
+  double eta_seconds;     /* estimated remaining seconds; 0 once done */
 } vaed_progress;
 
 /* A progress callback: called for each event, in order, on the thread that
@@ -339,10 +343,10 @@ typedef struct vaed_final_range {
    * tensor); "audio": samples per channel of vaed_request.audio_output
    * [channels, samples] (planar: the range in each channel's row). */
   const char* stage;
-  const char* unit;      /* "frames" (video) or "samples" (audio) */
-  uint64_t begin;        /* half-open [begin, end), in `unit` */
+  const char* unit; /* "frames" (video) or "samples" (audio) */
+  uint64_t begin;   /* half-open [begin, end), in `unit` */
   uint64_t end;
-  uint64_t total;        /* frames or samples per channel of the whole output */
+  uint64_t total; /* frames or samples per channel of the whole output */
 } vaed_final_range;
 
 /* A streamed-output callback (vaed_request.final_range): called for each
@@ -381,9 +385,9 @@ typedef void (*vaed_final_range_fn)(const vaed_final_range* range, void* user_da
  * registered (vaed_register_region / vaed_register_cuda_region); outputs
  * must have the dtype and shape the plan gives (vaed_plan_decode_ex). */
 typedef struct vaed_request {
-  uint32_t struct_size;            /* sizeof(vaed_request): VAED_REQUEST_INIT */
-  int32_t output_format;           /* VAED_OUTPUT_*; 0 = VAED_OUTPUT_UINT8_NHWC */
-  const char* model;               /* NULL or "" = the daemon's default model */
+  uint32_t struct_size;  /* sizeof(vaed_request): VAED_REQUEST_INIT */
+  int32_t output_format; /* VAED_OUTPUT_*; 0 = VAED_OUTPUT_UINT8_NHWC */
+  const char* model;     /* NULL or "" = the daemon's default model */
   /* Video/image latent in the model's layout (latent cells), e.g. H3
    * float32 [1, 24, T, h, w]; NULL = audio-only. */
   const vaed_tensor* latent;
@@ -402,8 +406,8 @@ typedef struct vaed_request {
   /* Decode profile: NULL or "" = the daemon's default; "safe", "optimized",
    * "diagnostic" or "student" within what the daemon allows. */
   const char* profile;
-  int32_t stack_tiling;            /* VAED_STACK_TILING_*; 0 = default */
-  int32_t compile;                 /* VAED_COMPILE_*; 0 = default */
+  int32_t stack_tiling; /* VAED_STACK_TILING_*; 0 = default */
+  int32_t compile;      /* VAED_COMPILE_*; 0 = default */
   /* Ranks of the daemon's VAE group that decode the video tile-parallel:
    * 0 = the daemon's group.size, otherwise one of its qualified sizes. */
   uint32_t group_size;
@@ -418,10 +422,10 @@ typedef struct vaed_request {
    * otherwise requires audio T == round(frames / fps * 40) (the reply's
    * expected_audio_latent_frames). */
   int32_t independent_lengths;
-  int32_t reserved0;               /* must be 0 */
+  int32_t reserved0; /* must be 0 */
   /* Per-window progress (vaed_decode_ex only); NULL = none. */
   vaed_progress_fn progress;
-  void* progress_user_data;        /* passed to `progress` as is */
+  void* progress_user_data; /* passed to `progress` as is */
   /* GPU: the caller's CUstream / cudaStream_t for latents and outputs in
    * CUDA regions (NULL = the legacy default stream); see
    * vaed_decode_on_stream. Ignored for host-only requests. Unrun on a GPU. */
@@ -433,27 +437,27 @@ typedef struct vaed_request {
    * for each (vaed_final_range_fn); NULL = none (the outputs are usable
    * when vaed_decode_ex returns). */
   vaed_final_range_fn final_range;
-  void* final_range_user_data;     /* passed to `final_range` as is */
+  void* final_range_user_data; /* passed to `final_range` as is */
 } vaed_request;
 
 /* What a plan or a decode produced (= vaed.v1.DecodeReply, flattened).
  * Initialise with VAED_REPLY_INIT or vaed_reply_init. Fields of a modality
  * the request did not carry are 0 / "". */
 typedef struct vaed_reply {
-  uint32_t struct_size;            /* sizeof(vaed_reply): VAED_REPLY_INIT */
-  int32_t planned_only;            /* 1 = from vaed_plan_decode_ex: nothing decoded */
+  uint32_t struct_size; /* sizeof(vaed_reply): VAED_REPLY_INIT */
+  int32_t planned_only; /* 1 = from vaed_plan_decode_ex: nothing decoded */
   /* Video. */
   int32_t output_ndim;
-  int32_t output_dtype;            /* VAED_DTYPE_* */
+  int32_t output_dtype;                /* VAED_DTYPE_* */
   int64_t output_shape[VAED_MAX_DIMS]; /* elements */
   uint64_t output_bytes;
   uint32_t frames, height_px, width_px; /* pixels */
-  int32_t warm;                    /* 0 = first decode of this shape bucket on a rank */
-  int32_t demo_weights;            /* 1 = the daemon's seeded demo model, not real output */
-  int32_t independent_lengths;     /* 1 = the request waived the A/V length rule */
-  uint64_t nonfinite_outputs;      /* NaN/Inf values in the decoded video (reported) */
-  double fps;                      /* frames per second used */
-  double video_seconds;            /* frames / fps */
+  int32_t warm;                         /* 0 = first decode of this shape bucket on a rank */
+  int32_t demo_weights;                 /* 1 = the daemon's seeded demo model, not real output */
+  int32_t independent_lengths;          /* 1 = the request waived the A/V length rule */
+  uint64_t nonfinite_outputs;           /* NaN/Inf values in the decoded video (reported) */
+  double fps;                           /* frames per second used */
+  double video_seconds;                 /* frames / fps */
   /* The A/V length rule for `frames`: audio latent frames the video needs
    * (0 without video or for a model without audio). */
   uint64_t expected_audio_latent_frames;
@@ -462,11 +466,11 @@ typedef struct vaed_reply {
   int32_t audio_output_ndim;
   int64_t audio_output_shape[VAED_MAX_DIMS]; /* [channels, samples] */
   uint64_t audio_output_bytes;
-  uint32_t audio_channels;         /* 1 mono, 2 stereo (left, right) */
+  uint32_t audio_channels; /* 1 mono, 2 stereo (left, right) */
   uint32_t audio_sample_rate_hz;
   uint64_t audio_latent_frames;
-  uint64_t audio_samples;          /* per channel */
-  double audio_seconds;            /* audio_samples / audio_sample_rate_hz */
+  uint64_t audio_samples; /* per channel */
+  double audio_seconds;   /* audio_samples / audio_sample_rate_hz */
   /* Checks of the decoded audio (0 for a plan): NaN/Inf count, every value
    * equal, RMS and peak |x| of the finite values, fraction at |x| >= 1. */
   uint64_t audio_nonfinite;
@@ -476,18 +480,18 @@ typedef struct vaed_reply {
   /* How the request ran. */
   char model[64];
   char profile[32];
-  char compile_decision[256];      /* e.g. "auto: eager (...)" */
-  char stack_decision[256];        /* the tiled model's, else the request's resolution */
+  char compile_decision[256]; /* e.g. "auto: eager (...)" */
+  char stack_decision[256];   /* the tiled model's, else the request's resolution */
   /* Tiled video (0 for untiled models). */
-  uint32_t tile_rows, tile_cols;   /* tiles per window = tile_rows * tile_cols */
-  uint32_t windows;                /* temporal windows */
+  uint32_t tile_rows, tile_cols; /* tiles per window = tile_rows * tile_cols */
+  uint32_t windows;              /* temporal windows */
   uint32_t decoder_calls;
   /* The VAE group that decoded the video. */
   uint32_t group_size;
-  uint32_t group_ranks;            /* ranks listed in the group report */
-  double group_imbalance;          /* max / mean of the ranks' tile seconds; 1 = even */
-  char group_name[32];             /* e.g. "s2.b0" */
-  char group_fallback[256];        /* why it did not run as planned; "" when it did */
+  uint32_t group_ranks;     /* ranks listed in the group report */
+  double group_imbalance;   /* max / mean of the ranks' tile seconds; 1 = even */
+  char group_name[32];      /* e.g. "s2.b0" */
+  char group_fallback[256]; /* why it did not run as planned; "" when it did */
   /* Memory (bytes) and host <-> device copies the daemon made. */
   uint64_t peak_rss_bytes;
   uint64_t peak_device_bytes;
@@ -499,8 +503,10 @@ typedef struct vaed_reply {
   vaed_timing timings[VAED_MAX_TIMINGS];
 } vaed_reply;
 
-#define VAED_REQUEST_INIT {.struct_size = (uint32_t)sizeof(vaed_request)}
-#define VAED_REPLY_INIT {.struct_size = (uint32_t)sizeof(vaed_reply)}
+#define VAED_REQUEST_INIT \
+  { .struct_size = (uint32_t)sizeof(vaed_request) }
+#define VAED_REPLY_INIT \
+  { .struct_size = (uint32_t)sizeof(vaed_reply) }
 
 /* Zero *request / *reply (all defaults) and set its struct_size: for structs
  * on the heap, and for C++ before C++20 (no designated initializers). */
@@ -542,8 +548,7 @@ VAED_C_API vaed_status vaed_plan_decode_ex(vaed_client* client, const vaed_reque
  * final_range callback; 7 a streamed decode cut off by a reconnect after
  * it delivered a range; the common errors above. */
 VAED_C_API vaed_status vaed_decode_ex(vaed_client* client, const vaed_request* request,
-                                      vaed_reply* reply, char* err,
-                                      size_t err_len) VAED_C_NOEXCEPT;
+                                      vaed_reply* reply, char* err, size_t err_len) VAED_C_NOEXCEPT;
 
 #ifdef __cplusplus
 }

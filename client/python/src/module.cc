@@ -12,11 +12,10 @@
 // The GIL is released while a call talks to the daemon, so other Python
 // threads run during a decode; the C++ Client serializes calls on its one
 // socket.
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
-
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <chrono>
 #include <cstdint>
@@ -43,8 +42,7 @@ namespace pb = google::protobuf;
 // the vaed_client.errors class for its code.
 class StatusException : public std::exception {
  public:
-  explicit StatusException(Status status)
-      : status_(std::move(status)), what_(status_.ToString()) {}
+  explicit StatusException(Status status) : status_(std::move(status)), what_(status_.ToString()) {}
   const Status& status() const { return status_; }
   const char* what() const noexcept override { return what_.c_str(); }
 
@@ -197,8 +195,8 @@ struct DecodeArgs {
                                             "(float32 NCHW in [0, 1])"));
     }
     if (stack_tiling < 0 || stack_tiling > 3 || compile < 0 || compile > 3) {
-      throw StatusException(
-          InvalidArgument("stack_tiling and compile must be 0 (default), 1 (off), 2 (on) or 3 (auto)"));
+      throw StatusException(InvalidArgument(
+          "stack_tiling and compile must be 0 (default), 1 (off), 2 (on) or 3 (auto)"));
     }
     client::DecodeRequest request;
     request.model = model;
@@ -264,10 +262,24 @@ DecodeArgs MakeArgs(std::string model, TensorArg latent, TensorArg output, Tenso
   if (!final_range.is_none() && !PyCallable_Check(final_range.ptr())) {
     throw StatusException(InvalidArgument("final_range must be callable or None"));
   }
-  return {std::move(model), std::move(latent), std::move(output), std::move(audio_latent),
-          std::move(audio_output), format, stack_tiling, compile, fps, independent_lengths,
-          std::move(profile), deadline_ms, group_size, std::move(inject_faults), tiling,
-          cuda_stream, std::move(progress), std::move(final_range)};
+  return {std::move(model),
+          std::move(latent),
+          std::move(output),
+          std::move(audio_latent),
+          std::move(audio_output),
+          format,
+          stack_tiling,
+          compile,
+          fps,
+          independent_lengths,
+          std::move(profile),
+          deadline_ms,
+          group_size,
+          std::move(inject_faults),
+          tiling,
+          cuda_stream,
+          std::move(progress),
+          std::move(final_range)};
 }
 
 // --- DLPack (dlpack.h, v0.8 "dltensor" capsules; the ABI is stable since v0.2) ---
@@ -504,10 +516,9 @@ PYBIND11_MODULE(_core, m) {
             return ValueOrThrow(std::move(buffer));
           },
           py::arg("device_ordinal"), py::arg("nbytes"))
-      .def_property_readonly("ptr",
-                             [](const vaed::client::CudaBuffer& b) {
-                               return reinterpret_cast<uintptr_t>(b.data());
-                             })
+      .def_property_readonly(
+          "ptr",
+          [](const vaed::client::CudaBuffer& b) { return reinterpret_cast<uintptr_t>(b.data()); })
       .def_property_readonly("nbytes", &vaed::client::CudaBuffer::size)
       .def_property_readonly("device_ordinal", &vaed::client::CudaBuffer::device_ordinal)
       .def_property_readonly("device_uuid", &vaed::client::CudaBuffer::device_uuid);
@@ -517,8 +528,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("latent") = py::none(), py::arg("output") = py::none(),
            py::arg("audio_latent") = py::none(), py::arg("audio_output") = py::none(),
            py::arg("format") = 1, py::arg("stack_tiling") = 0, py::arg("compile") = 0,
-           py::arg("fps") = 0.0, py::arg("independent_lengths") = false,
-           py::arg("profile") = "", py::arg("deadline_ms") = 0, py::arg("group_size") = 0,
+           py::arg("fps") = 0.0, py::arg("independent_lengths") = false, py::arg("profile") = "",
+           py::arg("deadline_ms") = 0, py::arg("group_size") = 0,
            py::arg("inject_faults") = std::vector<std::string>{}, py::arg("tiling") = py::none(),
            py::arg("progress") = py::none(), py::arg("cuda_stream") = 0,
            py::arg("final_range") = py::none());

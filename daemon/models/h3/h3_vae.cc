@@ -83,10 +83,10 @@ Result<std::unique_ptr<H3Vae>> H3Vae::Create(const H3VaeOptions& options) {
     info.audio_weights_sha256 = audio->weights_sha256();
     info.resident_bytes += audio->resident_bytes();
     info.demo_weights = info.demo_weights || audio_demo;
-    const std::string audio_text =
-        std::string(audio_demo ? "DEMO audio weights; " : "") +
-        "MiniMax-H3 audio VAE decoder (BigVGAN, " + std::to_string(c.upsample_initial_channel) +
-        " channels, " + std::to_string(c.sample_rate) + " Hz, float32)";
+    const std::string audio_text = std::string(audio_demo ? "DEMO audio weights; " : "") +
+                                   "MiniMax-H3 audio VAE decoder (BigVGAN, " +
+                                   std::to_string(c.upsample_initial_channel) + " channels, " +
+                                   std::to_string(c.sample_rate) + " Hz, float32)";
     info.description = video ? info.description + " + " + audio_text : audio_text;
   }
   return std::unique_ptr<H3Vae>(
@@ -101,8 +101,8 @@ H3Vae::~H3Vae() = default;
 
 Result<DecodePlan> H3Vae::Plan(DType latent_dtype, const std::vector<int64_t>& latent_shape) const {
   if (!video_) {
-    return InvalidArgument("latent (a video latent) is set but model '" + info_.name +
-                           "' (kind " + info_.kind +
+    return InvalidArgument("latent (a video latent) is set but model '" + info_.name + "' (kind " +
+                           info_.kind +
                            ") has no video decoder: it decodes audio latents, sent as "
                            "audio_latent");
   }
@@ -130,8 +130,8 @@ Result<AudioPlan> H3Vae::PlanAudio(DType latent_dtype,
   if (!audio_) return VaeModel::PlanAudio(latent_dtype, latent_shape);
   const std::string model = "model '" + info_.name + "'";
   if (latent_dtype != DType::kFloat32) {
-    return InvalidArgument("audio_latent.dtype is " + std::string(DTypeName(latent_dtype)) +
-                           "; " + model + " needs float32");
+    return InvalidArgument("audio_latent.dtype is " + std::string(DTypeName(latent_dtype)) + "; " +
+                           model + " needs float32");
   }
   if (latent_shape.size() != 3) {
     return InvalidArgument("audio_latent.shape " + ShapeToString(latent_shape) + " has rank " +
@@ -150,16 +150,17 @@ Result<AudioPlan> H3Vae::PlanAudio(DType latent_dtype,
   if (latent_shape[1] != kAudioLatentChannels) {
     std::string hint;
     if (latent_shape[2] == kAudioLatentChannels) {
-      hint = "; this looks like [channels, T, 32] with latent channels and frames swapped: "
-             "transpose it to [channels, 32, T]";
+      hint =
+          "; this looks like [channels, T, 32] with latent channels and frames swapped: "
+          "transpose it to [channels, 32, T]";
     }
     return InvalidArgument(AudioDimName(1) + " is " + std::to_string(latent_shape[1]) + "; " +
                            model + " needs 32 latent channels (layout [channels, 32, T])" + hint);
   }
   const int64_t frames = latent_shape[2];
   if (frames < 1 || frames > kMaxAudioLatentFrames) {
-    return InvalidArgument(AudioDimName(2) + " is " + std::to_string(frames) +
-                           "; must be in [1, " + std::to_string(kMaxAudioLatentFrames) +
+    return InvalidArgument(AudioDimName(2) + " is " + std::to_string(frames) + "; must be in [1, " +
+                           std::to_string(kMaxAudioLatentFrames) +
                            "] (40 latent frames per second)");
   }
   AudioPlan plan;

@@ -47,7 +47,8 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
   if (options.compute_dtype == torch::kHalf && options.device.is_cpu()) {
     // fp16 is the official GPU recipe (spec §1.6); LibTorch's CPU kernels
     // are not built for it (no fp16 path vaed could call exact or fast).
-    return InvalidArgument(what + ": compute_dtype float16 is the GPU recipe (spec §1.6) and "
+    return InvalidArgument(what +
+                           ": compute_dtype float16 is the GPU recipe (spec §1.6) and "
                            "this model is on the CPU; use float32 (exact) or bfloat16 there");
   }
   if (options.default_stack_tiling == StackTiling::kDefault) {
@@ -99,8 +100,8 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
                                       : "") +
                      "MiniMax-H3 video VAE decoder (ViT3D " + std::to_string(config.depth) +
                      " layers x " + std::to_string(config.dim) + ", " +
-                     std::to_string(config.heads) + " heads; 256-px tiles, " +
-                     info.compute_dtype + ")";
+                     std::to_string(config.heads) + " heads; 256-px tiles, " + info.compute_dtype +
+                     ")";
   if (demo) {
     spdlog::warn("{}: DEMO weights (seed {}), outputs are not video", what, options.seed);
   }
@@ -154,9 +155,9 @@ VideoVae::~VideoVae() = default;
 Result<DecodePlan> VideoVae::Plan(DType latent_dtype,
                                   const std::vector<int64_t>& latent_shape) const {
   const std::string model = "model '" + info_.name + "'";
-  VAED_RETURN_IF_ERROR(CheckLatentDtypeAndRank(
-      info_, latent_dtype, latent_shape,
-      {"1", "24", "latent_frames", "height_latent", "width_latent"}));
+  VAED_RETURN_IF_ERROR(
+      CheckLatentDtypeAndRank(info_, latent_dtype, latent_shape,
+                              {"1", "24", "latent_frames", "height_latent", "width_latent"}));
   if (latent_shape[0] != 1) {
     return InvalidArgument(DimName(0) + " is " + std::to_string(latent_shape[0]) + "; " + model +
                            " decodes one video per request (batch 1)");
@@ -167,8 +168,8 @@ Result<DecodePlan> VideoVae::Plan(DType latent_dtype,
                            "channels and frames swapped is not accepted)");
   }
   if (latent_shape[2] > kMaxLatentFrames) {
-    return InvalidArgument(DimName(2) + " is " + std::to_string(latent_shape[2]) +
-                           "; at most " + std::to_string(kMaxLatentFrames) + " per request");
+    return InvalidArgument(DimName(2) + " is " + std::to_string(latent_shape[2]) + "; at most " +
+                           std::to_string(kMaxLatentFrames) + " per request");
   }
   Result<TemporalPlan> temporal = PlanTemporal(latent_shape[2]);
   if (!temporal.ok()) {
@@ -186,11 +187,12 @@ Result<DecodePlan> VideoVae::Plan(DType latent_dtype,
   plan.channels = 3;
   plan.height_px = latent_shape[3] * kPixelsPerLatent;
   plan.width_px = latent_shape[4] * kPixelsPerLatent;
-  plan.shape_bucket = info_.name + ":" + std::to_string(latent_shape[3]) + "x" +
-                      std::to_string(latent_shape[4]);
+  plan.shape_bucket =
+      info_.name + ":" + std::to_string(latent_shape[3]) + "x" + std::to_string(latent_shape[4]);
   VAED_ASSIGN_OR_RETURN(
       const VideoMemoryEstimate memory,
-      EstimateVideoMemory(config_, static_cast<int64_t>(c10::elementSize(decoder_->compute_dtype())),
+      EstimateVideoMemory(config_,
+                          static_cast<int64_t>(c10::elementSize(decoder_->compute_dtype())),
                           latent_shape[2], latent_shape[3], latent_shape[4]));
   plan.peak_bytes_estimate = memory.peak_bytes();
   plan.peak_bytes_terms = memory.Describe();
@@ -311,8 +313,7 @@ int64_t VideoVae::ChooseTilesPerCall(StackTiling requested, const TileGrid& grid
           if (estimate != nullptr) *estimate = need;
           *reason = "auto: " + std::to_string(k) + " of " + std::to_string(group) +
                     " same-shape tiles per call; estimated peak " + MiB(need) +
-                    " (measured on tile bucket " + bucket + ") fits the headroom " +
-                    MiB(headroom);
+                    " (measured on tile bucket " + bucket + ") fits the headroom " + MiB(headroom);
           return k >= group ? kAllTiles : k;
         }
       }
@@ -408,8 +409,8 @@ torch::Tensor VideoVae::DecodeTiles(const torch::Tensor& tiles, CallContext* ctx
         const std::string msg(CurrentTorchErrorStatus("build").message());
         plans_.MarkEagerOnly(key, "build failed: " + msg);
         ctx->plan_events.push_back("plan " + key + " marked eager-only: build failed: " + msg);
-        spdlog::warn("model '{}': compiled plan {} marked eager-only: build failed: {}",
-                     info_.name, key, msg);
+        spdlog::warn("model '{}': compiled plan {} marked eager-only: build failed: {}", info_.name,
+                     key, msg);
         decide("eager: plan build of " + key + " failed (" + msg + ")");
       }
     } else {
@@ -484,9 +485,9 @@ Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const Decode
   // could not use. Release them all and retry once, eager (the last rung).
   const uint64_t freed = plans_.Clear();
   if (freed == 0) return out;
-  const std::string step = "released the compiled-plan cache (" + MiB(freed) +
-                           ") after out of memory; retrying eager: " +
-                           std::string(out.status().message());
+  const std::string step =
+      "released the compiled-plan cache (" + MiB(freed) +
+      ") after out of memory; retrying eager: " + std::string(out.status().message());
   spdlog::warn("model '{}': {}", info_.name, step);
   DecodeSettings eager = settings;
   eager.compile = CompileMode::kOff;
@@ -503,8 +504,7 @@ Result<torch::Tensor> VideoVae::Decode(const torch::Tensor& latent, const Decode
 }
 
 Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
-                                           const DecodeSettings& settings,
-                                           DecodeReport* report) {
+                                           const DecodeSettings& settings, DecodeReport* report) {
   VAED_ASSIGN_OR_RETURN(DecodePlan plan, PlanLatentOnDevice(latent));
   VAED_ASSIGN_OR_RETURN(TemporalPlan temporal, PlanTemporal(latent.size(2)));
   VAED_ASSIGN_OR_RETURN(TileGrid grid, PlanTileGrid(latent.size(3), latent.size(4)));
@@ -550,7 +550,7 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
     t.planned_calls = ctx.planned_calls;
     t.eager_calls = ctx.eager_calls;
     t.plan_decision = settings.compile == CompileMode::kOff ? "eager (compile off)"
-                                                             : DescribeDecisions(ctx.decisions);
+                                                            : DescribeDecisions(ctx.decisions);
     t.estimated_peak_bytes = estimate;
     t.tiles_decoded_here = stats.communication.collectives > 0
                                ? stats.communication.tiles_decoded_here
@@ -579,7 +579,9 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
         per_call, &stats,
         [&](int64_t done, int64_t total) {
           if (!settings.progress) return;
-          settings.progress({.done = done, .total = total, .unit = "window",
+          settings.progress({.done = done,
+                             .total = total,
+                             .unit = "window",
                              .tiles_done = done * grid.num_tiles(),
                              .tiles_total = total * grid.num_tiles()});
         },
@@ -604,9 +606,8 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
       for (const std::string& f : stats.fallbacks) ladder += "; " + f;
       return Status(StatusCode::kResourceExhausted,
                     std::string(s.message()) + " (tiles per call at the failure: " +
-                        std::to_string(std::max<int64_t>(1, stats.final_tiles_per_call)) +
-                        ladder + "; tensor memory " +
-                        MiB(LiveTensorBytes()) + " live, budget " +
+                        std::to_string(std::max<int64_t>(1, stats.final_tiles_per_call)) + ladder +
+                        "; tensor memory " + MiB(LiveTensorBytes()) + " live, budget " +
                         (TensorMemoryBudget() > 0 ? MiB(TensorMemoryBudget()) : "none") + ")");
     }
     return s;
