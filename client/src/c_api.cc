@@ -127,6 +127,7 @@ static_assert(offsetof(vaed_request, struct_size) == 0 && offsetof(vaed_reply, s
 // leaves them at their zero defaults for callers built against an older
 // header (final_range: streamed output, issue 22).
 static_assert(offsetof(vaed_request, final_range) >= kRequestSizeV1);
+static_assert(offsetof(vaed_request, latent_space) >= kRequestSizeV1);
 
 vaed::Status BadSize(const char* what, uint32_t size, size_t min) {
   return vaed::InvalidArgument(std::string(what) + "->struct_size is " + std::to_string(size) +
@@ -273,7 +274,10 @@ vaed::Status ToDecodeRequest(const vaed_request& c, bool decode, vaed::client::D
                                  "a VAED_STACK_TILING_* value (0..3)"));
   VAED_RETURN_IF_ERROR(
       CheckEnum("compile", c.compile, VAED_COMPILE_AUTO, "a VAED_COMPILE_* value (0..3)"));
+  VAED_RETURN_IF_ERROR(CheckEnum("latent_space", c.latent_space, VAED_LATENT_SPACE_DENORMALIZED,
+                                 "0 (default: normalized) or a VAED_LATENT_SPACE_* value"));
   if (c.reserved0 != 0) return vaed::InvalidArgument("request->reserved0 must be 0");
+  if (c.reserved1 != 0) return vaed::InvalidArgument("request->reserved1 must be 0");
   if (std::isnan(c.fps)) return vaed::InvalidArgument("request->fps is NaN");
   struct Named {
     const vaed_tensor* tensor;
@@ -300,6 +304,9 @@ vaed::Status ToDecodeRequest(const vaed_request& c, bool decode, vaed::client::D
   req->deadline_ms = c.deadline_ms;
   req->fps = c.fps;
   req->independent_lengths = c.independent_lengths != 0;
+  req->latent_space = c.latent_space == VAED_LATENT_SPACE_DENORMALIZED
+                          ? vaed::client::LatentSpace::kDenormalized
+                          : vaed::client::LatentSpace::kNormalized;
   req->cuda_stream = c.cuda_stream;
   if (decode && c.progress) {
     req->progress = [fn = c.progress, user = c.progress_user_data](const vaed::v1::Progress& p) {

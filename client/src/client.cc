@@ -244,11 +244,15 @@ Result<v1::DecodeReply> Client::PlanDecode(const std::string& model, DType laten
 }
 
 Result<v1::DecodeReply> Client::PlanDecode(const DecodeRequest& request) {
-  return Guarded("vaed Client::PlanDecode", [&] {
+  return Guarded("vaed Client::PlanDecode", [&]() -> Result<v1::DecodeReply> {
     auto build = [&](v1::Request* req) {
       return BuildDecode(request, /*plan_only=*/true, nullptr, req->mutable_decode());
     };
-    return impl_->CallForBody(build, v1::Reply::kDecode, "plan decode", &v1::Reply::decode);
+    VAED_ASSIGN_OR_RETURN(
+        v1::DecodeReply plan,
+        impl_->CallForBody(build, v1::Reply::kDecode, "plan decode", &v1::Reply::decode));
+    VAED_RETURN_IF_ERROR(CheckLatentSpaceHonoured(request, plan));
+    return plan;
   });
 }
 
@@ -316,6 +320,7 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
           VAED_RETURN_IF_ERROR(
               sync->WaitOutputsReady(request.cuda_stream, reply.decode().outputs_ready_event()));
         }
+        VAED_RETURN_IF_ERROR(CheckLatentSpaceHonoured(request, reply.decode()));
         return reply.decode();
       });
   if (progress_error) std::rethrow_exception(progress_error);

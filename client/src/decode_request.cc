@@ -22,6 +22,7 @@ void FillOptions(const DecodeRequest& request, bool plan_only, v1::Decode* d) {
     o->mutable_tiling()->set_tile_latent(request.tiling->tile_latent);
     o->mutable_tiling()->set_overlap_latent(request.tiling->overlap_latent);
   }
+  d->set_latent_space(static_cast<v1::LatentSpace>(request.latent_space));
   if (request.fps != 0 || request.independent_lengths) {
     d->mutable_av_sync()->set_fps(request.fps);
     d->mutable_av_sync()->set_independent_lengths(request.independent_lengths);
@@ -29,6 +30,18 @@ void FillOptions(const DecodeRequest& request, bool plan_only, v1::Decode* d) {
 }
 
 }  // namespace
+
+Status CheckLatentSpaceHonoured(const DecodeRequest& request, const v1::DecodeReply& reply) {
+  if (request.latent_space != LatentSpace::kDenormalized ||
+      reply.latent_space() == v1::LATENT_SPACE_DENORMALIZED) {
+    return Status::Ok();
+  }
+  return VersionMismatch(
+             "latent_space denormalized was not honoured: the daemon (older than this client, "
+             "its reply names no latent space) treats the latents as normalized; upgrade vaed, "
+             "or send normalized latents")
+      .WithField("latent_space");
+}
 
 Status BuildDecode(const DecodeRequest& request, bool plan_only, const RegionIdMap& region_id,
                    v1::Decode* d) {

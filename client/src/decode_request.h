@@ -27,6 +27,14 @@ using RegionIdMap = std::function<Result<uint64_t>(uint64_t user_id, std::string
 Status BuildDecode(const DecodeRequest& request, bool plan_only, const RegionIdMap& region_id,
                    v1::Decode* d);
 
+// Whether the daemon decoded (or planned) `request` in the latent space it
+// asked for. A daemon older than Decode.latent_space ignores the field and
+// would decode de-normalised latents as normalised ones: its reply says
+// nothing (DecodeReply.latent_space unspecified), and a request for
+// kDenormalized then fails with kVersionMismatch naming `latent_space`
+// (the decode's output holds those wrong frames and must not be used).
+Status CheckLatentSpaceHonoured(const DecodeRequest& request, const v1::DecodeReply& reply);
+
 }  // namespace vaed::client
 
 #endif  // VAED_CLIENT_SRC_DECODE_REQUEST_H_

@@ -77,6 +77,8 @@ struct RequestFacts {
   double fps = models::kDefaultFps;          // video frames per second used
   int64_t expected_audio_latent_frames = 0;  // 0: no video or no audio decoder
   bool independent_lengths = false;
+  // Decode.latent_space as admitted (also in DecodeJob::settings).
+  models::LatentSpace latent_space = models::LatentSpace::kNormalized;
   std::string profile;                       // e.g. "safe"
   std::string compile_decision;              // e.g. "off (profile safe)"
   std::string stack_decision;                // ResolvedOptions::stack_decision

@@ -275,7 +275,8 @@ Status DecodeRun::DecodeVideo(RankWork* work) {
 
 Status DecodeRun::DecodeAudio() {
   VAED_RETURN_IF_ERROR(job_.cancel->Check("before the audio decode (video done)"));
-  VAED_ASSIGN_OR_RETURN(wave_, ctx_.model->DecodeAudio(audio_latent_, &result_.report));
+  VAED_ASSIGN_OR_RETURN(
+      wave_, ctx_.model->DecodeAudio(audio_latent_, job_.settings.latent_space, &result_.report));
   audio_latent_ = torch::Tensor();
   progress_.Report("audio", {.done = 1, .total = 1, .unit = "audio"});
   return Status::Ok();

@@ -19,9 +19,10 @@ enum Word : size_t {
   kTileLatent = 13,
   kOverlapLatent = 14,
   kSlowUnitMs = 15,
+  kLatentSpace = 16,
 };
 static_assert(kShape0 + kMaxLatentRank == kNameBytes);
-static_assert(kSlowUnitMs + 1 == kGroupJobHeaderWords);
+static_assert(kLatentSpace + 1 == kGroupJobHeaderWords);
 
 Status BadWord(Word word, const std::string& rule) {
   return InvalidArgument("group job header word " + std::to_string(static_cast<size_t>(word)) +
@@ -41,6 +42,7 @@ GroupJobHeader MakeGroupJobHeader(const std::vector<int64_t>& latent_shape,
   h.compile = settings.compile;
   h.tiling = settings.tiling;
   h.slow_unit_ms = settings.faults.slow_unit_ms;
+  h.latent_space = settings.latent_space;
   return h;
 }
 
@@ -50,6 +52,7 @@ models::DecodeSettings MemberSettings(const GroupJobHeader& header) {
   s.compile = header.compile;
   s.tiling = header.tiling;
   s.faults.slow_unit_ms = header.slow_unit_ms;
+  s.latent_space = header.latent_space;
   return s;
 }
 
@@ -71,6 +74,7 @@ std::array<int64_t, kGroupJobHeaderWords> EncodeGroupJobHeader(const GroupJobHea
     w[kOverlapLatent] = h.tiling->overlap_latent;
   }
   w[kSlowUnitMs] = h.slow_unit_ms;
+  w[kLatentSpace] = static_cast<int64_t>(h.latent_space);
   return w;
 }
 
@@ -120,6 +124,11 @@ Result<GroupJobHeader> DecodeGroupJobHeader(std::span<const int64_t> w) {
         models::TilingOverride{.tile_latent = w[kTileLatent], .overlap_latent = w[kOverlapLatent]};
   }
   h.slow_unit_ms = static_cast<int>(w[kSlowUnitMs]);
+  if (w[kLatentSpace] < static_cast<int64_t>(models::LatentSpace::kNormalized) ||
+      w[kLatentSpace] > static_cast<int64_t>(models::LatentSpace::kDenormalized)) {
+    return BadWord(kLatentSpace, "(latent_space) is not a LatentSpace value");
+  }
+  h.latent_space = static_cast<models::LatentSpace>(w[kLatentSpace]);
   return h;
 }
 

@@ -9,7 +9,8 @@
 //   [3] latent rank (1..5), [4..8] latent shape (unused dims 0),
 //   [9] model name length in bytes (the name follows in its own broadcast),
 //   [10] StackTiling, [11] CompileMode, [12] tiling override present,
-//   [13] tile_latent, [14] overlap_latent (latent cells), [15] slow_unit_ms.
+//   [13] tile_latent, [14] overlap_latent (latent cells), [15] slow_unit_ms,
+//   [16] LatentSpace (version 2).
 // Only the settings a member decodes with travel: injected faults fire on
 // the output rank only, except slowness, which every rank takes.
 //
@@ -33,8 +34,8 @@
 namespace vaed::engine {
 
 inline constexpr int64_t kGroupJobMagic = 0x7661656447524a42;  // "vaedGRJB"
-inline constexpr int64_t kGroupJobVersion = 1;
-inline constexpr size_t kGroupJobHeaderWords = 16;
+inline constexpr int64_t kGroupJobVersion = 2;
+inline constexpr size_t kGroupJobHeaderWords = 17;
 inline constexpr size_t kMaxLatentRank = 5;
 inline constexpr int64_t kMaxModelNameBytes = 4096;
 
@@ -46,6 +47,7 @@ struct GroupJobHeader {
   models::CompileMode compile = models::CompileMode::kOff;
   std::optional<models::TilingOverride> tiling;
   int slow_unit_ms = 0;
+  models::LatentSpace latent_space = models::LatentSpace::kNormalized;
 };
 
 // The header of a job that runs: `latent_shape`, the model name's length
@@ -62,7 +64,8 @@ std::array<int64_t, kGroupJobHeaderWords> EncodeGroupJobHeader(const GroupJobHea
 // Errors (kInvalidArgument, naming the word): a short buffer, another magic
 // or version ("group job header version 2; this daemon reads version 1"),
 // a latent rank outside 1..5 or a negative extent, a name length outside
-// 0..kMaxModelNameBytes, an unknown StackTiling / CompileMode value.
+// 0..kMaxModelNameBytes, an unknown StackTiling / CompileMode / LatentSpace
+// value.
 Result<GroupJobHeader> DecodeGroupJobHeader(std::span<const int64_t> words);
 
 }  // namespace vaed::engine

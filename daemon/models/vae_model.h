@@ -111,10 +111,14 @@ struct Capabilities {
   // diagnostic; changes the output): TAEF2's hybrid tiling. `tiled` is
   // for models whose tiling is fixed model semantics (H3).
   bool tunable_tiling = false;
+  // Takes de-normalised latents too (LatentSpace::kDenormalized): the
+  // model de-normalises normalised latents itself (H3: latent * std +
+  // mean with the config's latents statistics) and can skip that step.
+  bool latent_space = false;
 
   // The names of the true capabilities, in the order above ("video",
   // "audio", "tiled", "stack_tiling", "compiled_plans", "spatial_sharding",
-  // "independent_group", "student", "tunable_tiling"):
+  // "independent_group", "student", "tunable_tiling", "latent_space"):
   // Status.models[].capabilities.
   std::vector<std::string> Names() const {
     std::vector<std::string> out;
@@ -126,7 +130,8 @@ struct Capabilities {
                                                 {spatial_sharding, "spatial_sharding"},
                                                 {independent_group, "independent_group"},
                                                 {student, "student"},
-                                                {tunable_tiling, "tunable_tiling"}};
+                                                {tunable_tiling, "tunable_tiling"},
+                                                {latent_space, "latent_space"}};
     for (const auto& [on, name] : all) {
       if (on) out.emplace_back(name);
     }
@@ -182,6 +187,13 @@ enum class StackTiling {
   kOff,      // one decoder call per tile
   kOn,       // all same-shape tiles of a window in one call
   kAuto,     // the model decides (H3 on CPU: sequential, see video_vae.cc)
+};
+
+// Which space a request's latents are in (Decode.latent_space), video and
+// audio alike. Only models with caps.latent_space accept kDenormalized.
+enum class LatentSpace {
+  kNormalized,    // the DiT's normalised latent: the model de-normalises it
+  kDenormalized,  // already latent * std + mean: decoded as it is
 };
 
 // Whether a request uses compiled plans (DecodeOptions.compile, resolved
@@ -274,6 +286,8 @@ struct DecodeSettings {
   CompileMode compile = CompileMode::kOff;
   FaultInjection faults = {};
   std::optional<TilingOverride> tiling = {};
+  // The latent's space (validated against caps.latent_space).
+  LatentSpace latent_space = LatentSpace::kNormalized;
   // Deadline / cancellation of the request (cancel.h); null = never. Models
   // check it between units of work.
   const CancelToken* cancel = nullptr;
@@ -436,11 +450,13 @@ class VaeModel {
   // Decodes an audio latent accepted by PlanAudio() and lying on device()
   // into float32 [channels, samples] (planar) on device(), clamped to
   // +-clamp_level; a latent on another device is kInvalidArgument naming
-  // `audio_latent.device`. Adds its
-  // timings ("audio_vae.decode_latent") to `report` (may be null). Errors
-  // as Decode(); never throws.
-  virtual Result<torch::Tensor> DecodeAudio(const torch::Tensor& latent, DecodeReport* report) {
+  // `audio_latent.device`. `space`: as DecodeSettings::latent_space. Adds
+  // its timings ("audio_vae.decode_latent") to `report` (may be null).
+  // Errors as Decode(); never throws.
+  virtual Result<torch::Tensor> DecodeAudio(const torch::Tensor& latent, LatentSpace space,
+                                            DecodeReport* report) {
     (void)latent;
+    (void)space;
     (void)report;
     return FailedPrecondition("model '" + info().name + "' has no audio decoder");
   }

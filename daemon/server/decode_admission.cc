@@ -82,6 +82,31 @@ Result<double> FpsFor(const models::ModelInfo& model, double requested) {
   return requested;
 }
 
+// Decode.latent_space for `model`: unspecified is normalized; denormalized
+// only for a model that de-normalises (caps.latent_space), else
+// kInvalidArgument naming the field; a value outside the enum (a newer
+// client) names it too.
+Result<models::LatentSpace> LatentSpaceFor(const models::ModelInfo& model, int space) {
+  switch (space) {
+    case v1::LATENT_SPACE_UNSPECIFIED:
+    case v1::LATENT_SPACE_NORMALIZED:
+      return models::LatentSpace::kNormalized;
+    case v1::LATENT_SPACE_DENORMALIZED:
+      if (!model.caps.latent_space) {
+        return InvalidArgument("latent_space is denormalized but model '" + model.name +
+                               "' (kind " + model.kind +
+                               ") has no latent normalisation: it takes its latents as they "
+                               "are; send normalized (the default)")
+            .WithField("latent_space");
+      }
+      return models::LatentSpace::kDenormalized;
+    default:
+      return InvalidArgument("latent_space is " + std::to_string(space) +
+                             "; must be normalized (1) or denormalized (2), or unset")
+          .WithField("latent_space");
+  }
+}
+
 // The position of `model` in `registry` (config order): every rank's
 // registry holds its own instance at that index (decode_job.h).
 size_t ModelIndex(const models::ModelRegistry& registry, const models::VaeModel* model) {
@@ -308,6 +333,7 @@ Result<DecodeAdmission::Planned> DecodeAdmission::Plan(const v1::Decode& d) cons
   }
   VAED_ASSIGN_OR_RETURN(p.av.fps, FpsFor(info, d.av_sync().fps()));
   p.av.independent_lengths = d.av_sync().independent_lengths();
+  VAED_ASSIGN_OR_RETURN(p.av.latent_space, LatentSpaceFor(info, d.latent_space()));
   VAED_ASSIGN_OR_RETURN(p.video, PlanVideo(*p.model, d, options_.executor.request_memory));
   VAED_ASSIGN_OR_RETURN(p.audio, PlanAudio(*p.model, d));
 
@@ -412,6 +438,7 @@ std::unique_ptr<engine::DecodeJob> DecodeAdmission::MakeJob(const ClientState& c
   job->settings.compile = p.options.compile;
   job->settings.faults = p.options.faults;
   job->settings.tiling = p.options.tiling;
+  job->settings.latent_space = p.av.latent_space;
   job->requested_group_size = options.group_size();
   job->progress = options.progress();
   job->stream_output = options.stream_output();

@@ -96,6 +96,9 @@ void FillDecodeGeometry(const models::VaeModel& model,
   out->set_demo_weights(model.info().demo_weights);
   out->set_fps(av.fps);
   out->set_independent_lengths(av.independent_lengths);
+  out->set_latent_space(av.latent_space == models::LatentSpace::kDenormalized
+                            ? v1::LATENT_SPACE_DENORMALIZED
+                            : v1::LATENT_SPACE_NORMALIZED);
   out->set_profile(av.profile);
   out->set_compile_decision(av.compile_decision);
   out->set_stack_decision(av.stack_decision);

@@ -58,6 +58,8 @@ struct DecodeCommandOptions {
   std::string audio_reference_key = "waveform";  // "" = no audio comparison
   // Waive the daemon's A/V length rule for a joint request.
   bool independent_lengths = false;
+  // The space of both latents (DecodeRequest::latent_space).
+  client::LatentSpace latent_space = client::LatentSpace::kNormalized;
   // Ranks of the daemon's VAE group that decode the video tile-parallel
   // (DecodeRequest::group_size): 0 = the daemon's group.size, otherwise one
   // of its group.qualified_sizes (the daemon refuses others). Same bytes.

@@ -172,6 +172,7 @@ client::DecodeRequest BuildRequest(const DecodeCommandOptions& options, const De
   if (options.compile == "auto") request.compile = client::Compile::kAuto;
   request.fps = options.fps;
   request.independent_lengths = options.independent_lengths;
+  request.latent_space = options.latent_space;
   request.group_size = options.group_size;
   request.deadline_ms = options.deadline_ms;
   if (in.video) request.latent = {0, 0, in.video->dtype, in.video->shape};

@@ -1,6 +1,8 @@
 // vaectl: operate a running vaed daemon (status, top, quarantine, decode):
 // the command line; each subcommand runs in its own *_command.cc.
 #include <CLI/CLI.hpp>
+#include <map>
+#include <string>
 
 #include "ops/vaectl/commands.h"
 #include "ops/vaectl/plan_command.h"
@@ -132,6 +134,19 @@ CLI::App* AddStatusCommand(CLI::App& app) {
   return status;
 }
 
+// --latent-space: the space of the request's latents, parsed into the
+// client's enum here (CLI11 names the allowed values in its error).
+void AddLatentSpaceOption(CLI::App* cmd, vaed::client::LatentSpace* space) {
+  const std::map<std::string, vaed::client::LatentSpace> names = {
+      {"normalized", vaed::client::LatentSpace::kNormalized},
+      {"denormalized", vaed::client::LatentSpace::kDenormalized}};
+  cmd->add_option("--latent-space", *space,
+                  "the latents' space: normalized (the DiT's; the daemon de-normalises them) or "
+                  "denormalized (already latent * std + mean, e.g. diffusers' "
+                  "output_type=\"latent\"); same frames either way. Default: normalized")
+      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case));
+}
+
 CLI::App* AddPlanCommand(CLI::App& app, vaed::vaectl::PlanCommandOptions* plan) {
   CLI::App* cmd = app.add_subcommand(
       "plan",
@@ -148,6 +163,7 @@ CLI::App* AddPlanCommand(CLI::App& app, vaed::vaectl::PlanCommandOptions* plan) 
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--independent-lengths", plan->independent_lengths,
                 "do not require the audio length to match the video's");
+  AddLatentSpaceOption(cmd, &plan->latent_space);
   cmd->footer(
       "Asks the daemon (a plan-only request: nothing is decoded or allocated) and prints\n"
       "the output shape and bytes, a tiled model's tiles per temporal window and windows,\n"
@@ -261,6 +277,7 @@ void AddDecodeChoiceOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) 
       ->check(CLI::IsMember({"default", "off", "on", "auto"}));
   decode_cmd->add_option("--model", decode->model,
                          "model to decode with (default: the daemon's default model)");
+  AddLatentSpaceOption(decode_cmd, &decode->latent_space);
   decode_cmd
       ->add_option("--deadline-ms", decode->deadline_ms,
                    "give up when the daemon has not finished within this many milliseconds "

@@ -27,6 +27,7 @@ Result<client::DecodeRequest> PlanRequest(const PlanCommandOptions& options) {
   request.format = client::OutputFormat::kUInt8NHWC;
   request.fps = options.fps;
   request.independent_lengths = options.independent_lengths;
+  request.latent_space = options.latent_space;
   if (!options.shape.empty()) {
     Result<std::vector<int64_t>> shape = ops::ParseShape(options.shape);
     if (!shape.ok()) return shape.status().WithContext("--shape");

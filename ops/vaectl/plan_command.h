@@ -20,6 +20,7 @@ struct PlanCommandOptions {
   std::string model;        // "" = the daemon's default model
   double fps = 0;           // 0 = the model's
   bool independent_lengths = false;
+  client::LatentSpace latent_space = client::LatentSpace::kNormalized;
 };
 
 // Connects, plans and prints (text or --json). Exit codes as commands.h:

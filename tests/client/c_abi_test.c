@@ -21,15 +21,15 @@
 static int g_failures = 0;
 static int g_checks = 0;
 
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    ++g_checks;                                                       \
-    if (!(cond)) {                                                    \
-      ++g_failures;                                                   \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fputc('\n', stderr);                                            \
-    }                                                                 \
+#define CHECK(cond, ...)                                                 \
+  do {                                                                   \
+    ++g_checks;                                                          \
+    if (!(cond)) {                                                       \
+      ++g_failures;                                                      \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
+      fprintf(stderr, __VA_ARGS__);                                      \
+      fputc('\n', stderr);                                               \
+    }                                                                    \
   } while (0)
 
 /* NULL = any message. */
@@ -38,14 +38,14 @@ static int contains(const char* message, const char* needle) {
 }
 
 /* A status and its message: `call` returned `want` and err names `needle`. */
-#define EXPECT_STATUS(call, want, needle)                                                    \
-  do {                                                                                       \
-    err[0] = '\0';                                                                           \
-    const vaed_status st_ = (call);                                                          \
-    CHECK(st_ == (want), "%s returned %d (%s), want %d; err: %s", #call, (int)st_,           \
-          vaed_status_name(st_), (int)(want), err);                                          \
-    CHECK(contains(err, (needle)), "%s: message \"%s\" does not contain \"%s\"", #call, err, \
-          (needle) ? (needle) : "");                                                         \
+#define EXPECT_STATUS(call, want, needle)                                             \
+  do {                                                                                \
+    err[0] = '\0';                                                                    \
+    const vaed_status st_ = (call);                                                   \
+    CHECK(st_ == (want), "%s returned %d (%s), want %d; err: %s", #call, (int)st_,    \
+          vaed_status_name(st_), (int)(want), err);                                   \
+    CHECK(contains(err, (needle)), "%s: message \"%s\" does not contain \"%s\"",    \
+          #call, err, (needle) ? (needle) : "");                                      \
   } while (0)
 
 #define EXPECT_OK(call) EXPECT_STATUS(call, VAED_STATUS_OK, NULL)
@@ -85,8 +85,8 @@ typedef struct {
   int in_order; /* fractions non-decreasing, each in [0, 1] */
   double last_fraction;
   char last_stage[16];
-  int sized;  /* every event had struct_size >= the fields read here */
-  void* self; /* user_data round trip */
+  int sized;    /* every event had struct_size >= the fields read here */
+  void* self;   /* user_data round trip */
 } progress_log;
 
 static void on_progress(const vaed_progress* p, void* user_data) {
@@ -108,14 +108,14 @@ typedef struct {
   void* self; /* user_data round trip */
   int ranges;
   int video_ranges;
-  int ok;                            /* every check held */
-  char error[256];                   /* the first check that failed */
+  int ok;          /* every check held */
+  char error[256]; /* the first check that failed */
   uint64_t video_next, audio_next;   /* end of the last range, per stage */
   uint64_t video_total, audio_total; /* frames; samples per channel */
   const unsigned char* video_out;    /* the streamed decode's frames */
   const unsigned char* video_ref;    /* the reference decode's */
   uint64_t frame_bytes;
-  const unsigned char* audio_out; /* float32 [channels, audio_total] */
+  const unsigned char* audio_out;    /* float32 [channels, audio_total] */
   const unsigned char* audio_ref;
   uint64_t channels;
 } final_log;
@@ -221,7 +221,8 @@ static void check_without_daemon(void) {
                 VAED_STATUS_INVALID_ARGUMENT, "client is NULL");
   EXPECT_STATUS(vaed_unregister_region(NULL, 1, err, sizeof(err)), VAED_STATUS_INVALID_ARGUMENT,
                 "client is NULL");
-  EXPECT_STATUS(vaed_plan_decode(NULL, NULL, &t, VAED_OUTPUT_UINT8_NHWC, &result, err, sizeof(err)),
+  EXPECT_STATUS(vaed_plan_decode(NULL, NULL, &t, VAED_OUTPUT_UINT8_NHWC, &result, err,
+                                 sizeof(err)),
                 VAED_STATUS_INVALID_ARGUMENT, "client is NULL");
   EXPECT_STATUS(vaed_decode(NULL, NULL, &t, &t, VAED_OUTPUT_UINT8_NHWC, &result, err, sizeof(err)),
                 VAED_STATUS_INVALID_ARGUMENT, "client is NULL");
@@ -247,8 +248,8 @@ static void check_bad_requests(vaed_client* c, const video_case* v) {
 
   EXPECT_STATUS(vaed_plan_decode_ex(c, NULL, &reply, err, sizeof(err)),
                 VAED_STATUS_INVALID_ARGUMENT, "request is NULL");
-  EXPECT_STATUS(vaed_plan_decode_ex(c, &rq, NULL, err, sizeof(err)), VAED_STATUS_INVALID_ARGUMENT,
-                "reply is NULL");
+  EXPECT_STATUS(vaed_plan_decode_ex(c, &rq, NULL, err, sizeof(err)),
+                VAED_STATUS_INVALID_ARGUMENT, "reply is NULL");
   EXPECT_STATUS(vaed_decode_ex(c, NULL, NULL, err, sizeof(err)), VAED_STATUS_INVALID_ARGUMENT,
                 "request is NULL");
 
@@ -260,8 +261,8 @@ static void check_bad_requests(vaed_client* c, const video_case* v) {
                 VAED_STATUS_INVALID_ARGUMENT, "request->struct_size is 0");
   vaed_request small_rq = rq;
   small_rq.struct_size = (uint32_t)offsetof(vaed_request, cuda_stream);
-  EXPECT_STATUS(vaed_decode_ex(c, &small_rq, NULL, err, sizeof(err)), VAED_STATUS_INVALID_ARGUMENT,
-                "request->struct_size");
+  EXPECT_STATUS(vaed_decode_ex(c, &small_rq, NULL, err, sizeof(err)),
+                VAED_STATUS_INVALID_ARGUMENT, "request->struct_size");
   vaed_reply small_reply = VAED_REPLY_INIT;
   small_reply.struct_size = 8;
   EXPECT_STATUS(vaed_plan_decode_ex(c, &rq, &small_reply, err, sizeof(err)),
@@ -291,8 +292,8 @@ static void check_bad_requests(vaed_client* c, const video_case* v) {
   out_only.audio_latent = &latent;
   out_only.audio_output = &latent;
   out_only.output = &latent;
-  EXPECT_STATUS(vaed_decode_ex(c, &out_only, NULL, err, sizeof(err)), VAED_STATUS_INVALID_ARGUMENT,
-                "request->output is set but request->latent");
+  EXPECT_STATUS(vaed_decode_ex(c, &out_only, NULL, err, sizeof(err)),
+                VAED_STATUS_INVALID_ARGUMENT, "request->output is set but request->latent");
   vaed_request audio_no_out = VAED_REQUEST_INIT;
   audio_no_out.audio_latent = &latent;
   EXPECT_STATUS(vaed_decode_ex(c, &audio_no_out, NULL, err, sizeof(err)),
@@ -315,6 +316,14 @@ static void check_bad_requests(vaed_client* c, const video_case* v) {
   bad.reserved0 = 1;
   EXPECT_STATUS(vaed_plan_decode_ex(c, &bad, &reply, err, sizeof(err)),
                 VAED_STATUS_INVALID_ARGUMENT, "request->reserved0");
+  bad = rq;
+  bad.latent_space = 3;
+  EXPECT_STATUS(vaed_plan_decode_ex(c, &bad, &reply, err, sizeof(err)),
+                VAED_STATUS_INVALID_ARGUMENT, "request->latent_space is 3");
+  bad = rq;
+  bad.reserved1 = 1;
+  EXPECT_STATUS(vaed_plan_decode_ex(c, &bad, &reply, err, sizeof(err)),
+                VAED_STATUS_INVALID_ARGUMENT, "request->reserved1");
   vaed_tensor deep = latent;
   deep.ndim = VAED_MAX_DIMS + 1;
   bad = rq;
@@ -324,22 +333,22 @@ static void check_bad_requests(vaed_client* c, const video_case* v) {
 
   /* The legacy entry points name their arguments too. */
   vaed_decode_result result;
-  EXPECT_STATUS(
-      vaed_plan_decode(c, v->model, NULL, VAED_OUTPUT_UINT8_NHWC, &result, err, sizeof(err)),
-      VAED_STATUS_INVALID_ARGUMENT, "latent is NULL");
+  EXPECT_STATUS(vaed_plan_decode(c, v->model, NULL, VAED_OUTPUT_UINT8_NHWC, &result, err,
+                                 sizeof(err)),
+                VAED_STATUS_INVALID_ARGUMENT, "latent is NULL");
   deep.ndim = 0;
-  EXPECT_STATUS(
-      vaed_plan_decode(c, v->model, &deep, VAED_OUTPUT_UINT8_NHWC, &result, err, sizeof(err)),
-      VAED_STATUS_INVALID_ARGUMENT, "latent.ndim is 0");
-  EXPECT_STATUS(
-      vaed_decode(c, v->model, &latent, NULL, VAED_OUTPUT_UINT8_NHWC, &result, err, sizeof(err)),
-      VAED_STATUS_INVALID_ARGUMENT, "output is NULL");
+  EXPECT_STATUS(vaed_plan_decode(c, v->model, &deep, VAED_OUTPUT_UINT8_NHWC, &result, err,
+                                 sizeof(err)),
+                VAED_STATUS_INVALID_ARGUMENT, "latent.ndim is 0");
+  EXPECT_STATUS(vaed_decode(c, v->model, &latent, NULL, VAED_OUTPUT_UINT8_NHWC, &result, err,
+                            sizeof(err)),
+                VAED_STATUS_INVALID_ARGUMENT, "output is NULL");
   EXPECT_STATUS(vaed_decode_on_stream(c, v->model, NULL, &latent, VAED_OUTPUT_UINT8_NHWC, NULL,
                                       &result, err, sizeof(err)),
                 VAED_STATUS_INVALID_ARGUMENT, "latent is NULL");
   uint64_t id = 0;
-  EXPECT_STATUS(vaed_register_region(c, NULL, &id, err, sizeof(err)), VAED_STATUS_INVALID_ARGUMENT,
-                "region is NULL");
+  EXPECT_STATUS(vaed_register_region(c, NULL, &id, err, sizeof(err)),
+                VAED_STATUS_INVALID_ARGUMENT, "region is NULL");
   EXPECT_STATUS(vaed_register_cuda_region(c, &id, 8, NULL, err, sizeof(err)),
                 VAED_STATUS_INVALID_ARGUMENT, "out is NULL");
 }
@@ -349,8 +358,8 @@ static void check_video(vaed_client* c, const video_case* v) {
   char err[512];
   vaed_tensor latent = make_tensor(0, 0, VAED_DTYPE_FLOAT32, v->latent_ndim, v->latent_shape);
   vaed_decode_result plan;
-  EXPECT_OK(
-      vaed_plan_decode(c, v->model, &latent, VAED_OUTPUT_UINT8_NHWC, &plan, err, sizeof(err)));
+  EXPECT_OK(vaed_plan_decode(c, v->model, &latent, VAED_OUTPUT_UINT8_NHWC, &plan, err,
+                             sizeof(err)));
   CHECK(plan.output_bytes > 0 && plan.output_ndim == 4, "plan %llu bytes, ndim %d",
         (unsigned long long)plan.output_bytes, plan.output_ndim);
 
@@ -366,8 +375,8 @@ static void check_video(vaed_client* c, const video_case* v) {
         "plan_ex %llu bytes %u frames vs plan %llu bytes %u frames",
         (unsigned long long)p.output_bytes, p.frames, (unsigned long long)plan.output_bytes,
         plan.frames);
-  CHECK(p.output_dtype == VAED_DTYPE_UINT8 && p.has_audio == 0, "dtype %d audio %d", p.output_dtype,
-        p.has_audio);
+  CHECK(p.output_dtype == VAED_DTYPE_UINT8 && p.has_audio == 0, "dtype %d audio %d",
+        p.output_dtype, p.has_audio);
 
   const uint64_t in_bytes = elements(v->latent_shape, v->latent_ndim) * 4;
   vaed_region *in = NULL, *out = NULL, *out2 = NULL;
@@ -391,18 +400,18 @@ static void check_video(vaed_client* c, const video_case* v) {
   EXPECT_OK(vaed_register_region(c, in, &latent.region_id, err, sizeof(err)));
   EXPECT_OK(vaed_register_region(c, out, &out_id, err, sizeof(err)));
   EXPECT_OK(vaed_register_region(c, out2, &out2_id, err, sizeof(err)));
-  vaed_tensor output =
-      make_tensor(out_id, 0, plan.output_dtype, plan.output_ndim, plan.output_shape);
-  vaed_tensor output2 =
-      make_tensor(out2_id, 0, plan.output_dtype, plan.output_ndim, plan.output_shape);
+  vaed_tensor output = make_tensor(out_id, 0, plan.output_dtype, plan.output_ndim,
+                                   plan.output_shape);
+  vaed_tensor output2 = make_tensor(out2_id, 0, plan.output_dtype, plan.output_ndim,
+                                    plan.output_shape);
 
   vaed_decode_result legacy;
   EXPECT_OK(vaed_decode(c, v->model, &latent, &output, VAED_OUTPUT_UINT8_NHWC, &legacy, err,
                         sizeof(err)));
   CHECK(legacy.frames == plan.frames && legacy.num_timings > 0, "frames %u timings %d",
         legacy.frames, legacy.num_timings);
-  EXPECT_OK(vaed_decode_on_stream(c, v->model, &latent, &output, VAED_OUTPUT_UINT8_NHWC, NULL, NULL,
-                                  err, sizeof(err)));
+  EXPECT_OK(vaed_decode_on_stream(c, v->model, &latent, &output, VAED_OUTPUT_UINT8_NHWC, NULL,
+                                  NULL, err, sizeof(err)));
 
   /* Every option of vaed_request that a CPU daemon accepts. */
   progress_log log = {0, 1, 0.0, "", 1, NULL};
@@ -442,8 +451,8 @@ static void check_video(vaed_client* c, const video_case* v) {
     /* The H3 tiny decoder reports one event per temporal window. */
     CHECK(log.events >= 1 && strcmp(log.last_stage, "video") == 0, "%d events, last \"%s\"",
           log.events, log.last_stage);
-    CHECK(r.base.tile_rows >= 1 && r.base.windows >= 1, "tiles %ux%u windows %u", r.base.tile_rows,
-          r.base.tile_cols, r.base.windows);
+    CHECK(r.base.tile_rows >= 1 && r.base.windows >= 1, "tiles %ux%u windows %u",
+          r.base.tile_rows, r.base.tile_cols, r.base.windows);
     CHECK(r.base.demo_weights == 0, "demo_weights");
   } else {
     CHECK(r.base.demo_weights == 1, "demo_weights %d", r.base.demo_weights);
@@ -456,8 +465,8 @@ static void check_video(vaed_client* c, const video_case* v) {
   vaed_tensor bad_latent = latent;
   for (int32_t i = 0; i < v->latent_ndim; ++i) bad_latent.shape[i] = v->bad_latent_shape[i];
   vaed_decode_result unused;
-  EXPECT_STATUS(vaed_decode(c, v->model, &bad_latent, &output, VAED_OUTPUT_UINT8_NHWC, &unused, err,
-                            sizeof(err)),
+  EXPECT_STATUS(vaed_decode(c, v->model, &bad_latent, &output, VAED_OUTPUT_UINT8_NHWC, &unused,
+                            err, sizeof(err)),
                 VAED_STATUS_INVALID_ARGUMENT, "latent.shape[1]");
   vaed_request bad = rq;
   bad.progress = NULL;
@@ -532,10 +541,10 @@ static void check_streamed_video(vaed_client* c, const video_case* v) {
   EXPECT_OK(vaed_register_region(c, in, &latent.region_id, err, sizeof(err)));
   EXPECT_OK(vaed_register_region(c, ref, &ref_id, err, sizeof(err)));
   EXPECT_OK(vaed_register_region(c, out, &out_id, err, sizeof(err)));
-  vaed_tensor ref_output =
-      make_tensor(ref_id, 0, plan.output_dtype, plan.output_ndim, plan.output_shape);
-  vaed_tensor output =
-      make_tensor(out_id, 0, plan.output_dtype, plan.output_ndim, plan.output_shape);
+  vaed_tensor ref_output = make_tensor(ref_id, 0, plan.output_dtype, plan.output_ndim,
+                                       plan.output_shape);
+  vaed_tensor output = make_tensor(out_id, 0, plan.output_dtype, plan.output_ndim,
+                                   plan.output_shape);
 
   /* The reference: no streaming. */
   rq.output = &ref_output;
@@ -592,7 +601,7 @@ static void check_streamed_video(vaed_client* c, const video_case* v) {
 static void check_audio(vaed_client* c) {
   char err[512];
   const int64_t video_shape[5] = {1, 24, 7, 16, 16}; /* 22 frames at 24 fps */
-  const int64_t audio_shape[3] = {1, 32, 37};        /* round(22 / 24 * 40) = 37 */
+  const int64_t audio_shape[3] = {1, 32, 37};         /* round(22 / 24 * 40) = 37 */
   const int64_t short_audio[3] = {1, 32, 30};
   vaed_tensor latent = make_tensor(0, 0, VAED_DTYPE_FLOAT32, 5, video_shape);
   vaed_tensor audio_latent = make_tensor(0, 0, VAED_DTYPE_FLOAT32, 3, audio_shape);
@@ -603,8 +612,8 @@ static void check_audio(vaed_client* c) {
   rq.audio_latent = &audio_latent;
   vaed_reply plan = VAED_REPLY_INIT;
   EXPECT_OK(vaed_plan_decode_ex(c, &rq, &plan, err, sizeof(err)));
-  CHECK(plan.frames == 22 && plan.height_px == 256 && plan.width_px == 256, "frames %u, %ux%u px",
-        plan.frames, plan.width_px, plan.height_px);
+  CHECK(plan.frames == 22 && plan.height_px == 256 && plan.width_px == 256,
+        "frames %u, %ux%u px", plan.frames, plan.width_px, plan.height_px);
   CHECK(plan.expected_audio_latent_frames == 37, "expected audio T %llu",
         (unsigned long long)plan.expected_audio_latent_frames);
   CHECK(plan.has_audio == 1 && plan.audio_channels == 1 && plan.audio_samples == 29600 &&
@@ -641,8 +650,8 @@ static void check_audio(vaed_client* c) {
   const uint64_t audio_in = elements(audio_shape, 3) * 4;
   vaed_region *in = NULL, *out = NULL;
   EXPECT_OK(vaed_region_create(video_in + audio_in, &in, err, sizeof(err)));
-  EXPECT_OK(
-      vaed_region_create(plan.output_bytes + plan.audio_output_bytes, &out, err, sizeof(err)));
+  EXPECT_OK(vaed_region_create(plan.output_bytes + plan.audio_output_bytes, &out, err,
+                               sizeof(err)));
   if (!in || !out) {
     CHECK(0, "regions not created");
     vaed_region_free(in);
@@ -661,8 +670,8 @@ static void check_audio(vaed_client* c) {
   latent.region_id = in_id;
   audio_latent.region_id = in_id;
   audio_latent.offset = video_in;
-  vaed_tensor output =
-      make_tensor(out_id, 0, plan.output_dtype, plan.output_ndim, plan.output_shape);
+  vaed_tensor output = make_tensor(out_id, 0, plan.output_dtype, plan.output_ndim,
+                                   plan.output_shape);
   vaed_tensor audio_output = make_tensor(out_id, plan.output_bytes, VAED_DTYPE_FLOAT32,
                                          plan.audio_output_ndim, plan.audio_output_shape);
 
@@ -786,18 +795,17 @@ int main(int argc, char** argv) {
   /* A CPU-only daemon refuses CUDA regions before loading the driver. */
   vaed_cuda_region cuda;
   uint64_t host_word = 0;
-  EXPECT_STATUS(
-      vaed_register_cuda_region(c, &host_word, sizeof(host_word), &cuda, err, sizeof(err)),
-      VAED_STATUS_FAILED_PRECONDITION, "no CUDA ranks");
+  EXPECT_STATUS(vaed_register_cuda_region(c, &host_word, sizeof(host_word), &cuda, err,
+                                          sizeof(err)),
+                VAED_STATUS_FAILED_PRECONDITION, "no CUDA ranks");
 
   vaed_client_free(c);
 
   printf("%s: %d checks, %d failed\n", g_failures ? "FAIL" : "OK", g_checks, g_failures);
   if (g_failures) return 1;
   if (!h3) {
-    printf(
-        "SKIP: audio and A/V checks need the H3 tiny golden decoders "
-        "(../shared/golden/h3 is absent); video checks passed on the demo model\n");
+    printf("SKIP: audio and A/V checks need the H3 tiny golden decoders "
+           "(../shared/golden/h3 is absent); video checks passed on the demo model\n");
     return 77;
   }
   return 0;

@@ -1020,6 +1020,28 @@ TEST_F(RequestHandlerTest, AnInputsReadyEventIsCheckedAndRefusedForHostLatents) 
   EXPECT_TRUE(sink_.jobs.empty());
 }
 
+TEST_F(RequestHandlerTest, LatentSpaceIsCheckedAgainstTheModelAndTravelsWithTheJob) {
+  auto [p, c, r, in, out] = OpenSession("a", 100);
+  ASSERT_TRUE(in && out);
+  v1::Request req = Decode(c, *in, *out);
+  req.mutable_decode()->set_latent_space(v1::LATENT_SPACE_DENORMALIZED);
+  const Status no_normalization = ErrorOf(Send("a", p, req));
+  EXPECT_EQ(no_normalization.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_normalization.field(), "latent_space");
+  EXPECT_THAT(no_normalization.message(), HasSubstr("has no latent normalisation"));
+  req = Decode(c, *in, *out);
+  req.mutable_decode()->set_latent_space(static_cast<v1::LatentSpace>(9));
+  const Status unknown = ErrorOf(Send("a", p, req));
+  EXPECT_EQ(unknown.field(), "latent_space");
+  EXPECT_THAT(unknown.message(), HasSubstr("latent_space is 9"));
+  EXPECT_TRUE(sink_.jobs.empty());
+  req = Decode(c, *in, *out);
+  req.mutable_decode()->set_latent_space(v1::LATENT_SPACE_NORMALIZED);
+  EXPECT_FALSE(Send("a", p, req).has_value());
+  ASSERT_EQ(sink_.jobs.size(), 1u);
+  EXPECT_EQ(sink_.jobs[0]->settings.latent_space, models::LatentSpace::kNormalized);
+}
+
 // Regression (issue 21, new-user list): an output of the wrong shape was
 // refused with "model 'demo' writes uint8 NHWC uint8 [...]": the format's
 // name already holds the dtype, and the dtype was appended again.

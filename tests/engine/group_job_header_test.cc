@@ -24,6 +24,7 @@ TEST(GroupJobHeaderTest, RoundTripsEverySettingAMemberDecodesWith) {
   s.tiling = models::TilingOverride{.tile_latent = 24, .overlap_latent = 6};
   s.faults.slow_unit_ms = 50;
   s.faults.collective_failure = 1;  // the output rank's own: does not travel
+  s.latent_space = models::LatentSpace::kDenormalized;
   const auto words = EncodeGroupJobHeader(MakeGroupJobHeader({1, 24, 7, 20, 20}, 2, s));
   Result<GroupJobHeader> h = DecodeGroupJobHeader(words);
   ASSERT_TRUE(h.ok()) << h.status().ToString();
@@ -38,6 +39,7 @@ TEST(GroupJobHeaderTest, RoundTripsEverySettingAMemberDecodesWith) {
   EXPECT_EQ(m.tiling->overlap_latent, 6);
   EXPECT_EQ(m.faults.slow_unit_ms, 50);
   EXPECT_EQ(m.faults.collective_failure, 0);
+  EXPECT_EQ(m.latent_space, models::LatentSpace::kDenormalized);
 }
 
 TEST(GroupJobHeaderTest, AStandDownCarriesNoJob) {
@@ -52,7 +54,7 @@ TEST(GroupJobHeaderTest, AnotherVersionIsRefusedNamingBoth) {
   words[1] = kGroupJobVersion + 1;
   Result<GroupJobHeader> h = DecodeGroupJobHeader(words);
   ASSERT_FALSE(h.ok());
-  EXPECT_THAT(h.status().message(), HasSubstr("version 2; this daemon reads version 1"));
+  EXPECT_THAT(h.status().message(), HasSubstr("version 3; this daemon reads version 2"));
 }
 
 TEST(GroupJobHeaderTest, MalformedWordsAreRefusedNamingTheWord) {
@@ -75,6 +77,9 @@ TEST(GroupJobHeaderTest, MalformedWordsAreRefusedNamingTheWord) {
   bad = good;
   bad[11] = -3;
   EXPECT_THAT(DecodeGroupJobHeader(bad).status().message(), HasSubstr("compile"));
+  bad = good;
+  bad[16] = 2;
+  EXPECT_THAT(DecodeGroupJobHeader(bad).status().message(), HasSubstr("latent_space"));
   EXPECT_THAT(DecodeGroupJobHeader(std::span<const int64_t>(good.data(), 3)).status().message(),
               HasSubstr("3 words"));
 }

@@ -67,7 +67,8 @@ struct Decoded {
 Result<Decoded> Decode(client::Client& c, const std::string& model,
                        const std::vector<int64_t>& shape, const float* latent, uint32_t group_size,
                        std::vector<std::string> faults = {},
-                       std::optional<client::DecodeRequest::Tiling> tiling = std::nullopt) {
+                       std::optional<client::DecodeRequest::Tiling> tiling = std::nullopt,
+                       client::LatentSpace space = client::LatentSpace::kNormalized) {
   VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan, c.PlanDecode(model, DType::kFloat32, shape,
                                                            client::OutputFormat::kFloat32NCHW));
   uint64_t n = 1;
@@ -86,6 +87,7 @@ Result<Decoded> Decode(client::Client& c, const std::string& model,
                                 .inject_faults = std::move(faults),
                                 .tiling = tiling,
                                 .group_size = group_size};
+  request.latent_space = space;
   VAED_ASSIGN_OR_RETURN(v1::DecodeReply reply, c.Decode(request));
   Decoded d{reply, std::vector<uint8_t>(out->data(), out->data() + reply.output_bytes())};
   VAED_RETURN_IF_ERROR(c.UnregisterRegion(in_id));
@@ -93,12 +95,19 @@ Result<Decoded> Decode(client::Client& c, const std::string& model,
   return d;
 }
 
-std::vector<float> GoldenLatent(const std::string& name, std::vector<int64_t>* shape) {
+// `key`: "latent" (normalised) or "latent_denorm" (the official pipeline's
+// latent * std + mean of it).
+std::vector<float> GoldenLatent(const std::string& name, std::vector<int64_t>* shape,
+                                const std::string& key = "latent") {
   auto file =
       SafetensorsFile::Open(testing::SharedPath("golden/h3/video_case_" + name + ".safetensors"));
   EXPECT_TRUE(file.ok()) << file.status().ToString();
   if (!file.ok()) return {};
-  const TensorEntry* e = (*file)->Find("latent");
+  const TensorEntry* e = (*file)->Find(key);
+  if (e == nullptr) {
+    ADD_FAILURE() << name << " has no tensor " << key;
+    return {};
+  }
   *shape = e->shape;
   std::vector<float> v(e->nbytes / 4);
   std::memcpy(v.data(), e->data, e->nbytes);
@@ -228,6 +237,25 @@ TEST_F(GroupDecodeTest, GoldenCasesAreByteIdenticalOnOneTwoAndFourRanks) {
       std::printf("\n");
     }
   }
+}
+
+// The members of a tile-parallel group decode a de-normalised latent as
+// de-normalised too (the latent space travels in the group job's header):
+// the bytes of the normalised latent on one rank.
+TEST_F(GroupDecodeTest, ADenormalizedLatentDecodesToTheSameBytesOnTwoRanks) {
+  std::vector<int64_t> shape, denorm_shape;
+  const std::vector<float> latent = GoldenLatent("grid_2x2", &shape);
+  const std::vector<float> denorm = GoldenLatent("grid_2x2", &denorm_shape, "latent_denorm");
+  ASSERT_FALSE(latent.empty() || denorm.empty());
+  ASSERT_EQ(shape, denorm_shape);
+  auto one = Decode(*client_, "h3", shape, latent.data(), 1);
+  ASSERT_TRUE(one.ok()) << one.status().ToString() << daemon_->Log();
+  auto two = Decode(*client_, "h3", shape, denorm.data(), 2, {}, std::nullopt,
+                    client::LatentSpace::kDenormalized);
+  ASSERT_TRUE(two.ok()) << two.status().ToString() << daemon_->Log();
+  EXPECT_EQ(two->reply.group().ranks_size(), 2) << two->reply.group().DebugString();
+  EXPECT_TRUE(two->reply.group().fallback().empty()) << two->reply.group().fallback();
+  EXPECT_TRUE(two->bytes == one->bytes);
 }
 
 // Three tiles on two ranks: rank 0 decodes tiles 0 and 2 of each window,

@@ -130,11 +130,13 @@ class H3AudioDaemonTest : public ::testing::Test {
   // Decodes a video latent, an audio latent or both (null = not sent) into
   // fresh regions of the planned sizes.
   Result<Decoded> Decode(const std::string& model, const TensorEntry* video, const Latent* audio,
-                         double fps = 0, bool independent = false) {
+                         double fps = 0, bool independent = false,
+                         client::LatentSpace space = client::LatentSpace::kNormalized) {
     client::DecodeRequest request;
     request.model = model;
     request.fps = fps;
     request.independent_lengths = independent;
+    request.latent_space = space;
     if (video) request.latent = {0, 0, video->dtype, video->shape};
     if (audio) request.audio_latent = {0, 0, DType::kFloat32, audio->shape};
     VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan, client_->PlanDecode(request));
@@ -313,6 +315,51 @@ INSTANTIATE_TEST_SUITE_P(Golden, H3JointTest,
                          ::testing::Values("one_tile", "two_windows_two_tiles", "grid_2x2",
                                            "padded_windows", "small_canvas"));
 
+// Decode.latent_space: the golden `latent_denorm` (the official pipeline's
+// latent * std + mean of `latent`) decoded as denormalized gives the bytes
+// of `latent` decoded as normalized, video and audio in one request; and
+// the field is not ignored (the de-normalised latent sent as normalized is
+// de-normalised twice: other frames).
+using H3LatentSpaceTest = H3AudioDaemonTest;
+
+TEST_F(H3LatentSpaceTest, ADenormalizedLatentDecodesToTheBytesOfItsNormalizedOne) {
+  auto video_file = OpenGolden("video_case_one_tile");
+  auto audio_file = OpenGolden("audio_case_odd_length");  // 37 frames: 22 video frames' rule
+  ASSERT_TRUE(video_file && audio_file);
+  const TensorEntry* video = video_file->Find("latent");
+  const TensorEntry* video_denorm = video_file->Find("latent_denorm");
+  ASSERT_TRUE(video && video_denorm);
+  const Latent audio = FromEntry(*audio_file->Find("latent"));
+  const Latent audio_denorm = FromEntry(*audio_file->Find("latent_denorm"));
+
+  auto normalized = Decode("av", video, &audio);
+  ASSERT_TRUE(normalized.ok()) << normalized.status().ToString() << "\n" << daemon_->Log();
+  auto denormalized =
+      Decode("av", video_denorm, &audio_denorm, 0, false, client::LatentSpace::kDenormalized);
+  ASSERT_TRUE(denormalized.ok()) << denormalized.status().ToString() << "\n" << daemon_->Log();
+  ASSERT_EQ(normalized->frames.size(), denormalized->frames.size());
+  ASSERT_EQ(normalized->audio.size(), denormalized->audio.size());
+  EXPECT_EQ(normalized->frames, denormalized->frames) << "video frames differ";
+  EXPECT_EQ(std::memcmp(normalized->audio.data(), denormalized->audio.data(),
+                        normalized->audio.size() * sizeof(float)),
+            0)
+      << "audio samples differ";
+  std::printf("latent_space: %zu frame bytes and %zu audio samples equal both ways\n",
+              normalized->frames.size(), normalized->audio.size());
+
+  // The audio-only model takes it too.
+  auto audio_only =
+      Decode("audio", nullptr, &audio_denorm, 0, false, client::LatentSpace::kDenormalized);
+  ASSERT_TRUE(audio_only.ok()) << audio_only.status().ToString();
+  EXPECT_EQ(std::memcmp(audio_only->audio.data(), normalized->audio.data(),
+                        normalized->audio.size() * sizeof(float)),
+            0);
+
+  auto twice = Decode("av", video_denorm, &audio_denorm);
+  ASSERT_TRUE(twice.ok()) << twice.status().ToString();
+  EXPECT_NE(twice->frames, normalized->frames) << "latent_space had no effect";
+}
+
 class H3AvRejectTest : public H3AudioDaemonTest {
  protected:
   // A request that must fail with kInvalidArgument naming every fragment.
@@ -489,14 +536,14 @@ TEST_F(H3AvRejectTest, StatusDescribesBothDecoders) {
     if (m.name() == "av") {
       ++found;
       EXPECT_EQ(m.kind(), "h3");
-      EXPECT_THAT(caps, ::testing::IsSupersetOf(
-                            {"video", "audio", "tiled", "stack_tiling", "compiled_plans"}));
+      EXPECT_THAT(caps, ::testing::IsSupersetOf({"video", "audio", "tiled", "stack_tiling",
+                                                 "compiled_plans", "latent_space"}));
       EXPECT_EQ(m.plan_cache().capacity(), 8u);
       EXPECT_EQ(m.weights_sha256().size(), 64u);
     } else if (m.name() == "audio") {
       ++found;
       EXPECT_EQ(m.kind(), "h3_audio");
-      EXPECT_THAT(caps, ::testing::ElementsAre("audio"));
+      EXPECT_THAT(caps, ::testing::ElementsAre("audio", "latent_space"));
       EXPECT_TRUE(m.weights_sha256().empty());
     } else {
       continue;

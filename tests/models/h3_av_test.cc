@@ -260,7 +260,7 @@ TEST_F(H3VaeTest, DecodeAudioReproducesGoldenStereoAndTimesIt) {
   torch::Tensor ref = torch::empty({2, 32000});
   std::memcpy(ref.data_ptr(), waveform->data, waveform->nbytes);
   DecodeReport report;
-  auto wave = (*m)->DecodeAudio(z, &report);
+  auto wave = (*m)->DecodeAudio(z, LatentSpace::kNormalized, &report);
   ASSERT_TRUE(wave.ok()) << wave.status().ToString();
   EXPECT_EQ(wave->sizes().vec(), (std::vector<int64_t>{2, 32000}));
   const torch::Tensor ours = wave->contiguous();
@@ -274,7 +274,7 @@ TEST_F(H3VaeTest, DecodeAudioReproducesGoldenStereoAndTimesIt) {
   auto plan = (*m)->Plan(DType::kFloat32, {1, 24, 7, 16, 16});
   EXPECT_THAT(plan.status().message(), HasSubstr("has no video decoder"));
   // A bad tensor is an error, not an exception.
-  EXPECT_FALSE((*m)->DecodeAudio(torch::zeros({1, 32}), nullptr).ok());
+  EXPECT_FALSE((*m)->DecodeAudio(torch::zeros({1, 32}), LatentSpace::kNormalized, nullptr).ok());
 }
 
 // ------------------------------------------------------------ devices
@@ -316,8 +316,8 @@ TEST_F(H3VaeTest, AnExplicitCpuDeviceDecodesTheSameBytes) {
 
   const torch::Tensor audio = GoldenLatent("audio_case_one_second.safetensors");
   ASSERT_TRUE(audio.defined());
-  auto wa = (*implicit)->DecodeAudio(audio, nullptr);
-  auto wb = (*explicit_cpu)->DecodeAudio(audio, nullptr);
+  auto wa = (*implicit)->DecodeAudio(audio, LatentSpace::kNormalized, nullptr);
+  auto wb = (*explicit_cpu)->DecodeAudio(audio, LatentSpace::kNormalized, nullptr);
   ASSERT_TRUE(wa.ok()) << wa.status().ToString();
   ASSERT_TRUE(wb.ok()) << wb.status().ToString();
   EXPECT_TRUE(torch::equal(*wa, *wb)) << "audio bytes differ with an explicit CPU device";
@@ -332,7 +332,8 @@ TEST_F(H3VaeTest, ALatentOnAnotherDeviceIsRefusedNamingIt) {
   auto video = (*m)->Decode(torch::empty({1, 24, 7, 16, 16}, meta), nullptr);
   EXPECT_EQ(video.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(video.status().message(), "latent.device is meta; model 'av' runs on cpu");
-  auto audio = (*m)->DecodeAudio(torch::empty({1, 32, 40}, meta), nullptr);
+  auto audio =
+      (*m)->DecodeAudio(torch::empty({1, 32, 40}, meta), LatentSpace::kNormalized, nullptr);
   EXPECT_EQ(audio.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(audio.status().message(), "audio_latent.device is meta; model 'av' runs on cpu");
 }
@@ -355,7 +356,7 @@ TEST_F(H3VaeTest, AModelOnAnotherDeviceRefusesAHostLatent) {
   auto video = (*m)->Decode(latent, nullptr);
   EXPECT_EQ(video.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(video.status().message(), "latent.device is cpu; model 'elsewhere' runs on meta");
-  auto audio = (*m)->DecodeAudio(torch::zeros({1, 32, 40}), nullptr);
+  auto audio = (*m)->DecodeAudio(torch::zeros({1, 32, 40}), LatentSpace::kNormalized, nullptr);
   EXPECT_EQ(audio.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(audio.status().message(), "audio_latent.device is cpu; model 'elsewhere' runs on meta");
 }

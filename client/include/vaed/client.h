@@ -175,6 +175,16 @@ enum class Compile {
   kAuto = 3,  // compiled where possible, else eager; the reply says which
 };
 
+// Which space the latents are in (= vaed.v1.LatentSpace), video and audio
+// alike. kDenormalized: already latent * std + mean (diffusers'
+// output_type="latent"); the daemon skips its de-normalisation and gives the
+// same bytes as kNormalized for the latent it came from. A model without
+// latent normalisation (no "latent_space" capability) refuses kDenormalized.
+enum class LatentSpace {
+  kNormalized = 1,  // the DiT's normalised latent (the default)
+  kDenormalized = 2,
+};
+
 struct DecodeRequest {
   std::string model;  // "" = the daemon's default model
   // Video/image latent (model layout, e.g. H3 float32 [1, 24, T, h, w]).
@@ -192,6 +202,8 @@ struct DecodeRequest {
   // With both latents the daemon requires audio T == round(frames / fps *
   // 40) (the reply's expected_audio_latent_frames); true waives that.
   bool independent_lengths = false;
+  // The space of `latent` and `audio_latent` (LatentSpace above).
+  LatentSpace latent_space = LatentSpace::kNormalized;
   // Decode profile: "" = the daemon's default; safe, optimized, diagnostic
   // or student within what the daemon allows (StatusReply.allowed_profiles).
   std::string profile = {};

@@ -301,6 +301,17 @@ enum {
   VAED_COMPILE_AUTO = 3 /* compiled where possible; vaed_reply.compile_decision says which */
 };
 
+/* Which space the latents are in (= vaed::client::LatentSpace), video and
+ * audio alike; 0 = normalized. DENORMALIZED: already latent * std + mean
+ * (diffusers' output_type="latent"): the daemon skips its de-normalisation
+ * (same bytes as NORMALIZED for the latent it came from); a model without
+ * latent normalisation refuses it. */
+enum {
+  VAED_LATENT_SPACE_DEFAULT = 0, /* = NORMALIZED */
+  VAED_LATENT_SPACE_NORMALIZED = 1,
+  VAED_LATENT_SPACE_DENORMALIZED = 2
+};
+
 /* One progress event of a decode (= vaed.v1.Progress). struct_size is the
  * library's sizeof(vaed_progress): fields past it are absent (read them
  * only when offsetof(vaed_progress, field) + sizeof(field) <= struct_size). */
@@ -438,6 +449,8 @@ typedef struct vaed_request {
    * when vaed_decode_ex returns). */
   vaed_final_range_fn final_range;
   void* final_range_user_data; /* passed to `final_range` as is */
+  int32_t latent_space;        /* VAED_LATENT_SPACE_*; 0 = normalized */
+  int32_t reserved1;           /* must be 0 */
 } vaed_request;
 
 /* What a plan or a decode produced (= vaed.v1.DecodeReply, flattened).

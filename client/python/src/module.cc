@@ -166,6 +166,8 @@ struct DecodeArgs {
   int compile = 0;
   double fps = 0;
   bool independent_lengths = false;
+  // 1 normalized, 2 denormalized (client::LatentSpace).
+  int latent_space = 1;
   std::string profile;
   uint32_t deadline_ms = 0;
   uint32_t group_size = 0;
@@ -198,6 +200,10 @@ struct DecodeArgs {
       throw StatusException(InvalidArgument(
           "stack_tiling and compile must be 0 (default), 1 (off), 2 (on) or 3 (auto)"));
     }
+    if (latent_space < 1 || latent_space > 2) {
+      throw StatusException(InvalidArgument("latent_space " + std::to_string(latent_space) +
+                                            " is not 1 (normalized) or 2 (denormalized)"));
+    }
     client::DecodeRequest request;
     request.model = model;
     request.latent = ToView(latent, "video_latent");
@@ -209,6 +215,7 @@ struct DecodeArgs {
     request.compile = static_cast<client::Compile>(compile);
     request.fps = fps;
     request.independent_lengths = independent_lengths;
+    request.latent_space = static_cast<client::LatentSpace>(latent_space);
     request.profile = profile;
     request.deadline_ms = deadline_ms;
     request.group_size = group_size;
@@ -252,8 +259,9 @@ struct DecodeArgs {
 
 DecodeArgs MakeArgs(std::string model, TensorArg latent, TensorArg output, TensorArg audio_latent,
                     TensorArg audio_output, int format, int stack_tiling, int compile, double fps,
-                    bool independent_lengths, std::string profile, uint32_t deadline_ms,
-                    uint32_t group_size, std::vector<std::string> inject_faults,
+                    bool independent_lengths, int latent_space, std::string profile,
+                    uint32_t deadline_ms, uint32_t group_size,
+                    std::vector<std::string> inject_faults,
                     std::optional<std::pair<uint32_t, uint32_t>> tiling, py::object progress,
                     uintptr_t cuda_stream, py::object final_range) {
   if (!progress.is_none() && !PyCallable_Check(progress.ptr())) {
@@ -272,6 +280,7 @@ DecodeArgs MakeArgs(std::string model, TensorArg latent, TensorArg output, Tenso
           compile,
           fps,
           independent_lengths,
+          latent_space,
           std::move(profile),
           deadline_ms,
           group_size,
@@ -528,11 +537,11 @@ PYBIND11_MODULE(_core, m) {
            py::arg("latent") = py::none(), py::arg("output") = py::none(),
            py::arg("audio_latent") = py::none(), py::arg("audio_output") = py::none(),
            py::arg("format") = 1, py::arg("stack_tiling") = 0, py::arg("compile") = 0,
-           py::arg("fps") = 0.0, py::arg("independent_lengths") = false, py::arg("profile") = "",
-           py::arg("deadline_ms") = 0, py::arg("group_size") = 0,
-           py::arg("inject_faults") = std::vector<std::string>{}, py::arg("tiling") = py::none(),
-           py::arg("progress") = py::none(), py::arg("cuda_stream") = 0,
-           py::arg("final_range") = py::none());
+           py::arg("fps") = 0.0, py::arg("independent_lengths") = false,
+           py::arg("latent_space") = 1, py::arg("profile") = "", py::arg("deadline_ms") = 0,
+           py::arg("group_size") = 0, py::arg("inject_faults") = std::vector<std::string>{},
+           py::arg("tiling") = py::none(), py::arg("progress") = py::none(),
+           py::arg("cuda_stream") = 0, py::arg("final_range") = py::none());
 
   py::class_<PyClient>(m, "Client")
       .def(py::init<const std::string&, const std::string&, int, int, int, int, bool>(),

@@ -343,17 +343,21 @@ class Client:
     def plan(self, video_latent: Optional[TensorLike] = None,
              audio_latent: Optional[TensorLike] = None, *, model: Optional[str] = "",
              format: str = "uint8", fps: Optional[float] = None,
-             independent_lengths: bool = False) -> Dict[str, Any]:
+             independent_lengths: bool = False,
+             latent_space: str = "normalized") -> Dict[str, Any]:
         """What decoding these latents would produce, without decoding or
         reading their memory: the DecodeReply dict with ``output_shape``,
         ``output_bytes``, ``frames``, ``height_px``, ``width_px``, for a
         tiled model ``tiling`` (``tile_rows`` x ``tile_cols`` tiles per
         temporal window, ``windows`` temporal windows) and
         ``audio.output_shape``. Latents may be arrays or shape tuples
-        (float32 assumed). Raises as :meth:`decode`."""
+        (float32 assumed). ``latent_space`` as :meth:`decode` (a model
+        without latent normalisation refuses "denormalized" here too).
+        Raises as :meth:`decode`."""
         self._check_not_in_callback()
         options = convert.decode_options(model, format, fps,
-                                         independent_lengths=independent_lengths)
+                                         independent_lengths=independent_lengths,
+                                         latent_space_name=latent_space)
         shapes: convert.Shapes = {}
         for name, obj in (("video_latent", video_latent), ("audio_latent", audio_latent)):
             if obj is None:
@@ -491,7 +495,7 @@ class Client:
                progress: Optional[Callable[[Dict[str, Any]], None]] = None,
                inject_faults: Iterable[str] = (),
                tiling: Optional[Tuple[int, int]] = None, output: Optional[TensorLike] = None,
-               stream: Any = None) -> DecodeResult:
+               stream: Any = None, latent_space: str = "normalized") -> DecodeResult:
         """Decodes a video/image latent and/or an audio latent through the daemon.
 
         Latents: numpy arrays, buffer-protocol objects or CPU DLPack objects
@@ -526,7 +530,15 @@ class Client:
         other BaseException) stops the callbacks and is raised once the
         decode is over. ``inject_faults`` (testing; daemon must allow it)
         and ``tiling`` ((tile_latent, overlap_latent) cells; profile
-        "diagnostic") are passed through.
+        "diagnostic") are passed through. ``latent_space``: "normalized"
+        (the DiT's normalised latents; the daemon de-normalises them with
+        the model config's latents mean and std) or "denormalized" (already
+        ``latent * std + mean``, as diffusers' ``output_type="latent"``
+        returns them: decoded as they are), for the video and the audio
+        latent alike; the same bytes either way for one latent. A model
+        without latent normalisation (no "latent_space" capability, e.g.
+        TAEF2) refuses "denormalized" with ValidationError naming
+        ``latent_space``.
 
         CUDA (unrun on a GPU): a latent may be a CUDA array
         (``__cuda_array_interface__`` v2/3 or a DLPack producer on kDLCUDA;
@@ -562,7 +574,8 @@ class Client:
             video_latent, audio_latent, model=model, format=format, fps=fps, profile=profile,
             stack_tiling=stack_tiling, compile=compile, deadline=deadline, group_size=group_size,
             independent_lengths=independent_lengths, copy=copy, progress=progress,
-            inject_faults=inject_faults, tiling=tiling, output=output, stream=stream)
+            inject_faults=inject_faults, tiling=tiling, output=output, stream=stream,
+            latent_space=latent_space)
 
     def _decode(self, video_latent: Optional[TensorLike], audio_latent: Optional[TensorLike], *,
                 model: Optional[str], format: str, fps: Optional[float], profile: Optional[str],
@@ -570,7 +583,7 @@ class Client:
                 deadline: Optional[float], group_size: int, independent_lengths: bool,
                 copy: bool, progress: Optional[Callable[[Dict[str, Any]], None]],
                 inject_faults: Iterable[str], tiling: Optional[Tuple[int, int]],
-                output: Optional[TensorLike], stream: Any,
+                output: Optional[TensorLike], stream: Any, latent_space: str = "normalized",
                 final_range: Optional[Callable[[Dict[str, Any], Dict[str, Any]], None]] = None
                 ) -> DecodeResult:
         """The body of :meth:`decode`. ``final_range``: streamed output
@@ -580,7 +593,7 @@ class Client:
         self._check_not_in_callback()
         options = convert.decode_options(model, format, fps, profile, stack_tiling, compile,
                                          deadline, group_size, independent_lengths,
-                                         inject_faults, tiling, progress)
+                                         inject_faults, tiling, progress, latent_space)
         copy = convert.boolean(copy, "copy")
         interrupted: List[BaseException] = []
         if progress is not None:
@@ -650,7 +663,8 @@ class Client:
                       inject_faults: Iterable[str] = (),
                       tiling: Optional[Tuple[int, int]] = None,
                       output: Optional[TensorLike] = None,
-                      stream: Any = None) -> Iterator[Union[StreamPart, DecodeResult]]:
+                      stream: Any = None, latent_space: str = "normalized"
+                      ) -> Iterator[Union[StreamPart, DecodeResult]]:
         """:meth:`decode` with streamed output: yields each part of the output
         as soon as the daemon has made it final, then the
         :class:`DecodeResult`, so that a worker can encode the first frames
@@ -730,7 +744,7 @@ class Client:
                     deadline=deadline, group_size=group_size,
                     independent_lengths=independent_lengths, copy=copy, progress=progress,
                     inject_faults=inject_faults, tiling=tiling, output=output, stream=stream,
-                    final_range=lambda event, where: events.put(("part", event, where)))
+                    latent_space=latent_space, final_range=lambda event, where: events.put(("part", event, where)))
             except BaseException as e:  # raised on the consumer's thread; nothing is lost
                 events.put(("error", e, None))
             else:

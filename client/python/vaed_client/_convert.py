@@ -376,11 +376,24 @@ def _tiling(value: Any) -> Optional[Tuple[int, int]]:
             count(value[1], "tiling[1] (overlap_latent)", 2**32 - 1))
 
 
+# Decode.latent_space by name (the wire's LatentSpace values).
+LATENT_SPACES = {"normalized": 1, "denormalized": 2}
+
+
+def latent_space(value: Any) -> int:
+    """``"normalized"`` or ``"denormalized"`` as the wire value; ValidationError
+    naming ``latent_space`` otherwise."""
+    if not isinstance(value, str) or value not in LATENT_SPACES:
+        raise invalid(f"latent_space {value!r} is not one of {', '.join(map(repr, LATENT_SPACES))}")
+    return LATENT_SPACES[value]
+
+
 def decode_options(model: Any, format: Any, fps: Any = None, profile: Any = None,
                    stack_tiling: Any = None, compile: Any = None, deadline: Any = None,
                    group_size: Any = 0, independent_lengths: Any = False,
                    inject_faults: Any = (), tiling: Any = None,
-                   progress: Any = None) -> Dict[str, Any]:
+                   progress: Any = None, latent_space_name: Any = "normalized"
+                   ) -> Dict[str, Any]:
     """The request's options, checked here (each error names its argument),
     as ``_core.DecodeArgs`` keywords."""
     if not isinstance(format, str) or format not in FORMATS:
@@ -398,15 +411,17 @@ def decode_options(model: Any, format: Any, fps: Any = None, profile: Any = None
         stack_tiling=tristate(stack_tiling, "stack_tiling"), compile=tristate(compile, "compile"),
         fps=0.0 if fps is None else real(fps, "fps (frames per second)", 0.0, 1000.0),
         independent_lengths=boolean(independent_lengths, "independent_lengths"),
+        latent_space=latent_space(latent_space_name),
         profile=text(profile, "profile"), deadline_ms=to_ms(deadline, "deadline"),
         group_size=count(group_size, "group_size", 2**32 - 1), inject_faults=faults,
         tiling=tile_overlap, progress=progress)
 
 
 def plan_key(options: Dict[str, Any], shapes: Shapes) -> Tuple:
-    """What a plan depends on: model, format, A/V sync and the latents' shapes."""
+    """What a plan depends on: model, format, A/V sync, latent space and the
+    latents' shapes."""
     return (options["model"], options["format"], options["fps"], options["independent_lengths"],
-            tuple((k, d, tuple(s)) for k, (d, s) in sorted(shapes.items())))
+            options["latent_space"], tuple((k, d, tuple(s)) for k, (d, s) in sorted(shapes.items())))
 
 
 def plan_args(options: Dict[str, Any], shapes: Shapes) -> "_core.DecodeArgs":
@@ -417,4 +432,4 @@ def plan_args(options: Dict[str, Any], shapes: Shapes) -> "_core.DecodeArgs":
     return _core.DecodeArgs(
         model=options["model"], latent=ref("video_latent"), audio_latent=ref("audio_latent"),
         format=options["format"], fps=options["fps"],
-        independent_lengths=options["independent_lengths"])
+        independent_lengths=options["independent_lengths"], latent_space=options["latent_space"])

@@ -76,6 +76,7 @@ Result<std::unique_ptr<H3Vae>> H3Vae::Create(const H3VaeOptions& options) {
     const AudioDecoderConfig& c = audio->config();
     const bool audio_demo = audio->weights_path().empty();
     info.caps.audio = true;
+    info.caps.latent_space = true;
     info.audio_sample_rate_hz = c.sample_rate;
     info.audio_latent_rate_hz =
         static_cast<double>(c.sample_rate) / static_cast<double>(c.hop_samples());
@@ -174,8 +175,9 @@ Result<AudioPlan> H3Vae::PlanAudio(DType latent_dtype,
   return plan;
 }
 
-Result<torch::Tensor> H3Vae::DecodeAudio(const torch::Tensor& latent, DecodeReport* report) {
-  if (!audio_) return VaeModel::DecodeAudio(latent, report);
+Result<torch::Tensor> H3Vae::DecodeAudio(const torch::Tensor& latent, LatentSpace space,
+                                         DecodeReport* report) {
+  if (!audio_) return VaeModel::DecodeAudio(latent, space, report);
   if (!latent.defined()) return InvalidArgument("audio_latent is an undefined tensor");
   VAED_ASSIGN_OR_RETURN(AudioPlan plan,
                         PlanAudio(FromScalarType(latent.scalar_type()), latent.sizes().vec()));
@@ -183,7 +185,10 @@ Result<torch::Tensor> H3Vae::DecodeAudio(const torch::Tensor& latent, DecodeRepo
   const auto t0 = SteadyClock::now();
   try {
     torch::NoGradGuard no_grad;
-    torch::Tensor wave = audio_->Forward(audio_->Denormalize(latent));
+    // PlanAudio() checked the dtype and shape a de-normalised latent skips
+    // Denormalize()'s checks for.
+    torch::Tensor wave =
+        audio_->Forward(space == LatentSpace::kDenormalized ? latent : audio_->Denormalize(latent));
     wave = wave.reshape({plan.channels, plan.samples});
     if (report != nullptr) {
       report->timings.Add("audio_vae.decode_latent",

@@ -105,8 +105,10 @@ class H3Vae final : public VaeModel {
   // ("audio_latent.device is ...").
   Result<AudioPlan> PlanAudio(DType latent_dtype,
                               const std::vector<int64_t>& latent_shape) const override;
-  // Timing "audio_vae.decode_latent" (de-normalisation + decoder).
-  Result<torch::Tensor> DecodeAudio(const torch::Tensor& latent, DecodeReport* report) override;
+  // Timing "audio_vae.decode_latent" (de-normalisation, unless `space` is
+  // kDenormalized, + decoder).
+  Result<torch::Tensor> DecodeAudio(const torch::Tensor& latent, LatentSpace space,
+                                    DecodeReport* report) override;
 
   // The video decoder's compiled-plan cache (nullopt without a video decoder).
   std::optional<PlanCacheSnapshot> plan_cache() const override;

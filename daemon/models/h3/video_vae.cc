@@ -88,6 +88,7 @@ Result<std::unique_ptr<VideoVae>> VideoVae::Create(const VideoVaeOptions& option
   info.caps.stack_tiling = true;
   info.caps.spatial_sharding = true;
   info.caps.independent_group = true;
+  info.caps.latent_space = true;
   info.resident_bytes = decoder->resident_bytes();
   for (const auto& [path, sha] : decoder->weight_sha256()) {
     if (!info.weights_path.empty()) info.weights_path += ",";
@@ -559,7 +560,9 @@ Result<torch::Tensor> VideoVae::DecodeOnce(const torch::Tensor& latent,
   total_time.Start();
   try {
     torch::NoGradGuard no_grad;
-    const torch::Tensor z = Denormalize(latent.contiguous());
+    const torch::Tensor z = settings.latent_space == LatentSpace::kDenormalized
+                                ? latent.contiguous()
+                                : Denormalize(latent.contiguous());
     torch::Tensor video = DecodeVideo(
         z, temporal, grid,
         [&](const torch::Tensor& tiles) {
