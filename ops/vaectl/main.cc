@@ -142,8 +142,9 @@ void AddLatentSpaceOption(CLI::App* cmd, vaed::client::LatentSpace* space) {
       {"denormalized", vaed::client::LatentSpace::kDenormalized}};
   cmd->add_option("--latent-space", *space,
                   "the latents' space: normalized (the DiT's; the daemon de-normalises them) or "
-                  "denormalized (already latent * std + mean, e.g. diffusers' "
-                  "output_type=\"latent\"); same frames either way. Default: normalized")
+                  "denormalized (already latent * std + mean, as diffusers' "
+                  "AutoencoderKLMiniMaxH3.decode takes them); same frames either way. "
+                  "Default: normalized")
       ->transform(CLI::CheckedTransformer(names, CLI::ignore_case));
 }
 

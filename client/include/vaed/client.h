@@ -176,8 +176,8 @@ enum class Compile {
 };
 
 // Which space the latents are in (= vaed.v1.LatentSpace), video and audio
-// alike. kDenormalized: already latent * std + mean (diffusers'
-// output_type="latent"); the daemon skips its de-normalisation and gives the
+// alike. kDenormalized: already latent * std + mean (what diffusers'
+// AutoencoderKLMiniMaxH3*.decode(z) takes); the daemon skips its de-normalisation and gives the
 // same bytes as kNormalized for the latent it came from. A model without
 // latent normalisation (no "latent_space" capability) refuses kDenormalized.
 enum class LatentSpace {

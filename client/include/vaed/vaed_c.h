@@ -303,7 +303,7 @@ enum {
 
 /* Which space the latents are in (= vaed::client::LatentSpace), video and
  * audio alike; 0 = normalized. DENORMALIZED: already latent * std + mean
- * (diffusers' output_type="latent"): the daemon skips its de-normalisation
+ * (what diffusers' AutoencoderKLMiniMaxH3*.decode takes): the daemon skips its de-normalisation
  * (same bytes as NORMALIZED for the latent it came from); a model without
  * latent normalisation refuses it. */
 enum {

@@ -533,8 +533,8 @@ class Client:
         "diagnostic") are passed through. ``latent_space``: "normalized"
         (the DiT's normalised latents; the daemon de-normalises them with
         the model config's latents mean and std) or "denormalized" (already
-        ``latent * std + mean``, as diffusers' ``output_type="latent"``
-        returns them: decoded as they are), for the video and the audio
+        ``latent * std + mean``, what diffusers' ``AutoencoderKLMiniMaxH3``
+        ``.decode`` takes: decoded as they are), for the video and the audio
         latent alike; the same bytes either way for one latent. A model
         without latent normalisation (no "latent_space" capability, e.g.
         TAEF2) refuses "denormalized" with ValidationError naming
