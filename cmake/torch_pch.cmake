@@ -1,4 +1,4 @@
-# Precompiled LibTorch headers (issue 18 §5).
+# Precompiled LibTorch headers.
 #
 # Parsing <torch/torch.h> alone takes ~34 s of one core on the CI machine
 # (2-core AMD EPYC, gcc 12, -O2 -g), and some 60 translation units include

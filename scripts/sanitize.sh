@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sanitizer pass (issue 6): builds vaed's daemon, client library and the
+# The sanitizer pass: builds vaed's daemon, client library and the
 # reliability tests with AddressSanitizer + UndefinedBehaviorSanitizer in
 # build-asan/, reusing the decoders from the main build (build/, run
 # scripts/test.sh or `cmake --build --preset default` first), then runs:

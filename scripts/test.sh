@@ -56,7 +56,7 @@ phase cuda-build
 ctest --preset default --timeout 1800 -j "$(nproc)" "$@"
 phase ctest
 
-# The reliability passes (issue 6), on a full run only (not with ctest
+# The reliability passes, on a full run only (not with ctest
 # filters): the handler, hostile-input and load tests once more under
 # AddressSanitizer + UndefinedBehaviorSanitizer (a shorter load, 8 x 25; the
 # slow flood and crash cases run in the plain suite above), then a bounded

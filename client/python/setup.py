@@ -99,7 +99,8 @@ class CMakeBuild(build_ext):
 
 def out_of_tree_options() -> dict:
     """Default options that send setuptools' build tree and egg-info to a
-    temporary directory instead of client/python (issue 21 §8). They are
+    temporary directory instead of client/python, so that an install leaves the source
+    tree as it found it (no build/, no *.egg-info). They are
     defaults: command-line options and setup.cfg override them."""
     if {"develop", "editable_wheel"} & set(sys.argv[1:]):
         return {}

@@ -125,7 +125,7 @@ static_assert(offsetof(vaed_request, struct_size) == 0 && offsetof(vaed_reply, s
               offsetof(vaed_final_range, struct_size) == 0);
 // Appended fields lie past the first published size, so ReadRequest()
 // leaves them at their zero defaults for callers built against an older
-// header (final_range: streamed output, issue 22).
+// header (final_range: streamed output).
 static_assert(offsetof(vaed_request, final_range) >= kRequestSizeV1);
 static_assert(offsetof(vaed_request, latent_space) >= kRequestSizeV1);
 

@@ -1,6 +1,6 @@
 // The CUDA driver API as the client library uses it: loaded at run time
 // with dlopen("libcuda.so.1"), so the library links nothing of CUDA and a
-// CPU-only user needs nothing new (issue 19 §6). Internal to the client
+// CPU-only user needs nothing new. Internal to the client
 // library.
 //
 // The typedefs below restate the few ABI facts the library needs instead of

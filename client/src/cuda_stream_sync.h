@@ -1,5 +1,5 @@
 // Stream-ordered hand-over of CUDA memory between a client's stream and the
-// daemon's (issue 19 §4), without a host synchronisation: the client
+// daemon's, without a host synchronisation: the client
 // records an interprocess event on its stream after writing the latents
 // (Decode.inputs_ready_event), and makes its stream wait on the event the
 // daemon recorded after writing the outputs

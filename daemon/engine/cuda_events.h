@@ -1,5 +1,5 @@
 // Stream-ordered synchronisation between a DiT worker and a GPU rank
-// (issue 19 §4), with CUDA interprocess events: no host synchronisation on
+// using CUDA interprocess events: no host synchronisation on
 // the hot path.
 //
 //   inputs:  a Decode that names a CUDA region (latent or output) may

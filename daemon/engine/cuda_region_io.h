@@ -1,4 +1,4 @@
-// Moving tensors in and out of CUDA regions (issue 19 §3): the device
+// Moving tensors in and out of CUDA regions: the device
 // counterpart of region_io.h. Unrun on a device: here only the CPU view
 // (RegionTensor with a CPU device) runs, in tests.
 //

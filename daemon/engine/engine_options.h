@@ -69,7 +69,7 @@ struct ExecutorOptions {
   std::vector<RankDevice> rank_devices;
 };
 
-// The daemon's own VAE process group (issue 7; daemon/parallel/): its local
+// The daemon's own VAE process group (daemon/parallel/): its local
 // ranks and the group sizes requests run on.
 struct GroupOptions {
   // Local ranks (CPU builds: worker ranks, each with its own executor thread

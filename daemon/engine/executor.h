@@ -5,7 +5,7 @@
 // and hands every result to the server's ResultSink (result_sink.h). The
 // engine speaks no wire format.
 //
-// Ranks (issue 7): group.ranks local ranks, each a thread with its own copy
+// Ranks: group.ranks local ranks, each a thread with its own copy
 // of the models (one registry per rank) and its own communicators, one per
 // VAE group it belongs to (rank_communicators.h). Several requests run at
 // once on disjoint groups. A failed collective aborts the group's

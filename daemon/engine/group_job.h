@@ -1,4 +1,4 @@
-// The protocol of one job on a VAE group (issue 7; DESIGN.md §2 item 9):
+// The protocol of one job on a VAE group (DESIGN.md §2 item 9):
 // the collectives its ranks make around the model's own tile gathers.
 //
 //   output rank (rank 0 of the group)        other ranks

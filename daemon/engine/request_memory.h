@@ -1,5 +1,5 @@
 // What one decode request may hold at its peak, fixed at start-up once the
-// weights are resident (issue 19 §9). Admission (server/decode_admission.h)
+// weights are resident. Admission (server/decode_admission.h)
 // refuses a request whose plan estimates more (DecodePlan::
 // peak_bytes_estimate), with an error that names this figure and where it
 // comes from, instead of a fixed cap on the latent's extents.

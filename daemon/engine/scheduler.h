@@ -1,6 +1,6 @@
 // Which rank does what next: the FIFO queue of decode jobs, the runs of
 // groups other daemons lead, group rebuilds, and the state of every VAE
-// group and local rank (issue 7; DESIGN.md §2 item 9).
+// group and local rank (DESIGN.md §2 item 9).
 //
 // Rules:
 //   - Runs of groups another daemon leads come first (its output rank is

@@ -1,4 +1,4 @@
-// Streamed output (issue 22; DecodeOptions.stream_output): a job's output
+// Streamed output (DecodeOptions.stream_output): a job's output
 // is written part by part as the model makes it final, and each part is
 // announced (ResultSink::OnFinalRange) as soon as it is written, so that a
 // worker may encode frames while later ones decode.

@@ -1,4 +1,4 @@
-// The start-up warm-up (issue 19 §7): before the daemon reports READY,
+// The start-up warm-up: before the daemon reports READY,
 // every rank decodes a synthetic latent of each configured warm shape (the
 // models' `warm_shapes`) with its own model instance, on its own thread,
 // through the steps a request's decode runs: the latent's finiteness

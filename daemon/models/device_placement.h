@@ -1,5 +1,5 @@
 // Placing a model's resident tensors on its rank's device (DESIGN.md §2
-// item 11; issue 19 §2): every model builds or loads its weights on the host
+// item 11): every model builds or loads its weights on the host
 // as before, then moves them to its device once, at the end of its
 // Create(), constants included (latent statistics, pixel de-normalisation,
 // filters, register tokens). Decode math then runs where the weights are.

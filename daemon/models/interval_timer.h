@@ -1,5 +1,5 @@
 // Seconds of work inside marked intervals: the component timings of a
-// decode (issue 19 §4, "timings from CUDA events").
+// decode, timed by CUDA events on a GPU rank.
 //
 // On the CPU the work is done when a call returns, so the host's steady
 // clock around each interval measures it. On a device the host only queues

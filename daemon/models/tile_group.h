@@ -1,4 +1,4 @@
-// Tile-parallel decode across the ranks of a VAE group (issue 7; DESIGN.md
+// Tile-parallel decode across the ranks of a VAE group (DESIGN.md
 // §2 item 9).
 //
 // Every rank of the group runs the same decode plan on the same latent.

@@ -1,4 +1,4 @@
-// Weights verified, not only logged (issue 21 §5): every weight file a
+// Weights verified, not only logged: every weight file a
 // model entry names is checked against the SHA-256 the operator expects
 // before the model is built, and a mismatch refuses the model. A corrupted
 // weights file otherwise decodes into plausible-looking garbage that is

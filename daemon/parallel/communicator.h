@@ -1,4 +1,4 @@
-// The daemon's VAE communicator (issue 7; DESIGN.md §2 item 9): the
+// The daemon's VAE communicator (DESIGN.md §2 item 9): the
 // collectives of one VAE group, owned by the daemon and sized independently
 // of the DiT's process group.
 //

@@ -1,4 +1,4 @@
-// How the daemon's ranks form VAE groups (issue 7; DESIGN.md §2 item 9).
+// How the daemon's ranks form VAE groups (DESIGN.md §2 item 9).
 //
 // Ranks: each daemon (node) has `ranks_per_node` local ranks (GPU builds:
 // one per configured device, ordered by device UUID, OrderByDeviceUuid;

@@ -1,4 +1,4 @@
-// The NCCL backend of the daemon's VAE communicator (issue 7; DESIGN.md §2
+// The NCCL backend of the daemon's VAE communicator (DESIGN.md §2
 // item 9; the interface is daemon/parallel/communicator.h). Implemented in
 // GPU builds (VAED_WITH_CUDA=ON, the `cuda` preset: nccl_communicator.cc);
 // CPU builds link nccl_unavailable.cc, whose CreateNcclCommunicator answers

@@ -6,7 +6,7 @@
 // client's id or regions. Region ids are unique across the daemon's life,
 // and lookups are always scoped to the requesting client.
 //
-// Region lifetime (issue 19 §5). One rule for every kind of region: it
+// Region lifetime. One rule for every kind of region: it
 // lives in RegisteredRegion beside the mapping, not in the mapping type, so
 // CUDA IPC regions (cuda_region.h) take the same path with their own
 // mapping: a CUDA region is closed (cudaIpcCloseMemHandle) when its last

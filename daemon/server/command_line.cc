@@ -47,7 +47,7 @@ CLI::Validator KeyRange(const std::string& key) {
 
 // Refuses an empty value: an empty --socket, --default-model, --log-level or
 // --log-format would otherwise read as "not given" and silently keep the
-// config's value (review, issue 18).
+// config's value.
 CLI::Validator NonEmpty() {
   return CLI::Validator(
       [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },
@@ -221,7 +221,7 @@ std::string FirstRealModel(const std::vector<models::ModelConfig>& entries) {
 }
 
 // models.default, decided in this one place once the entries are final
-// (issue 21: a daemon given real models does not default to the demo;
+// (a daemon given real models does not default to the demo:
 // `vaed --model h3=...` then `decode(latent)` used to go to the demo model
 // and fail, and so did a --config file listing a real model without naming
 // models.default). The first that applies:

@@ -1,4 +1,4 @@
-// CUDA IPC regions as the daemon holds them (issue 19 §3): one client
+// CUDA IPC regions as the daemon holds them: one client
 // allocation, opened once per registration on the device with the UUID the
 // client named, unmapped when the registration ends (UnregisterRegion
 // acknowledged, client gone; client_registry.h has the lifetime rule).

@@ -81,7 +81,7 @@ class OutcomeRecorder {
 
   // Outcomes of the decodes answered so far, by name.
   const std::map<std::string, uint64_t>& outcomes() const { return outcomes_; }
-  // The one definition of the status counters (issue 21): every Record()
+  // The one definition of the status counters: every Record()
   // is one Decode request answered; "served" = answered with a DecodeReply
   // (outcome "ok"), "failed" = answered with an error (every other outcome
   // but the fallbacks, which count beside "ok"). So served + failed = the

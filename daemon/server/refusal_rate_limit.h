@@ -1,6 +1,6 @@
-// How many refusals reach the log (issue 21: an operator must see every
+// How many refusals reach the log: an operator must see every
 // refusal in logs and metrics, without a flood of bad requests flooding the
-// log). Every refusal is counted in the metrics and status; at most `burst`
+// log. Every refusal is counted in the metrics and status; at most `burst`
 // of them are logged per `window`, and the first one logged after a
 // suppression says how many were not ("suppressed": N in its record).
 //

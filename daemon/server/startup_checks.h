@@ -1,4 +1,4 @@
-// What vaed checks before anything slow (issue 21 §6): a start that is
+// What vaed checks before anything slow: a start that is
 // going to fail must fail in milliseconds, not after minutes of loading
 // weights. ValidateOptions (config.h) has already checked the values and
 // their combinations; this checks them against the machine: the socket's

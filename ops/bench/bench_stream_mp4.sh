@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Decode-to-MP4 wall time with and without streamed output (issue 22):
+# Decode-to-MP4 wall time with and without streamed output:
 # `vaectl decode --format mp4` (frames fed to one ffmpeg as the daemon
 # announces them final) against `vaectl decode --format mp4 --no-stream`
 # (the whole decode, then the encode). A benchmark, not a test.

@@ -1,5 +1,5 @@
-// vaed_bench_warm_up: what does the start-up warm-up (warm_shapes, issue 19
-// §7) buy the first request of a shape, measured in one run?
+// vaed_bench_warm_up: what does the start-up warm-up (warm_shapes)
+// buy the first request of a shape, measured in one run?
 //
 // Starts a fresh `vaed` per round and variant, on a private socket with a
 // generated config (an h3_video model), twice per round: "cold" without

@@ -1,7 +1,7 @@
 // Writing an MP4 while its frames are still being produced: one ffmpeg
 // child process reads rawvideo rgb24 from a pipe and encodes each frame as
 // it arrives, so encoding overlaps whatever produces the frames (a
-// streamed decode, issue 22). The encoding is exactly WriteMp4's
+// streamed decode). The encoding is exactly WriteMp4's
 // (frame_writer.h): H.264 (libx264, CRF 18), yuv420p, BT.709 limited
 // range, odd sizes padded, +faststart; the same frames give the same
 // video stream. The audio is added afterwards by MuxWavIntoMp4, without

@@ -1,5 +1,5 @@
 // `vaectl plan`: what a decode of a latent shape would produce, without
-// decoding (issue 21: the tile grid was visible only in a decode's reply).
+// decoding (without it the tile grid is visible only in a decode's reply).
 // Asks the daemon (Client::PlanDecode, a plan-only Decode) and prints the
 // output sizes, a tiled model's tile grid and temporal windows, and the
 // audio output for an audio latent shape.

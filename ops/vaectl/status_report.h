@@ -45,7 +45,7 @@ std::string FormatQuarantine(const v1::StatusReply& status);
 // The daemon's VAE groups as a table headed "VAE groups (N ranks)": group,
 // size, ranks ("0-1"), generation, state, runs, failures, and a "last
 // failure" column only when some group has one. Empty when the reply lists
-// no groups (a daemon older than issue 7).
+// no groups (a daemon older than VAE groups).
 std::string FormatGroups(const v1::StatusReply& status);
 
 // "1.07x" for a max / mean imbalance, "-" for 0 (no grouped run yet) or a

@@ -1,5 +1,5 @@
 // `vaectl decode --format mp4` (without --no-stream): the frames of a
-// streamed decode (client::DecodeRequest::final_range, issue 22) go to one
+// streamed decode (client::DecodeRequest::final_range) go to one
 // ffmpeg (ops::Mp4Stream) as the daemon announces them final, so the
 // encoding overlaps the decode; the audio, written as a WAV after the
 // decode, is muxed in at the end without re-encoding the video. The MP4

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of issue 19 §11, in one command on the device machine:
+# The GPU check, in one command on the device machine:
 #
 #   scripts/gpu/check.sh --out DIR
 #

@@ -47,8 +47,8 @@ need_program() {
   return $MISSING
 }
 
-# Whether this build's vaed has CUDA ranks (the executor.device key,
-# issue 19 §2). Prints the reason when not.
+# Whether this build's vaed has CUDA ranks (the executor.device
+# key). Prints the reason when not.
 daemon_has_cuda_ranks() {
   "$VAED" --print-config 2>/dev/null | grep -q '^device = ' && return 0
   reason "this build's vaed has no executor.device key: no CUDA ranks to decode on"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A DiT worker dies while vaed decodes into its CUDA tensors (issue 19 §5).
+"""A DiT worker dies while vaed decodes into its CUDA tensors.
 
 Usage: client_death.py --socket PATH --vaectl PATH --latent FILE --figures FILE
                        [--model NAME] [--latent-shape 1,24,T,H,W] [--no-slow-tiles]

@@ -12,7 +12,7 @@ The second process of scripts/gpu/check.sh's two-process IPC check (the
 first is the vaed daemon at --socket, decoding on its CUDA ranks). Like a
 DiT worker, it allocates the latent and the output as CUDA tensors with
 torch on its current device and stream, and decodes through the vaed_client
-package (issue 19 §6: CUDA tensors are accepted through
+package (CUDA tensors are accepted through
 ``__cuda_array_interface__`` / DLPack, registered by CUDA IPC, and the
 frames are written in this process's device memory, ordered on ``stream=``,
 the ``cudaStream_t`` as an int, here torch's current stream). It then:
@@ -152,7 +152,7 @@ def cuda_client_or_exit(figures):
     parameters = inspect.signature(vaed_client.Client.decode).parameters
     if "stream" not in parameters:
         figures["reason"] = ("vaed_client.Client.decode has no stream= argument: this client "
-                             "takes no CUDA tensors (issue 19 §6 not built yet)")
+                             "takes no CUDA tensors (CUDA tensor support not built yet)")
         return EXIT_MISSING
     return torch, vaed_client, parameters
 

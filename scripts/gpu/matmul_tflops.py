@@ -4,8 +4,8 @@
 Usage: matmul_tflops.py --figures FILE [--size 8192] [--repeats 20]
 
 The reference the H3 benchmarks are compared with in the same run
-(scripts/gpu/check.sh; issue 20: "TFLOP/s against a bf16 matmul measured in
-the same run"). As the device notes advise (METHOD.md): random inputs
+(scripts/gpu/check.sh: TFLOP/s against a bf16 matmul measured in the same
+run). As the device notes advise (METHOD.md): random inputs
 (zeros run faster), a warm-up, CUDA events around each repeat, the median;
 the product [n, n] x [n, n] in bfloat16 counts 2 n^3 FLOP. The copy moves a
 4 GiB float32 tensor device to device and counts bytes read plus written.

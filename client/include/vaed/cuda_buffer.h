@@ -1,5 +1,5 @@
 // vaed::client::CudaBuffer: device memory the client library allocates
-// itself (issue 19 §6, "managed buffers"), for latents and outputs that
+// itself ("managed buffers"), for latents and outputs that
 // stay on the GPU. It is ordinary cuMemAlloc memory in the device's
 // primary context (the context the CUDA runtime and PyTorch use), so
 // legacy CUDA IPC can share it: pass data() to Client::RegisterCudaRegion

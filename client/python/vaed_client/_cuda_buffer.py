@@ -1,6 +1,6 @@
 """CudaArray: a C-contiguous array in device memory that vaed_client
 allocated itself (``Client.alloc_latent(..., device="cuda:N")``), the
-"managed buffer" of issue 19 §6.
+"managed buffer".
 
 It is plain cuMemAlloc memory in the device's primary context, exposed
 through ``__cuda_array_interface__`` v3, so ``torch.as_tensor(a,

@@ -1,4 +1,4 @@
-// Which output frames are final while an H3 video decodes (issue 22,
+// Which output frames are final while an H3 video decodes (for
 // streamed output): the frames no later temporal window touches, so that a
 // client may read or encode them before the whole decode ends.
 //

@@ -1,5 +1,5 @@
 // How much memory one H3 video decode needs at its peak, estimated from the
-// request's shape before anything is allocated (issue 19 §9). The daemon's
+// request's shape before anything is allocated. The daemon's
 // admission compares it with what a request may use (the memory budget, or
 // the host's memory, minus the resident weights) and refuses a request that
 // cannot fit with an error naming the budget, instead of a fixed cap on the

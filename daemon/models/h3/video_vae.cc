@@ -349,7 +349,7 @@ namespace {
 
 // "plan float32 b1 t7 h16 w16: built (1 call); plan float32 b1 t7 h16 w16:
 // hit (7 calls)": every decision of the request, not only the first call's
-// (issue 21: the first call's alone contradicted the call counts).
+// (the first call's alone would contradict the call counts).
 std::string DescribeDecisions(const std::vector<std::pair<std::string, int64_t>>& decisions) {
   std::string out;
   for (const auto& [decision, calls] : decisions) {

@@ -23,7 +23,7 @@
 // change (sequential or stacked), which does not change the output in fp32
 // on CPU (tests/models/h3_video_vae_test.cc checks bytes).
 //
-// Production runtime (issue 5, DESIGN.md §2.6-2.8):
+// Production runtime (DESIGN.md §2.6-2.8):
 //   compiled plans  per decoder-call bucket (dtype, tiles per call, tile
 //                   shape t x h x w; t is the 7-latent-frame window): the
 //                   RoPE tables and workspace buffers (Vit3dDecoder::
@@ -108,7 +108,7 @@ class VideoVae final : public VaeModel {
   // latent cells per spatial axis (16384 = 262,144 px) and latent frames
   // (16384 = 65,533 pixel frames). They are not the serving limit: that is
   // memory. Plan() estimates the decode's peak (h3/video_memory.h) and the
-  // daemon refuses what cannot fit in what a request may use (issue 19 §9;
+  // daemon refuses what cannot fit in what a request may use (while
   // the official decoder itself accepts any extent); within it, the tensor
   // memory budget (tensor_memory.h) and the stacking failure ladder bound
   // what a decode allocates.
