@@ -200,7 +200,7 @@ step_args() {  # the arguments of the step function of step $1
 # step_limits NAME: "CAP MIN RESERVED" in seconds. CAP: the step's default
 # timeout. MIN: the least time in which it gives its figures (a benchmark's
 # minimum covers building its weights and its sequential decode if the
-# decoder is within about twice the target; its stacked half may
+# decoder is within about twice its GPU target (docs/benchmarks.md); its stacked half may
 # then be cut); a step is not started with less. RESERVED 1: its minimum is
 # kept free while the steps before it run. The GPU figures are estimates:
 # nothing here has run on a GPU yet. On --cpu-only the steps that need a

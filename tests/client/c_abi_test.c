@@ -1,4 +1,4 @@
-/* The C ABI test (issue 21 item 3): plain C11, compiled as C, calls every
+/* The C ABI test: plain C11, compiled as C, calls every
  * entry point of vaed/vaed_c.h against a real daemon, with good and bad
  * arguments (NULL pointers, struct sizes out of range, wrong shapes), and
  * checks each status and that each message names the bad argument.

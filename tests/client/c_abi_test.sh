@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the C ABI test program (c_abi_test.c, issue 21 item 3) against a real
+# Runs the C ABI test program (c_abi_test.c) against a real
 # daemon started here on a private socket: with the H3 tiny golden decoders
 # (model "hv": video + audio) when ../shared/golden/h3 is present, else with
 # the demo model only (the program then runs the video checks and exits 77:

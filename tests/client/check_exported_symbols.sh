@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the dynamic symbol table of libvaed_client.so (issue 18 §4): the
+# Checks the dynamic symbol table of libvaed_client.so: the
 # library exports its public API and nothing else.
 #   - every function vaed/vaed_c.h declares (VAED_C_API) is exported, and no
 #     other C symbol;

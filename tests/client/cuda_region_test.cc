@@ -1,4 +1,4 @@
-// CUDA memory through the client library without a GPU (issue 19 §6): the
+// CUDA memory through the client library without a GPU: the
 // run-time driver loader's errors, and CUDA regions refused at once by a
 // daemon with no CUDA ranks, before the driver is loaded. Links the object
 // library for the internal loader (client/src/cuda_driver.h).

@@ -1,4 +1,4 @@
-// No exception leaves the client library (issue 18 §3): an exception
+// No exception leaves the client library: an exception
 // thrown inside each C ABI entry point, inside a Client call while a
 // request is on the wire, in the heartbeat thread, while starting it, and
 // by a user's progress callback comes back as a status (or, for the

@@ -1,5 +1,5 @@
-// One rule for the daemon's socket in every client (issue 21, new-user
-// list: vaectl ignored $VAED_SOCKET while the Python client honoured it):
+// One rule for the daemon's socket in every client (a
+// regression: vaectl ignored $VAED_SOCKET while the Python client honoured it):
 // an explicit path, else $VAED_SOCKET when set and non-empty, else
 // /run/vaed/vaed.sock. Client::SocketPath holds the rule; Connect and the C
 // ABI's vaed_connect apply it (vaectl's side: tests/ops/vaectl_cli_test.cc).

@@ -35,8 +35,8 @@ inline constexpr double kGoldenU8MaxOffByOneFraction = 0.001;
 
 // Raw float32 video output (`frames_f32`, `tile_raw`, decoder space), max
 // abs difference. Golden README §8: reordering mathematically neutral ops
-// moves frames_f32 by at most 1.9e-6; other BLAS kernels by ~2e-6 (issue 18
-// §0). 1e-5 leaves a 5x margin and still catches any real decoder error
+// moves frames_f32 by at most 1.9e-6; other BLAS kernels by ~2e-6.
+// 1e-5 leaves a 5x margin and still catches any real decoder error
 // (the output std is ~1.16, README §4).
 inline constexpr double kGoldenVideoF32MaxAbs = 1e-5;
 

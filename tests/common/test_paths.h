@@ -3,7 +3,7 @@
 // programs. The paths are compiled into one translation unit
 // (test_paths.cc) that the tests include this header for, so that all
 // other test sources compile to the same bytes in any checkout: a fresh clone in another folder takes them
-// from the compiler cache the session's own builds filled (issue 18 §5).
+// from the compiler cache the session's own builds filled.
 //
 // SharedDir() is the environment's VAED_SHARED_DIR when that is set and not
 // empty (the folder that holds golden/ and data/; the Python tests read the

@@ -283,7 +283,7 @@ TEST(RuntimeConfigTest, DeviceKeysAreCheckedBeforeAnythingLoads) {
   EXPECT_THAT(ValidateOptions(*other).message(), HasSubstr("executor.device is 'tpu'"));
 }
 
-// Regression (issue 21, new-user list): `vaed --model h3=...` kept the
+// Regression: `vaed --model h3=...` kept the
 // embedded demo model as the default, so a request naming no model went to
 // the demo model and failed on its latent. The first --model of another
 // kind is now the default unless --default-model says otherwise.
@@ -306,7 +306,7 @@ TEST(RuntimeConfigTest, RegressionModelFlagsMakeTheFirstRealModelTheDefault) {
   EXPECT_EQ(cli.options.models.default_model, "demo");
 }
 
-// Regression (issue 21 review): usage errors exited with CLI11's own codes
+// Regression: usage errors exited with CLI11's own codes
 // (105 for `--config /nonexistent`, 109 for an unknown flag), which the
 // docs did not list; an invalid config exits 2, and so does every usage
 // error now. --help still exits 0.
@@ -326,7 +326,7 @@ TEST(CommandLineTest, RegressionAUsageErrorExits2NotACli11Code) {
   EXPECT_EQ(cli.exit_code, 0);
 }
 
-// Regression (issue 21 review): a --config file that lists a real model
+// Regression: a --config file that lists a real model
 // without naming models.default kept the demo as the default (requests
 // naming no model got demo output), and one that left the demo out failed
 // ("models.default 'demo' is not a configured model"). The first real entry
@@ -468,7 +468,7 @@ TEST(ObservabilityConfigTest, MetricsAndLogFormatFlags) {
 
 // --help names config keys; each one exists, and a flag that sets a key
 // accepts exactly the key's range.
-// Bug (review, issue 18): an empty --socket (or --default-model,
+// Bug: an empty --socket (or --default-model,
 // --log-level) read as "not given", so `vaed --socket ''` served on the
 // config's socket (/run/vaed/vaed.sock) without a word. Now refused.
 TEST(CommandLineTest, RegressionAnEmptyFlagValueIsRefusedNotIgnored) {

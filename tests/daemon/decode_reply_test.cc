@@ -1,6 +1,6 @@
 // The engine's result on the wire (daemon/server/decode_reply.h): the host
 // copies a decode made reach DecodeReply.host_copies / host_copy_bytes
-// (issue 19 §3). That CPU decodes report 0 is checked through a daemon
+// (CUDA regions). That CPU decodes report 0 is checked through a daemon
 // (tests/integration/h3_video_test.cc).
 #include "daemon/server/decode_reply.h"
 
@@ -31,7 +31,7 @@ TEST(DecodeReplyTest, HostCopiesOfTheResultAreInTheReply) {
   EXPECT_EQ(reply.decode().host_copy_bytes(), 123456789012ull);
 }
 
-// Issue 21 (new-user list): there was no way to see the tile grid without
+// Regression: there was no way to see the tile grid without
 // decoding. A plan's grid reaches every reply, plan-only ones included.
 TEST(DecodeReplyTest, ThePlansTileGridIsInTheGeometry) {
   auto model = models::Taef2Decoder::CreateDemo("demo", 0);

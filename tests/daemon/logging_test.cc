@@ -159,7 +159,7 @@ TEST(LoggingTest, DecodeRecordFollowsTheLevel) {
   EXPECT_TRUE(log.Lines().empty());
 }
 
-// Issue 21 (new-user list): refusals other than decodes were free text or
+// Regression: refusals other than decodes were free text or
 // not logged at all. Their record has its own event and warning level.
 TEST(LoggingTest, RefusalRecordIsAWarningWithItsOwnEvent) {
   CapturedLog log;

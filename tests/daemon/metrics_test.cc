@@ -699,7 +699,7 @@ TEST(MetricsServerTest, ServesMetricsOnAnyFreeLoopbackPort) {
   EXPECT_EQ(head->status, 200);
 }
 
-// Exception injection (issue 18 §3): a scrape whose refresh throws is
+// Exception injection: a scrape whose refresh throws is
 // answered 500 naming the exception; the server thread survives and the
 // next scrape is served.
 TEST(MetricsServerTest, AScrapeThatThrowsIsAnswered500AndTheNextIsServed) {

@@ -699,7 +699,7 @@ TEST_F(RequestHandlerTest, RegionCountAndByteQuotas) {
   EXPECT_EQ(StatusNow().client_faults(), 2u);
 }
 
-// CUDA IPC regions (issue 19 §3) through the handler, without a device: the
+// CUDA IPC regions through the handler, without a device: the
 // daemon is given two CUDA rank devices and a fake opener that records
 // which device it opened on and counts the regions it closed.
 class CudaRegionTest : public RequestHandlerTest {
@@ -1042,7 +1042,7 @@ TEST_F(RequestHandlerTest, LatentSpaceIsCheckedAgainstTheModelAndTravelsWithTheJ
   EXPECT_EQ(sink_.jobs[0]->settings.latent_space, models::LatentSpace::kNormalized);
 }
 
-// Regression (issue 21, new-user list): an output of the wrong shape was
+// Regression: an output of the wrong shape was
 // refused with "model 'demo' writes uint8 NHWC uint8 [...]": the format's
 // name already holds the dtype, and the dtype was appended again.
 TEST_F(RequestHandlerTest, RegressionAWrongOutputShapeNamesTheFormatOnce) {
@@ -1057,7 +1057,7 @@ TEST_F(RequestHandlerTest, RegressionAWrongOutputShapeNamesTheFormatOnce) {
   EXPECT_THAT(s.message(), Not(HasSubstr("uint8 NHWC uint8")));
 }
 
-// Regression (issue 21, new-user list): status said "0 served, 8 failed"
+// Regression: status said "0 served, 8 failed"
 // while its outcomes counted 4 (plan-only refusals and refusals before a
 // request parsed were "failed" but no outcome), a plan refused before the
 // decode was sent (the Python client plans first) was in no outcome and no

@@ -91,7 +91,7 @@ TEST_F(WarmUpPlanTest, EveryWarmShapeOfTheModelIsPlannedWithItsLatentAndEntry) {
   EXPECT_EQ((*plan)[1].shape.latent_shape, (std::vector<int64_t>{1, 24, 12, 20, 8}));
 }
 
-// Regression (issue 19 review): warm_shapes skipped the memory check every
+// Regression: warm_shapes skipped the memory check every
 // request gets, so warm_shapes = ["16384x16384"] went on to allocate ~309 GB
 // at start-up instead of being refused. Now a warm shape is planned and
 // checked against what one request may use, naming the entry.

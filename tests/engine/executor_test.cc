@@ -1,6 +1,6 @@
-// The executor's thread edges (issue 18 §3): nothing a sink throws leaves a
-// rank thread, and the executor serves on; and its start-up warm-up (issue
-// 19 §7): a warmed shape's first job is warm, a warm-up that fails fails
+// The executor's thread edges: nothing a sink throws leaves a
+// rank thread, and the executor serves on; and its start-up
+// warm-up: a warmed shape's first job is warm, a warm-up that fails fails
 // Create(). Runs the built-in demo model on one rank, with latents and
 // outputs in real POSIX shm regions.
 #include "daemon/engine/executor.h"
@@ -290,7 +290,7 @@ TEST(DecodeHistoryTest, WarmIsPerRankAndBucket) {
   EXPECT_TRUE(history.RecordDecodes({}));
 }
 
-// Regression (issue 18): the rank handed the result to the sink (the reply
+// Regression: the rank handed the result to the sink (the reply
 // went out) and only afterwards took the job off its slot, so a client that
 // read its reply and then asked for the status could see `in_flight: 1`
 // (python.metrics' test_status_reports_component_latencies failed now and

@@ -27,7 +27,7 @@ TEST(GroupReportTest, ImbalanceIsMaxOverMeanOfTheWorkingRanks) {
   EXPECT_DOUBLE_EQ(r.ranks[1].decode_seconds, 1.0);
 }
 
-// Regression (issue 21, new-user list): a 1-tile request on a group of 2
+// Regression: a 1-tile request on a group of 2
 // reported imbalance 1.22, because the rank that decoded no tile reported
 // its wall time (waiting in collectives) as decode seconds and counted in
 // the mean.

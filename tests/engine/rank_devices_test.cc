@@ -87,7 +87,7 @@ TEST(RankDevicesTest, ConfiguredListsAreCheckedWithoutADevice) {
   EXPECT_TRUE(ParseConfiguredDevices({}, 5).ok());
 }
 
-// Regression (issue 19 review): the executor gave local rank r's NCCL
+// Regression: the executor gave local rank r's NCCL
 // communicator CUDA device r, while its models sit on its UUID-ordered
 // device, so with CUDA_VISIBLE_DEVICES=2,0,1 (or a configured subset) every
 // collective met tensors on another device. The communicator's device now

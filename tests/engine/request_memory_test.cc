@@ -19,7 +19,7 @@ TEST(RequestMemoryTest, BudgetMinusResidentWeights) {
   EXPECT_THAT(m.source, HasSubstr("minus 0.2 GiB of resident weights"));
 }
 
-// Regression (issue 21 review): a 40 MiB budget was reported as "more than
+// Regression: a 40 MiB budget was reported as "more than
 // the 0.0 GiB a request may use".
 TEST(RequestMemoryTest, RegressionASmallLimitIsReportedInMiB) {
   RequestMemory m;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 21 (deployers): the Debian packages that cpack makes from the build
+# For deployers: the Debian packages that cpack makes from the build
 # tree (cmake/packaging.cmake) hold what they should and work unpacked.
 #   1. cpack -G DEB into a scratch directory: vaed, vaectl, libvaed-client0,
 #      libvaed-client-dev.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 21 (C++ integrators): a program from outside the tree builds against
+# For C++ integrators: a program from outside the tree builds against
 # an installed libvaed_client and runs. Installs the components client and
 # client_dev of BUILD_DIR (the packages libvaed-client0 and
 # libvaed-client-dev) into a scratch prefix, builds consumer/consumer.cc

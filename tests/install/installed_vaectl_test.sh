@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regression (issue 21, new-user list): `cmake --install` put vaectl in
+# Regression: `cmake --install` put vaectl in
 # <prefix>/bin and libvaed_client.so.0 in <prefix>/lib, but vaectl's
 # install RPATH was empty, so the installed vaectl failed with "cannot open
 # shared object file: libvaed_client.so.0". Installs the build into a

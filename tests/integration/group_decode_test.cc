@@ -1,4 +1,4 @@
-// Acceptance (issue 7): the daemon's own VAE group. A `vaed` with 4 local
+// Acceptance: the daemon's own VAE group. A `vaed` with 4 local
 // ranks decodes every H3 golden case and a multi-tile TAEF2 case on groups
 // of 1, 2 and 4 ranks with byte-identical float32 output; fewer tiles than
 // ranks never hangs (pad and shrink); two requests on 2-rank groups run at
@@ -339,7 +339,7 @@ TEST_F(GroupDecodeTest, TwoRequestsRunAtOnceOnDisjointGroups) {
       << b_start << ", " << b_end << "]";
 }
 
-// No exception leaves a rank thread (issue 18 §3): one thrown on the output
+// No exception leaves a rank thread: one thrown on the output
 // rank's own path (not LibTorch) is answered INTERNAL naming it, the
 // members waiting for the job are released at once (not at their 20 s
 // timeout), and the same daemon decodes the next request on the group.
@@ -534,7 +534,7 @@ TEST(TwoDaemonGroupTest, TwoDaemonsFormOneGroupThroughATcpStore) {
   }
 
   // An exception in node 0's store watcher while it checks the group's
-  // generation for this request (issue 18 §3): the check is answered
+  // generation for this request: the check is answered
   // without the store, the request runs on the group, and the watcher
   // serves on (the requests below need it).
   auto thrown = Decode(**c, "h3", shape, latent.data(), 2, {"watcher_exception"});
@@ -597,7 +597,7 @@ TEST(TwoDaemonGroupTest, TwoDaemonsFormOneGroupThroughATcpStore) {
   std::remove(cfg1.c_str());
 }
 
-// Regression (issue 18 §0): a member daemon that first saw the store while
+// Regression: a member daemon that first saw the store while
 // the leader's first group request was already waiting in its rendezvous
 // took that generation for one built before it started, asked for a new one
 // instead of joining, and the request timed out into a fallback. It failed

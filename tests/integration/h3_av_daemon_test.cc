@@ -245,7 +245,7 @@ INSTANTIATE_TEST_SUITE_P(Golden, H3GoldenAudioTest,
                          ::testing::Values("one_second", "odd_length", "stereo"));
 
 TEST(AvRuleTest, IntegerFormMatchesTheSpecTable) {
-  // spec/h3_vae.md §3.1 table, plus the frame counts.
+  // spec/h3_vae.md §3.1 table, plus further frame counts.
   const std::vector<std::pair<int64_t, int64_t>> table = {
       {22, 37}, {39, 65}, {124, 207}, {209, 348}, {362, 603}};
   for (const auto& [frames, latents] : table) EXPECT_EQ(RuleAudioLatentFrames(frames), latents);

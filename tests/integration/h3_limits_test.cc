@@ -1,4 +1,4 @@
-// Issue 19 §9: the H3 video limits come from memory, not a fixed extent.
+// The H3 video limits come from memory, not a fixed extent.
 // The RFC's benchmark shape, latent [1, 24, 33, 96, 168] (1536x2688, 111
 // frames, 112 tiles), is planned by a daemon with room for it and refused,
 // naming the estimate and the budget, by one configured with a small

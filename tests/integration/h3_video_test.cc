@@ -142,7 +142,7 @@ TEST_P(H3VideoDaemonTest, ReproducesGoldenCase) {
   // Geometry and plan as the official code recorded them.
   const v1::DecodeReply& r = seq->reply;
   // CPU ranks decode in host memory: no copies between host and device
-  // (issue 19 §3; a GPU rank fed from host regions reports them).
+  // (a GPU rank fed from host regions reports them).
   EXPECT_EQ(r.host_copies(), 0u);
   EXPECT_EQ(r.host_copy_bytes(), 0u);
   EXPECT_EQ(stacked->reply.host_copies(), 0u);

@@ -1,4 +1,4 @@
-// Acceptance (issue 6): hostile input, dying clients, deadlines, access
+// Acceptance: hostile input, dying clients, deadlines, access
 // control and sticky device errors against real `vaed` processes. Every case
 // ends with a good decode on the same daemon.
 #include <fcntl.h>

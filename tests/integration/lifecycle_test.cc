@@ -357,7 +357,7 @@ TEST(CommandLineTest, RejectsBadConfigNamingTheKey) {
   std::remove(cfg.c_str());
 }
 
-// Issue 21 §6: a socket directory with the wrong mode was reported only
+// Regression: a socket directory with the wrong mode was reported only
 // after the models' weights had loaded (minutes for the full model). The
 // weights here are a FIFO: opening it blocks until a writer comes, so a
 // daemon that reads weights before checking the socket directory hangs

@@ -1,4 +1,4 @@
-// Acceptance (issue 6, load): N concurrent clients x M decodes of the small
+// Acceptance (load): N concurrent clients x M decodes of the small
 // demo model through one daemon. Every request gets exactly one reply
 // (none lost, none duplicated: the daemon's served counter and each
 // client's count agree), every output is byte-checked against a reference

@@ -256,7 +256,7 @@ TEST(ReconnectTest, DecodeInFlightWhenDaemonDiesIsRetriedOnceOnTheRestartedDaemo
   EXPECT_EQ((*c)->reconnects(), 1u);
 }
 
-// Streamed output (issue 22): once a range was delivered, a retry on the
+// Streamed output: once a range was delivered, a retry on the
 // restarted daemon would write the delivered frames again, so the decode
 // is not retried: it fails at once with kUnavailable saying how far the
 // output is final (without waiting for the daemon to come back), the next

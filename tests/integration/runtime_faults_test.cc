@@ -1,4 +1,4 @@
-// Acceptance for the production runtime of issue 5 through a real daemon:
+// Acceptance for the production runtime (DESIGN.md §2.6-2.8) through a real daemon:
 // the failure ladder, compiled-plan failures, the memory budget, the plan
 // cache's bound and stack_tiling auto's measured memory gate.
 //
@@ -298,8 +298,8 @@ TEST_F(RuntimeFaultsTest, OutOfMemoryAtTheSequentialRungIsAClearError) {
 
 TEST_F(RuntimeFaultsTest, RequestOverTheMemoryBudgetFailsCleanly) {
   // 1024 x 1024 px: one decoded window alone is 28 * 3 * 1024^2 * 4 bytes
-  // = 336 MiB, over the 320 MiB budget whatever the rung. Since issue 19
-  // §9 the plan's memory estimate refuses it at admission, before anything
+  // = 336 MiB, over the 320 MiB budget whatever the rung. The
+  // plan's memory estimate refuses it at admission, before anything
   // is allocated (it used to fail at allocation time, halfway through).
   const Latent big = RandomLatent({1, 24, 3, 64, 64}, 5);
   auto r = Decode(*client_, big, {}, client::OutputFormat::kUInt8NHWC);
@@ -469,7 +469,7 @@ TEST_F(RuntimeFaultsTest, PlanCacheStaysAtItsBoundWithCorrectOutputs) {
   EXPECT_GE(cache->evictions(), 3u);
 }
 
-// Issue 6: a deadline cancels the decode between tile calls, not after it.
+// A deadline cancels the decode between tile calls, not after it.
 // Each tile call is slowed by 50 ms (slow_tiles) so the decode outlasts a
 // 120 ms deadline by several calls.
 TEST_F(RuntimeFaultsTest, DeadlineCancelsBetweenTileCalls) {

@@ -1,4 +1,4 @@
-// Acceptance (issue 22): streamed output. A real `vaed` with two ranks
+// Acceptance: streamed output. A real `vaed` with two ranks
 // decodes with DecodeOptions.stream_output through the real client:
 //   * the bytes are those of the unstreamed decode (every golden H3 case,
 //     uint8 and float32; TAEF2 on the real bikes clip; groups of 1 and 2);

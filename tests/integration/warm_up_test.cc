@@ -1,4 +1,4 @@
-// Acceptance for the start-up warm-up (issue 19 §7) through a real daemon:
+// Acceptance for the start-up warm-up through a real daemon:
 // the golden tiny H3 video decoder on 2 ranks with warm_shapes ["17x8"] (a
 // canvas of two 16x8-cell tiles, small so start-up stays quick on CI).
 //   * every rank decodes the warm shape before READY (one log line each,
@@ -142,7 +142,7 @@ TEST_F(WarmUpTest, EveryRankWarmsTheShapeUpBeforeTheDaemonServes) {
   EXPECT_THAT(log, HasSubstr("plan float32 b1 t7 h16 w8: built"));
 }
 
-// Regression (issue 19 §7): warm_shapes built and ran one decoder call of
+// Regression: warm_shapes built and ran one decoder call of
 // the shape's first tile bucket in the model's constructor, on the main
 // thread, so the first request of the shape still paid its first-decode
 // costs on its rank's thread, and its reply said warm = false (the history
@@ -187,7 +187,7 @@ TEST(WarmUpFailureTest, AWarmShapeThatCannotBeDecodedStopsStartUpNamingTheEntry)
   std::remove(config.c_str());
   std::filesystem::remove_all(dir);
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  // Since issue 19's review the shape is refused by the request memory
+  // The shape is refused by the request memory
   // check before any warm-up decode (warm_up_plan.h), as a request of that
   // shape would be; the rank-side failure (a decode that fails during the
   // warm-up) is ExecutorWarmUpFailureTest's.

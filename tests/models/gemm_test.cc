@@ -1,7 +1,7 @@
 // The decoders' bf16 products accumulate in float32 (daemon/models/gemm.h):
 // on every CPU the result is the float32 product of the bf16 operands,
 // rounded to bf16 once (what tensor cores and oneDNN on AVX-512 BF16 give).
-// Regression (issue 18): on AVX2 CPUs LibTorch 1.13's bf16 GEMM rounded
+// Regression: on AVX2 CPUs LibTorch 1.13's bf16 GEMM rounded
 // partial sums; the tiny H3 decoder's bf16 tile was off by 0.7 from float32
 // (H3Vit3dGoldenTest.Bf16ErrorVersusFp32IsBounded failed there).
 #include "daemon/models/gemm.h"

@@ -31,7 +31,7 @@ using ::testing::HasSubstr;
 // ------------------------------------------------------------ length rule
 
 TEST(AvSyncTest, RuleGivesTheSpecTableAndTheIssueFrameCounts) {
-  // round(frames / 24 * 40): spec/h3_vae.md §3.1 and issue 4.
+  // round(frames / 24 * 40): spec/h3_vae.md §3.1.
   const std::vector<std::pair<int64_t, int64_t>> table = {
       {22, 37}, {39, 65}, {124, 207}, {209, 348}, {362, 603}, {17, 28}, {0, 0}, {1, 2}};
   for (const auto& [frames, latents] : table) {
@@ -123,7 +123,7 @@ TEST(SummarizeValuesTest, FlagsConstantOutputs) {
   EXPECT_EQ(nan->nonfinite, 4);
 }
 
-// Regression (issue 21, new-user list): an all-NaN output reported rms 0.0
+// Regression: an all-NaN output reported rms 0.0
 // and peak 0.0, the figures of silence. With no finite value both are NaN
 // (a reply's sanity says so; vaectl prints "every value non-finite").
 TEST(SummarizeValuesTest, RegressionAllNanIsNotReportedAsSilence) {
@@ -292,7 +292,7 @@ torch::Tensor GoldenLatent(const std::string& file) {
   return t;
 }
 
-// Issue 19 §2: naming the CPU explicitly is the CPU path, byte for byte
+// Naming the CPU explicitly is the CPU path, byte for byte
 // (the weights' one-time move to the device is the identity there).
 TEST_F(H3VaeTest, AnExplicitCpuDeviceDecodesTheSameBytes) {
   auto implicit = h3::H3Vae::Create({.name = "av", .video = GoldenVideo(), .audio = GoldenAudio()});

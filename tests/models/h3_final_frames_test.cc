@@ -1,5 +1,5 @@
 // Tests of the frames final after each temporal window
-// (daemon/models/h3/final_frames.h, issue 22): the rule on the planner's
+// (daemon/models/h3/final_frames.h): the rule on the planner's
 // windows, and on a real decoder that the frames it calls final do not
 // change when later latent frames do, while the next ones do (so the rule
 // is neither too late nor too early).

@@ -223,7 +223,7 @@ int64_t CallsIn(const std::string& plan_decision) {
   return calls;
 }
 
-// Regression (issue 21, new-user list): plan_decision described only the
+// Regression: plan_decision described only the
 // first decoder call ("plan ...: built") while planned_calls counted them
 // all. It now names every decision with its number of calls, so the counts
 // add up to decoder_calls (CompiledPlansGiveTheEagerBytes checks that for
@@ -289,7 +289,7 @@ TEST_F(H3VideoVaeGoldenTest, PlanStatesTheLatentContract) {
               HasSubstr("latent.shape[2]"));
 }
 
-// Issue 19 §9: no fixed 160-cell / 512-frame cap any more; the plan carries
+// No fixed 160-cell / 512-frame cap any more; the plan carries
 // the memory estimate that admission checks instead.
 TEST_F(H3VideoVaeGoldenTest, PlansBeyondTheOldCapsWithAMemoryEstimate) {
   auto rfc = model_->Plan(DType::kFloat32, {1, 24, 33, 96, 168});
@@ -403,7 +403,7 @@ TEST(H3VideoVaeTest, PlanRejectsHugeLatentFrameCountsAndTheModelStillDecodes) {
   Result<DecodePlan> plan = (*model)->Plan(DType::kFloat32, {1, 24, 7, 16, 16});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->frames, 22);
-  // The tile grid is known before decoding (issue 21: `vaectl plan`): one
+  // The tile grid is known before decoding (`vaectl plan`): one
   // 256-px tile, one temporal window.
   EXPECT_EQ(plan->tile_rows, 1);
   EXPECT_EQ(plan->tile_cols, 1);

@@ -173,7 +173,7 @@ TEST(Taef2CreateTest, RejectsBadOptions) {
   EXPECT_THAT(m.status().message(), HasSubstr("/nonexistent/taef2_decoder.safetensors"));
 }
 
-// Streamed output (issue 22): DecodeSettings::final_frames gets every frame
+// Streamed output: DecodeSettings::final_frames gets every frame
 // batch in order, [0, 4), [4, 8), [8, 10) with frame_batch 4, holding the
 // values Decode() returns, in the untiled and the hybrid tiled decode.
 TEST(Taef2CreateTest, FinalFramesHandOverEachFrameBatchWithItsFinalValues) {

@@ -24,7 +24,7 @@ class TensorMemoryTest : public ::testing::Test {
   void SetUp() override { ASSERT_TRUE(InstallTensorMemoryTracking()); }
 };
 
-// Regression (issue 18 §4): the peak mark was one process-wide value, so a
+// Regression: the peak mark was one process-wide value, so a
 // request starting on another rank (another thread) reset it and the
 // request already running reported a peak below what it had allocated.
 TEST_F(TensorMemoryTest, ConcurrentResetDoesNotLowerAnotherThreadsPeak) {

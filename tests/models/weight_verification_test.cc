@@ -1,7 +1,7 @@
 // Tests of weight verification (daemon/models/weight_verification.h): the
 // SHA256SUMS reader, the per-file digest cache, and VerifyWeights' states
 // and mismatch errors; and that the registry refuses a mismatching model
-// before loading it (issue 21 §5).
+// before loading it.
 #include "daemon/models/weight_verification.h"
 
 #include <gmock/gmock.h>
@@ -66,7 +66,7 @@ TEST(ListedSha256Test, AMalformedLineIsRefusedNamingFileAndLine) {
   EXPECT_THAT(r.status().message(), HasSubstr(sums + " line 2"));
 }
 
-// Regression (issue 21 review): a file listed twice with different digests
+// Regression: a file listed twice with different digests
 // was verified by the first line (sha256sum -c fails either way), and a
 // "./name" line did not count as listing it.
 TEST(ListedSha256Test, RegressionConflictingLinesAreRefusedAndDotSlashNamesCount) {

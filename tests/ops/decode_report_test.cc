@@ -166,7 +166,7 @@ TEST(PlanAudioOutputTest, FormatNoneWritesNoAudioUnlessAudioOutNamesIt) {
   ASSERT_TRUE(p.ok());
   EXPECT_TRUE(p->wav.empty());
   EXPECT_FALSE(p->mux_audio);
-  // Issue 21: `--format none --audio-out F` writes only the WAV.
+  // `--format none --audio-out F` writes only the WAV.
   auto only_wav = PlanAudio("none", "", "x.wav");
   ASSERT_TRUE(only_wav.ok());
   EXPECT_EQ(only_wav->wav, "x.wav");
@@ -531,7 +531,7 @@ TEST(FormatDecodeReportTest, ShowsTimingTableGeometryAndQuality) {
   EXPECT_THAT(text, Not(HasSubstr("DEMO")));
 }
 
-// Issue 22: how the MP4 was written, additive keys: null without an MP4.
+// Streamed output: how the MP4 was written, additive keys: null without an MP4.
 TEST(DecodeReportToJsonTest, Mp4StreamingKeysAreNullWithoutAnMp4) {
   DecodeReport r = SampleReport();
   auto j = DecodeReportToJson(r);
@@ -790,7 +790,7 @@ TEST(FormatDecodeReportTest, ConstantOrNonFiniteAudioGetsWarnings) {
   EXPECT_EQ(j["audio"]["nonfinite"], 3);
 }
 
-// Issue 21 (new-user list): all-NaN audio read like silence ("rms 0.0000,
+// Regression: all-NaN audio read like silence ("rms 0.0000,
 // peak |x| 0.0000"). The daemon now reports NaN figures for an output with
 // no finite value, and the report states the non-finite values first.
 TEST(FormatDecodeReportTest, AllNonFiniteAudioIsSaidSoFirstNotShownAsSilence) {

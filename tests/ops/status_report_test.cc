@@ -140,7 +140,7 @@ TEST(FormatStatusTest, DaemonWithoutGroupsPrintsNoGroupTable) {
   EXPECT_THAT(FormatStatus(SampleStatus()), ::testing::Not(HasSubstr("VAE groups")));
 }
 
-// SampleStatus plus what issue 9 added: latency per component, outcomes,
+// SampleStatus plus the observability fields: latency per component, outcomes,
 // memory, per-rank work and the metrics endpoint.
 v1::StatusReply StatusWithMetrics() {
   v1::StatusReply s = StatusWithGroups(/*with_failure=*/false);

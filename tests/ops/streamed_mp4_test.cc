@@ -143,7 +143,7 @@ TEST_F(StreamedMp4OutputTest, WithAudioTheVideoIsMuxedFromATemporaryFileThenRemo
   EXPECT_TRUE(fs::exists(plan.wav));
 }
 
-// Regression (issue 22 review): a failed streamed MP4 deleted a file the
+// Regression: a failed streamed MP4 deleted a file the
 // user already had at --out (ffmpeg opened the final path with -y at the
 // start; with audio, Abort removed the final path it never wrote). The MP4
 // is now encoded and muxed beside it and renamed into place only when
@@ -210,7 +210,7 @@ TEST_F(StreamedMp4OutputTest, DestroyingAnUnfinishedOutputRemovesTheFile) {
   EXPECT_FALSE(fs::exists(plan.path));
 }
 
-// Review (issue 22): an output directory that cannot be written failed
+// Regression: an output directory that cannot be written failed
 // only after the whole decode; Start() now says so before it.
 TEST_F(StreamedMp4OutputTest, StartFailsAtOnceForAnOutputDirectoryThatCannotBeWritten) {
   OutputPlan plan = Mp4Plan(false);

@@ -23,7 +23,7 @@ TEST(VaectlCliTest, StatusWithoutDaemonSaysSoAndExits2) {
   EXPECT_THAT(r.out, HasSubstr("vaed is not running at /nonexistent/vaed-test.sock: "));
 }
 
-// Issue 21 (new-user list): vaectl ignored $VAED_SOCKET while the Python
+// Regression: vaectl ignored $VAED_SOCKET while the Python
 // client honoured it. One rule (vaed/client.h Client::SocketPath): --socket,
 // else $VAED_SOCKET, else /run/vaed/vaed.sock.
 TEST(VaectlCliTest, SocketComesFromTheFlagElseVaedSocketElseTheDefault) {
@@ -66,7 +66,7 @@ TEST(VaectlCliTest, DecodeWithoutDaemonFailsBeforeWritingAnything) {
   EXPECT_THAT(r.out, HasSubstr("vaed is not running"));
 }
 
-// Regression (issue 21 review): usage errors exited 105/109 (CLI11's codes),
+// Regression: usage errors exited 105/109 (CLI11's codes),
 // which --help does not list; they are invalid options: 1.
 TEST(VaectlCliTest, RegressionAUsageErrorExits1) {
   EXPECT_EQ(Vaectl("--connect-timeout-ms 0 status").exit_code, 1);
@@ -75,7 +75,7 @@ TEST(VaectlCliTest, RegressionAUsageErrorExits1) {
   EXPECT_EQ(Vaectl("--help").exit_code, 0);
 }
 
-// Regression (issue 21 review): --audio-out on a decode without an audio
+// Regression: --audio-out on a decode without an audio
 // latent exited 0 and wrote nothing, without a word.
 TEST(VaectlCliTest, RegressionAudioOutWithoutAnAudioLatentIsRefused) {
   const auto r = Vaectl(
@@ -169,7 +169,7 @@ TEST(VaectlCliTest, DecodeHelpDescribesGroupSize) {
   EXPECT_THAT(r.out, HasSubstr("group.qualified_sizes"));
 }
 
-// Issue 22: --format mp4 streams by default; --no-stream is described and
+// Streamed output: --format mp4 streams by default; --no-stream is described and
 // refused (before connecting) with a format it does not apply to.
 TEST(VaectlCliTest, DecodeHelpDescribesStreamingAndNoStream) {
   const auto r = Vaectl("decode --help");

@@ -104,7 +104,7 @@ class DaemonSuite : public ::testing::Test {
 
   static std::string Tmp(const std::string& name) { return (dir_ / name).string(); }
 
-  // Issue 22: runs `vaectl decode` with `args` (--format mp4 among them)
+  // Streamed output: runs `vaectl decode` with `args` (--format mp4 among them)
   // twice with --json: streamed into `streamed`, then with --no-stream into
   // `unstreamed`. Both must succeed and say how they wrote the MP4 (the
   // seconds after the reply are printed). Their reports, or nulls after a
@@ -241,7 +241,7 @@ TEST_F(VaectlDaemonTest, DecodeToMp4HasEveryFrame) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("!!! DEMO WEIGHTS"));
   EXPECT_THAT(r.out, HasSubstr("component"));
-  // Streamed by default (issue 22): the timing table says so.
+  // Streamed by default: the timing table says so.
   EXPECT_THAT(r.out, ::testing::ContainsRegex("\\(mp4 after reply, streamed\\) +[0-9.]+ +[0-9.]+"));
   const std::string probe = vaed::ops_test::RunCommand(
                                 "ffprobe -v error -count_frames -show_entries "
@@ -260,7 +260,7 @@ TEST_F(VaectlDaemonTest, DecodeToMp4HasEveryFrame) {
   EXPECT_TRUE(DecodedVideo(Tmp("demo_unstreamed.mp4")) == DecodedVideo(mp4));
 }
 
-// Issue 22: --format mp4 feeds each frame batch to ffmpeg as the daemon
+// Streamed output: --format mp4 feeds each frame batch to ffmpeg as the daemon
 // announces it final; --no-stream encodes after the decode. The real bikes
 // clip gives the same frames either way, and the report says which ran.
 TEST_F(VaectlDaemonTest, StreamedAndUnstreamedMp4OfTheBikesClipHoldTheSameFrames) {
@@ -309,7 +309,7 @@ TEST_F(VaectlDaemonTest, UnknownModelIsReported) {
   EXPECT_THAT(r.err, HasSubstr("nosuch"));
 }
 
-// Acceptance (issue 2): `vaectl decode` through a running vaed on each real
+// Acceptance: `vaectl decode` through a running vaed on each real
 // input: the decode matches the Python reference decode to |diff| <= 1 and
 // its mean PSNR against the original frames is within 0.1 dB of the
 // reference's (data/taef2/README.md §6).
@@ -448,7 +448,7 @@ struct H3Daemon {
 
 class VaectlH3DaemonTest : public DaemonSuite<H3Daemon> {};
 
-// Issue 21 (new-user list): the tile grid without decoding.
+// The tile grid without decoding.
 TEST_F(VaectlH3DaemonTest, PlanShowsTheTileGridAndWindowsWithoutDecoding) {
   const CliRun j = Vaectl("plan --shape 1,24,33,96,168 --model hv --json");
   ASSERT_EQ(j.exit_code, 0) << j.err;
@@ -470,7 +470,7 @@ TEST_F(VaectlH3DaemonTest, PlanShowsTheTileGridAndWindowsWithoutDecoding) {
 }
 
 TEST_F(VaectlH3DaemonTest, FormatNoneWithAudioOutWritesOnlyTheWav) {
-  // Issue 21: --format none is about video frames; --audio-out still
+  // --format none is about video frames; --audio-out still
   // names the WAV to write, and nothing else is written.
   const std::string golden = kGolden + "/audio_case_stereo.safetensors";
   const std::string wav_path = Tmp("only.wav");
@@ -626,7 +626,7 @@ TEST_F(VaectlH3DaemonTest, MismatchedJointLengthsFailUnlessIndependentLengths) {
                                   "independent lengths"));
 }
 
-// Issue 22: a joint H3 decode streamed to MP4 (video encoded while
+// Streamed output: a joint H3 decode streamed to MP4 (video encoded while
 // decoding, the WAV muxed in at the end) is the --no-stream file: the same
 // frames, the same audio, the same streams; the temporary video is gone.
 TEST_F(VaectlH3DaemonTest, StreamedJointMp4HoldsTheFramesAndAudioOfTheUnstreamedOne) {
@@ -659,7 +659,7 @@ TEST_F(VaectlH3DaemonTest, StreamedJointMp4HoldsTheFramesAndAudioOfTheUnstreamed
   EXPECT_THAT(FilesContaining(dir_, ".video-"), ::testing::IsEmpty());
 }
 
-// Issue 22: an H3 decode of 7 temporal windows (111 frames) streams window
+// Streamed output: an H3 decode of 7 temporal windows (111 frames) streams window
 // by window into the MP4: the frames of the --no-stream file.
 TEST_F(VaectlH3DaemonTest, MultiWindowStreamedMp4HoldsTheUnstreamedFrames) {
   if (!HaveTool("ffmpeg")) GTEST_SKIP() << "ffmpeg not installed";
@@ -675,7 +675,7 @@ TEST_F(VaectlH3DaemonTest, MultiWindowStreamedMp4HoldsTheUnstreamedFrames) {
       << "the streamed MP4 holds other frames";
 }
 
-// Issue 22: a streamed decode that fails after some windows were final
+// Streamed output: a streamed decode that fails after some windows were final
 // (here: its --deadline-ms passes) leaves no partial MP4 (nor the
 // temporary video of one with audio) and says which frames were final.
 TEST_F(VaectlH3DaemonTest, FailedStreamedDecodeLeavesNoPartialMp4) {

@@ -81,7 +81,7 @@ TEST(ChooseGroupSizeTest, DefaultRequestedPadAndShrink) {
                         "group.qualified_sizes [1, 2, 4]"));
 }
 
-// Bug (review, issue 18): the handler cast the request's uint32
+// Bug: the handler cast the request's uint32
 // options.group_size to int, so 2^31 was refused as "options.group_size is
 // -2147483648". The value is now passed whole and named as sent.
 TEST(ChooseGroupSizeTest, RegressionAGroupSizeBeyondIntIsNamedAsSent) {

@@ -70,7 +70,7 @@ size_t OpenDescriptors(pid_t pid) {
 
 // Bug: a daemon with several ranks verified the weights once per rank:
 // it read SHA256SUMS and logged "verified" for each file once per rank.
-// Fixed in this issue's verify-once commit: main verifies before the ranks
+// Fixed in the verify-once commit: main verifies before the ranks
 // load (ModelRegistry::VerifyAll) and every rank's registry reuses it.
 TEST(RegressionTest, WeightsAreVerifiedOncePerDaemonNotOncePerRank) {
   if (!testing::H3TinyVideoPresent()) {
@@ -151,7 +151,7 @@ TEST(RegressionTest, DaemonRefusesToReplaceARegularFileAtTheSocketPath) {
   rmdir(dir.c_str());
 }
 
-// Bugs (issue 6 review, the attacks on the idle timeout and on the close):
+// Bugs (review: the attacks on the idle timeout and on the close):
 // a connection that never says Hello but keeps sending (each request
 // answered unknown_client) reset its idle timer and stayed open forever;
 // and a connection that never reads its replies could not be closed,
@@ -205,7 +205,7 @@ TEST(RegressionTest, ChattyAndNonReadingConnectionsAreClosedAndTheirDescriptorsF
   std::filesystem::remove(cfg);
 }
 
-// ------------------------------------------------ region lifetime (issue 19 §5)
+// ------------------------------------------------ region lifetime
 
 // The daemon of the region-lifetime tests: the built-in demo model, fault
 // injection allowed ("slow_tiles": 50 ms before every batch of 4 frames),
@@ -362,10 +362,10 @@ void ExpectUnregisterWaitsForTheDecodeUsingIt(Held held) {
   EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
 }
 
-// Bug (issue 19 §5): an UnregisterRegion of the output region of a running
+// Bug: an UnregisterRegion of the output region of a running
 // decode was acknowledged at once while the rank went on writing the
 // frames into that memory for seconds; a worker reusing the memory after
-// the acknowledgement had it overwritten. Fixed by this issue's region
+// the acknowledgement had it overwritten. Fixed by the region
 // lifetime commit: the acknowledgement waits for the decode's reply, and
 // new decodes naming the region are refused. Before: the unregister reply
 // came first and the second decode got kNotFound.
@@ -373,7 +373,7 @@ TEST(RegressionTest, UnregisterOfAnOutputRegionInUseIsAnsweredAfterTheDecode) {
   ExpectUnregisterWaitsForTheDecodeUsingIt(Held::kOutput);
 }
 
-// Bug (issue 19 §5): as above for the latent region, which the rank may
+// Bug: as above for the latent region, which the rank may
 // still read after an acknowledgement given at once.
 TEST(RegressionTest, UnregisterOfALatentRegionInUseIsAnsweredAfterTheDecode) {
   ExpectUnregisterWaitsForTheDecodeUsingIt(Held::kLatent);
@@ -405,7 +405,7 @@ TEST(RegressionTest, UnregisterOfAnIdleRegionIsAnsweredAtOnceWhileOtherDecodesRu
   EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
 }
 
-// Bug (issue 19 §5), seen through the client library: after a Decode that
+// Bug, seen through the client library: after a Decode that
 // timed out here (the daemon still decoding into its regions),
 // Client::UnregisterRegion returned OK at once and the caller reused memory
 // the daemon went on writing. Fixed with the rule above: the call returns

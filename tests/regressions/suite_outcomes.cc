@@ -3,7 +3,7 @@
 // also when another test of it skipped; a suite whose tests all skipped is
 // reported skipped.
 //
-// Bug (issue 18): the per-suite ctest entries marked a suite Skipped when
+// Bug: the per-suite ctest entries marked a suite Skipped when
 // its output said "[  PASSED  ] 0 tests" (SKIP_REGULAR_EXPRESSION), which
 // is also what a suite prints when every test FAILED; ctest then counted
 // 11 failing RuntimeFaultsTest cases as skipped and the run as passing.

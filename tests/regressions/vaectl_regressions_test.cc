@@ -87,7 +87,7 @@ TEST(RegressionTest, VaectlRefusesAnAbsurdRandomLatentWithoutCrashing) {
 // fixes): refused before connecting, naming the flag. Before: accepted, and
 // nothing was written where the user asked. (Was
 // VaectlCliTest.AudioOnlyDecodeRefusesVideoOutputFlags.) `--format none
-// --audio-out F` was refused too; since issue 21 it writes only the WAV
+// --audio-out F` was refused too; now it writes only the WAV
 // (VaectlFormatNoneWithAudioOutIsAccepted below).
 TEST(RegressionTest, VaectlAudioOnlyDecodeRefusesVideoOutputFlags) {
   for (const std::string flags :
@@ -100,7 +100,7 @@ TEST(RegressionTest, VaectlAudioOnlyDecodeRefusesVideoOutputFlags) {
   }
 }
 
-// Bug (issue 21, new-user list): `vaectl decode --format none --audio-out F`
+// Bug: `vaectl decode --format none --audio-out F`
 // was refused ("--format none writes no files"), so there was no way to
 // write only the WAV of a decode. Now the flags pass the check and the
 // command gets as far as connecting (the daemon suite writes the WAV:

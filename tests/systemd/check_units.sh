@@ -116,7 +116,7 @@ check_config() {
   echo "PASS: $example parses and sets every key the daemon prints"
 }
 
-# Issue 21 (new-user list): the shipped vaed.toml did not start
+# Regression: the shipped vaed.toml did not start
 # (/var/lib/vaed/taef2_decoder.safetensors not found). As shipped it must
 # start: the daemon, given the example config and a scratch socket, serves
 # (vaectl status answers) with the demo model as its default.

@@ -1,4 +1,4 @@
-"""CUDA arrays through vaed_client without a GPU (issue 19 §6): stand-in
+"""CUDA arrays through vaed_client without a GPU: stand-in
 objects exposing ``__cuda_array_interface__`` or ``__dlpack_device__`` ==
 (kDLCUDA, 0) are checked (each error names the argument and the rule) and
 refused by a daemon with no CUDA ranks before anything is exported. Nothing

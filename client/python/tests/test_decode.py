@@ -1,7 +1,7 @@
 """Acceptance: decodes through the Python client give the same bytes as
 through the C++ client (vaectl decode) and match the golden H3 output within
 its tolerance (conftest.assert_golden_u8), and TAEF2 bikes matches its
-reference decode within the issue-2 tolerance (uint8 +-1, mean PSNR within
+reference decode within the acceptance tolerance (uint8 +-1, mean PSNR within
 0.1 dB of the reference's)."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_plan_reports_output_shapes_without_decoding(client):
     assert plan["planned_only"]
     assert plan["output_shape"] == [22, 320, 320, 3]
     assert plan["audio"]["output_shape"] == [2, 64000]
-    # Issue 21: the tile grid and temporal windows, without decoding.
+    # The tile grid and temporal windows, without decoding.
     assert plan["tiling"]["tile_rows"] * plan["tiling"]["tile_cols"] >= 1
     assert plan["tiling"]["windows"] == 1
     rfc = client.plan((1, 24, 33, 96, 168), model="h3")

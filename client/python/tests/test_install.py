@@ -1,7 +1,7 @@
 """Acceptance: `pip install ./client/python` and `pip wheel ./client/python`
 work offline with Debian's Python (a venv with --system-site-packages, as
 docs/python-client.md says), install the type stubs, leave the checkout as
-they found it (no client/python/build/, no *.egg-info: issue 21 §8), and
+they found it (no client/python/build/, no *.egg-info), and
 the installed package decodes through a daemon."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_pip_install_offline_into_a_venv_leaves_the_checkout_clean(daemon, tmp_p
     before = tree_state(SOURCE)
     install = pip(venv, ["install", "--no-index", SOURCE], env, tmp_path)
     assert "Successfully installed vaed-client" in install.stdout
-    # Issue 21 §8: pip builds in place (in-tree builds since pip 21.3); setup.py
+    # pip builds in place (in-tree builds since pip 21.3); setup.py
     # sends setuptools' build/ and *.egg-info to a temporary directory.
     assert_tree_unchanged(before, SOURCE, "pip install ./client/python")
 
@@ -110,7 +110,7 @@ def test_pip_install_offline_into_a_venv_leaves_the_checkout_clean(daemon, tmp_p
 
 
 def test_pip_wheel_builds_offline_and_installs_into_a_fresh_venv(daemon, tmp_path):
-    # Issue 21 §4: an integrator builds a wheel once and installs it where
+    # An integrator builds a wheel once and installs it where
     # there is no source tree (and no network).
     builder = make_venv(tmp_path, "build-venv")
     env = offline_env(VAED_BUILD_DIR=str(BINARY_DIR))

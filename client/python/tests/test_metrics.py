@@ -1,4 +1,4 @@
-"""Acceptance (issue 9): scrape /metrics from a running daemon after a few
+"""Acceptance: scrape /metrics from a running daemon after a few
 decodes; the exposition format is valid (promtool when Debian's prometheus
 package is installed, and our own parser) and the counters and histograms
 moved by exactly the expected amounts."""

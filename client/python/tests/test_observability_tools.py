@@ -1,4 +1,4 @@
-"""Issue 9's operator tools outside the daemon: the benchmark chart renderer
+"""The operator tools outside the daemon: the benchmark chart renderer
 (ops/bench/plot_bench.py) on a real vaed_bench_matrix run, the Grafana
 dashboard (ops/grafana/vaed-dashboard.json) against the metrics the daemon
 exports, and the metrics on/off overhead benchmark

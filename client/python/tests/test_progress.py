@@ -1,4 +1,4 @@
-"""Acceptance (issue 9): a multi-window decode emits one progress event per
+"""Acceptance: a multi-window decode emits one progress event per
 temporal window, in order, the last one at 100 %; the Python client takes a
 progress callback; vaectl decode shows progress."""
 

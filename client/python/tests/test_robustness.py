@@ -1,7 +1,7 @@
 """Misuse a DiT worker can run into: fork, interrupted decodes, a cleaned
 /dev/shm, killed workers' segments, huge or mistyped arguments (found by a
-review of the Python client), and what a new user tripped over (issue 21
-§8: which socket a Client picks, read_safetensors' arrays and errors). The
+review of the Python client), and what a new user tripped over
+(which socket a Client picks, read_safetensors' arrays and errors). The
 tests named test_regression_* guard bugs that review found and that were
 fixed (listed, with their fix commits, in tests/regressions/README.md);
 they stay here because they share the session daemon of conftest.py."""
@@ -48,7 +48,7 @@ def wait_child(pid: int, seconds: float = 20):
     return None
 
 
-# Regression (issue 8 review, fixed in 68fcd5f "fork safety"): a forked child
+# Regression (fixed in 68fcd5f "fork safety"): a forked child
 # inherited the parent's C++ Client and SharedRegions; using the Client
 # misbehaved, and the child's exit hung or unlinked the parent's segments.
 def test_regression_fork_child_neither_hangs_nor_unlinks_the_parents_segments(client):
@@ -106,7 +106,7 @@ class InterruptedOnce:
     vaed_client.DaemonUnavailable("no reply within 500 ms", code=7, code_name="unavailable"),
     KeyboardInterrupt(),
 ])
-# Regression (issue 8 review, fixed in 68fcd5f "retired regions after
+# Regression (fixed in 68fcd5f "retired regions after
 # abandoned decodes"): after a decode cut off by a timeout or Ctrl-C, whose
 # daemon side may still be writing, the next decode reused the same output
 # and staging regions.
@@ -129,7 +129,7 @@ def test_regression_after_an_abandoned_decode_the_next_result_gets_fresh_regions
     client._core = client._core._core
 
 
-# Regression (issue 19 §5, region lifetime): after a decode that timed out
+# Regression (region lifetime): after a decode that timed out
 # here, free_latent (and unregister_region) returned at once while the
 # daemon went on decoding from that memory; a worker reusing the array then
 # had it read (or, for an output, overwritten) by the daemon. Now the call
@@ -173,7 +173,7 @@ def test_managed_regions_removed_from_dev_shm_are_recreated(make_daemon):
         assert np.array_equal(again.frames, first.frames)
 
 
-# Regression (issue 8 review, fixed in 68fcd5f "plan before copy"): a latent
+# Regression (fixed in 68fcd5f "plan before copy"): a latent
 # the daemon refuses was first copied into a staging region.
 def test_regression_a_latent_the_daemon_refuses_is_never_copied(client):
     big = np.zeros((64, 31, 64, 64), np.float32)  # 31 channels: refused by the plan
@@ -182,7 +182,7 @@ def test_regression_a_latent_the_daemon_refuses_is_never_copied(client):
     assert "video_latent" not in client._regions.staging
 
 
-# Regression (issue 8 review, fixed in 68fcd5f "shrinking managed regions"):
+# Regression (fixed in 68fcd5f "shrinking managed regions"):
 # one huge decode left its staging and output regions at their peak size for
 # the Client's lifetime.
 def test_regression_oversized_staging_shrinks_again(client, monkeypatch):
@@ -196,7 +196,7 @@ def test_regression_oversized_staging_shrinks_again(client, monkeypatch):
     assert big_output.region_id not in client._regions.by_id
 
 
-# Regression (issue 8 review, fixed in 68fcd5f "stale segment sweep"): the
+# Regression (fixed in 68fcd5f "stale segment sweep"): the
 # segments of a SIGKILLed worker stayed in /dev/shm for ever.
 def test_regression_stale_segments_of_a_killed_worker_are_swept(daemon):
     script = textwrap.dedent(f"""
@@ -219,7 +219,7 @@ def test_regression_stale_segments_of_a_killed_worker_are_swept(daemon):
     assert shm_names(os.getpid()) == shm_names(os.getpid())  # ours (alive) are kept
 
 
-# Regression (issue 8 review, fixed in 68fcd5f "negative-bit torch views"):
+# Regression (fixed in 68fcd5f "negative-bit torch views"):
 # torch's DLPack export (1.13, 2.11) drops a view's negative bit (z.conj().imag), so
 # the daemon decoded -x; the client now resolves the bit first.
 def test_regression_a_negated_torch_view_is_decoded_with_its_sign(client):
@@ -247,7 +247,7 @@ def test_regression_a_negated_torch_view_is_decoded_with_its_sign(client):
     ({"independent_lengths": "no"}, "independent_lengths"),
     ({"inject_faults": "oom"}, "inject_faults"),
 ])
-# Regression (issue 8 review, fixed in 68fcd5f "argument validation naming
+# Regression (fixed in 68fcd5f "argument validation naming
 # the argument"): mistyped or out-of-range arguments failed deeper down with
 # errors that did not name the argument.
 def test_regression_mistyped_arguments_name_the_argument(client, kwargs, match):
@@ -284,7 +284,7 @@ def test_regression_bad_client_and_allocation_arguments(daemon, client):
         client.plan((1, 32, 2**63, 4))
 
 
-# Regression (issue 8 review, fixed in 68fcd5f, errors.py): a quarantined
+# Regression (fixed in 68fcd5f, errors.py): a quarantined
 # error said "retry after" twice, once from the daemon's message and once
 # from retry_after.
 def test_regression_quarantined_message_states_the_retry_once():
@@ -325,7 +325,7 @@ def test_regression_fork_while_another_thread_decodes(client):
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
 
 
-# -- Issue 21 §8: one rule for the socket ----------------------------------
+# -- One rule for the socket ----------------------------------
 # socket argument (not None) > $VAED_SOCKET (set, not empty) > DEFAULT_SOCKET.
 
 def test_the_default_socket_is_the_daemons():
@@ -381,7 +381,7 @@ def test_vaed_socket_is_not_expanded_and_a_relative_path_is_from_the_cwd(daemon,
         vaed_client.Client(connect_timeout=0.5)
 
 
-# -- Issue 21 §8: read_safetensors -----------------------------------------
+# -- read_safetensors -----------------------------------------
 
 def write_safetensors_file(path: Path, header: dict, data: bytes = b"") -> Path:
     """A safetensors file with this header and data buffer, written by hand

@@ -1,4 +1,4 @@
-"""Acceptance (issue 22): streamed output. Client.decode_stream yields each
+"""Acceptance: streamed output. Client.decode_stream yields each
 part of the output as soon as it is final (H3: per temporal window; demo /
 TAEF2: per frame batch; the audio once), then the DecodeResult: parts are
 contiguous from 0 and the last ends at the total, each part holds its final
