@@ -18,11 +18,15 @@
 // stream has finished the device work it queued (RequestFence,
 // rank_stream.h).
 //
-// Memory figures: the peak RSS and peak tensor bytes are process-wide
-// watermarks, reset at the start of each decode; with several decodes
-// running at once (on disjoint groups) each sees the others' memory too and
-// a later start resets an earlier decode's watermark, so the figures are
-// the process's peak since the most recent start, not this request's own.
+// Memory figures, each reset at the start of the decode. The peak RSS is
+// the process's one watermark (VmHWM, engine/process_memory.h): with
+// several decodes running at once (on disjoint groups) a later start resets
+// an earlier decode's, so it is the process's peak since the most recent
+// start. The peak tensor bytes use the rank thread's own mark
+// (models/tensor_memory.h), which no other rank's start resets; the live
+// bytes it follows are process-wide, so it includes the tensors other
+// decodes hold meanwhile. On a GPU rank the device peak is the caching
+// allocator's for the rank's device, shared by every rank on that device.
 //
 // Thread-safety: the rank's thread; DecodeHistory is shared and
 // thread-safe.
