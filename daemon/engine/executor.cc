@@ -197,11 +197,6 @@ Status Executor::Submit(std::shared_ptr<DecodeJob> job) {
   return Status::Ok();
 }
 
-uint32_t Executor::EstimatedWaitMs() const {
-  MutexLock lock(&mu_);
-  return EstimatedWaitMsLocked();
-}
-
 uint32_t Executor::EstimatedWaitMsLocked() const {
   const double ms =
       1000.0 * mean_decode_seconds_ * static_cast<double>(scheduler_.queued() + 1);

@@ -143,10 +143,6 @@ class Executor {
   size_t queue_depth() const;
   size_t running() const;  // jobs given to ranks and not yet answered
 
-  // Milliseconds until a job submitted now would likely start: (queued + 1)
-  // x the moving average of recent decode times; at least 50 ms.
-  uint32_t EstimatedWaitMs() const;
-
   // Set once a decode failed with reason ErrorReason::kStickyDevice: the
   // executor then refuses all work and the daemon must exit so that systemd
   // restarts it. Empty while healthy.
@@ -215,6 +211,9 @@ class Executor {
   void NoteStickyDeviceError(const std::string& what);
   void NoteGroupFailure(const GroupRun& run, GroupChannel* channel);
   void Answer(const std::shared_ptr<DecodeJob>& job, Result<DecodeResult> result);
+  // Milliseconds until a job submitted now would likely start (the retry
+  // hint of a Busy refusal): (queued + 1) x the moving average of recent
+  // decode times, clamped to [50 ms, 1 h].
   uint32_t EstimatedWaitMsLocked() const VAED_REQUIRES(mu_);
   int GlobalRank(int local_rank) const { return layout_.GlobalRank(local_rank); }
 

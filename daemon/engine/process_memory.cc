@@ -34,6 +34,4 @@ bool ResetPeakRss() {
 
 uint64_t PeakRssBytes() { return StatusKiB("VmHWM:"); }
 
-uint64_t CurrentRssBytes() { return StatusKiB("VmRSS:"); }
-
 }  // namespace vaed::engine

@@ -27,9 +27,6 @@ bool ResetPeakRss();
 // Peak resident set size in bytes (VmHWM), 0 when unavailable.
 uint64_t PeakRssBytes();
 
-// Current resident set size in bytes (VmRSS), 0 when unavailable.
-uint64_t CurrentRssBytes();
-
 }  // namespace vaed::engine
 
 #endif  // VAED_DAEMON_ENGINE_PROCESS_MEMORY_H_
