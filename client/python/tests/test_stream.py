@@ -290,3 +290,16 @@ def test_from_status_carries_the_final_extent():
     assert e.final_frames == 34 and e.final_samples == 1600
     plain = vaed_client.errors.from_status(1, "invalid_argument", "bad")
     assert plain.final_frames == 0 and plain.final_samples == 0
+
+
+def test_decode_stream_takes_exactly_the_keywords_of_decode(client):
+    import inspect
+    decode = inspect.signature(vaed_client.Client.decode).parameters
+    stream = inspect.signature(vaed_client.Client.decode_stream).parameters
+    assert list(stream) == list(decode)
+    assert [p.default for p in stream.values()] == [p.default for p in decode.values()]
+    # An unknown keyword fails at the call, before any iteration, as it does for decode.
+    with pytest.raises(TypeError, match="bogus"):
+        client.decode_stream(None, bogus=1)
+    with pytest.raises(TypeError, match="bogus"):
+        client.decode(None, bogus=1)

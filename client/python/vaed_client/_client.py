@@ -30,6 +30,7 @@ This module never imports torch; DLPack objects are read through
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import queue
@@ -570,31 +571,30 @@ class Client:
         is the same decode handing out each part of the output as soon as
         it is final.
         """
-        return self._decode(
-            video_latent, audio_latent, model=model, format=format, fps=fps, profile=profile,
-            stack_tiling=stack_tiling, compile=compile, deadline=deadline, group_size=group_size,
-            independent_lengths=independent_lengths, copy=copy, progress=progress,
-            inject_faults=inject_faults, tiling=tiling, output=output, stream=stream,
-            latent_space=latent_space)
+        # Every keyword argument above, by name: the one list of decode's
+        # options (decode_stream takes the same, _decode_keywords).
+        keywords = {name: value for name, value in locals().items()
+                    if name not in ("self", "video_latent", "audio_latent")}
+        return self._decode(video_latent, audio_latent, keywords)
 
-    def _decode(self, video_latent: Optional[TensorLike], audio_latent: Optional[TensorLike], *,
-                model: Optional[str], format: str, fps: Optional[float], profile: Optional[str],
-                stack_tiling: Union[None, bool, str], compile: Union[None, bool, str],
-                deadline: Optional[float], group_size: int, independent_lengths: bool,
-                copy: bool, progress: Optional[Callable[[Dict[str, Any]], None]],
-                inject_faults: Iterable[str], tiling: Optional[Tuple[int, int]],
-                output: Optional[TensorLike], stream: Any, latent_space: str = "normalized",
+    def _decode(self, video_latent: Optional[TensorLike], audio_latent: Optional[TensorLike],
+                keywords: Dict[str, Any],
                 final_range: Optional[Callable[[Dict[str, Any], Dict[str, Any]], None]] = None
                 ) -> DecodeResult:
-        """The body of :meth:`decode`. ``final_range``: streamed output
+        """The body of :meth:`decode`; ``keywords``: its keyword arguments,
+        every one present (:func:`_decode_keywords`). ``final_range``: streamed output
         (:meth:`decode_stream`), called on this thread during the decode with
         each FinalRange dict {stage, unit, begin, end, total} and where the
         outputs of the attempt being decoded lie (``_prepare``'s ``where``)."""
         self._check_not_in_callback()
-        options = convert.decode_options(model, format, fps, profile, stack_tiling, compile,
-                                         deadline, group_size, independent_lengths,
-                                         inject_faults, tiling, progress, latent_space)
-        copy = convert.boolean(copy, "copy")
+        k = keywords
+        progress, output = k["progress"], k["output"]
+        options = convert.decode_options(k["model"], k["format"], k["fps"], k["profile"],
+                                         k["stack_tiling"], k["compile"], k["deadline"],
+                                         k["group_size"], k["independent_lengths"],
+                                         k["inject_faults"], k["tiling"], progress,
+                                         k["latent_space"])
+        copy = convert.boolean(k["copy"], "copy")
         interrupted: List[BaseException] = []
         if progress is not None:
             options["progress"] = self._progress_on_this_client(progress, interrupted)
@@ -605,7 +605,7 @@ class Client:
             raise invalid("decode needs video_latent, audio_latent or both")
         cuda, stream_value = self._cuda_arguments(
             {"video_latent": video_latent, "audio_latent": audio_latent, "output": output},
-            stream)
+            k["stream"])
         options["cuda_stream"] = stream_value
         arrays: Dict[str, Any] = {}
         for name, obj in (("video_latent", video_latent), ("audio_latent", audio_latent)):
@@ -654,16 +654,7 @@ class Client:
         return frames, waveform
 
     def decode_stream(self, video_latent: Optional[TensorLike] = None,
-                      audio_latent: Optional[TensorLike] = None, *, model: Optional[str] = "",
-                      format: str = "uint8", fps: Optional[float] = None,
-                      profile: Optional[str] = None, stack_tiling: Union[None, bool, str] = None,
-                      compile: Union[None, bool, str] = None, deadline: Optional[float] = None,
-                      group_size: int = 0, independent_lengths: bool = False, copy: bool = False,
-                      progress: Optional[Callable[[Dict[str, Any]], None]] = None,
-                      inject_faults: Iterable[str] = (),
-                      tiling: Optional[Tuple[int, int]] = None,
-                      output: Optional[TensorLike] = None,
-                      stream: Any = None, latent_space: str = "normalized"
+                      audio_latent: Optional[TensorLike] = None, **keywords: Any
                       ) -> Iterator[Union[StreamPart, DecodeResult]]:
         """:meth:`decode` with streamed output: yields each part of the output
         as soon as the daemon has made it final, then the
@@ -676,8 +667,10 @@ class Client:
                 else:
                     result = part              # the DecodeResult, last
 
-        Arguments, latents, outputs and errors as :meth:`decode`; the bytes
-        written are the same as without streaming. Yields, in order:
+        Arguments (the same keyword arguments, defaults and rules; an
+        unknown keyword is a TypeError at the call), latents, outputs and
+        errors as :meth:`decode`; the bytes written are the same as without
+        streaming. Yields, in order:
 
         * a :class:`StreamPart` per final range: ``stage`` "video" with
           ``unit`` "frames" (pixel frames of the output; H3: after temporal
@@ -730,7 +723,13 @@ class Client:
         meanwhile is raised once the decode is over. The decode's own error,
         if any, is then dropped.
         """
+        return self._stream(video_latent, audio_latent, _decode_keywords(keywords))
+
+    def _stream(self, video_latent: Optional[TensorLike], audio_latent: Optional[TensorLike],
+                keywords: Dict[str, Any]) -> Iterator[Union[StreamPart, DecodeResult]]:
+        """The generator of :meth:`decode_stream` (``keywords`` complete)."""
         self._check_not_in_callback()
+        output, copy = keywords["output"], keywords["copy"]
         # ("part", FinalRange dict, where), then ("done", DecodeResult, None)
         # or ("error", exception, None); unbounded, so the decode thread
         # never waits for the consumer.
@@ -739,12 +738,8 @@ class Client:
         def run() -> None:
             try:
                 result = self._decode(
-                    video_latent, audio_latent, model=model, format=format, fps=fps,
-                    profile=profile, stack_tiling=stack_tiling, compile=compile,
-                    deadline=deadline, group_size=group_size,
-                    independent_lengths=independent_lengths, copy=copy, progress=progress,
-                    inject_faults=inject_faults, tiling=tiling, output=output, stream=stream,
-                    latent_space=latent_space, final_range=lambda event, where: events.put(("part", event, where)))
+                    video_latent, audio_latent, keywords,
+                    final_range=lambda event, where: events.put(("part", event, where)))
             except BaseException as e:  # raised on the consumer's thread; nothing is lost
                 events.put(("error", e, None))
             else:
@@ -870,3 +865,19 @@ class Client:
         self._check_not_in_callback()
         with self._lock:
             return self._core.release_quarantine(str(client))
+
+
+def _decode_keywords(keywords: Dict[str, Any]) -> Dict[str, Any]:
+    """``keywords`` as :meth:`Client.decode` would take them, with its
+    defaults filled in: the one signature of decode's options. TypeError
+    for a name decode does not take (as a call of decode would raise)."""
+    bound = _DECODE_SIGNATURE.bind(None, **keywords)
+    bound.apply_defaults()
+    return {name: value for name, value in bound.arguments.items()
+            if name not in ("self", "video_latent", "audio_latent")}
+
+
+_DECODE_SIGNATURE = inspect.signature(Client.decode)
+# help() and IDEs show decode_stream with decode's arguments.
+Client.decode_stream.__signature__ = _DECODE_SIGNATURE.replace(  # type: ignore[attr-defined]
+    return_annotation="Iterator[Union[StreamPart, DecodeResult]]")
