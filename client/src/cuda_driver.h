@@ -28,7 +28,7 @@
 // compiled without --default-stream per-thread does.
 //
 // Unrun: no machine this was written on had an NVIDIA driver; only the
-// path where libcuda.so.1 is missing is tested (tests/client/cuda_driver_test.cc).
+// path where libcuda.so.1 is missing is tested (tests/client/cuda_region_test.cc).
 #ifndef VAED_CLIENT_SRC_CUDA_DRIVER_H_
 #define VAED_CLIENT_SRC_CUDA_DRIVER_H_
 

@@ -5,7 +5,7 @@ Usage: client_death.py --socket PATH --vaectl PATH --latent FILE --figures FILE
                        [--model NAME] [--latent-shape 1,24,T,H,W] [--no-slow-tiles]
                        [--kill-after S] [--timeout S]
 
-Scripts/gpu/check.sh's ipc_client_death step runs it against a vaed
+The ipc_client_death step of scripts/gpu/check.sh runs it against a vaed
 daemon at --socket that decodes on CUDA ranks and allows fault injection
 (for slow_tiles). It:
 

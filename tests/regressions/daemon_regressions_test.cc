@@ -1,5 +1,5 @@
 // Regression tests of bugs found and fixed in the daemon's serving code
-// (daemon/server/, daemon/main): each starts its own `vaed` process
+// (daemon/server/, daemon/main.cc): each starts its own `vaed` process
 // (tests/common/daemon_process.h) with the built-in demo model, names its
 // bug, the commit that fixed it and what failed before.
 // tests/regressions/README.md lists them all.

@@ -31,7 +31,7 @@ ops_test::CommandResult Vaectl(const std::string& args) {
 
 // Bug: `vaectl decode --audio-out` or `--out` naming the latent file itself
 // (or a link to it) overwrote the input while it was still mapped, and
-// vaectl died with SIGBUS. Fixed in 840798b (issue-4 review fixes):
+// vaectl died with SIGBUS. Fixed in 840798b (review fixes):
 // CheckOutputsAvoidInputs refuses such an output before decoding.
 // Before: no check; the decode crashed. (Was
 // CheckOutputsAvoidInputsTest.RefusesAnOutputThatIsAnInput.)
@@ -83,7 +83,7 @@ TEST(RegressionTest, VaectlRefusesAnAbsurdRandomLatentWithoutCrashing) {
 }
 
 // Bug: an audio-only decode silently dropped the video output flags it
-// cannot honour (--format mp4/raw, --out). Fixed in 840798b (issue-4 review
+// cannot honour (--format mp4/raw, --out). Fixed in 840798b (review
 // fixes): refused before connecting, naming the flag. Before: accepted, and
 // nothing was written where the user asked. (Was
 // VaectlCliTest.AudioOnlyDecodeRefusesVideoOutputFlags.) `--format none

@@ -72,7 +72,7 @@ std::vector<int64_t> SourceShape(const WeightSpec& spec, WeightLayout layout) {
 // How a diffusers tensor becomes the original-layout tensor.
 //
 // Verified against huggingface/diffusers at commit 58eb52c0803e (2026-08-23):
-//  * scripts/convert_minimax_h3_to_diffusers.py:327-368 (convert_video_vae_key)
+//  * diffusers/scripts/convert_minimax_h3_to_diffusers.py:327-368 (convert_video_vae_key)
 //    splits the original per-head interleaved attn.to_qkv ([head0: q k v,
 //    head1: q k v, ...], lines 110-132 reorder_interleaved_qkv, then
 //    split_fused_qkv lines 135-151) into contiguous to_q / to_k / to_v, each
