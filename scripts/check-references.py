@@ -13,7 +13,8 @@ code has: the comment should state the rule or the reason itself. This check rea
   * the Markdown docs: README.md, docs/**/*.md and the READMEs of those
     directories (their links too),
 
-and reports, one line each, `file:line: names X, which does not exist` and
+and reports, one line each, `file:line: names X, which does not exist` (a
+file, or one of vaed's CamelCase functions or types, see check_functions) and
 `file:line: cites the issue tracker (...)`. Exit status: 0 when
 clean, 1 when anything was reported, 2 on a usage error.
 
@@ -104,6 +105,12 @@ QUOTED_RE = re.compile(r'"[^"]*"')
 LINK_RE = re.compile(r"\]\(([^()\s#]+)(?:#[^()\s]*)?\)")  # a Markdown link's target
 URL_RE = re.compile(r"\b[a-z][a-z0-9+.\-]*://\S+|\bwww\.\S+|\b[\w.\-]+@[\w.\-]+")
 ANGLE_RE = re.compile(r"<[^<>\s]*>")
+IDENT_RE = re.compile(r"[A-Za-z_]\w*")
+FUNCTION_RE = re.compile(r"(?<![\w.])((?:[A-Z]\w*::)*[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\(\)")
+QUALIFIED_RE = re.compile(r"(?<![\w:])[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*(?:::[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)+")
+PLACEHOLDER_IDENT = re.compile(r"[a-z](X|N)$")
+# Other projects' CamelCase names that comments cite with ::.
+THIRD_PARTY_IDENTIFIERS = {"StatType"}
 ISSUE_RE = re.compile(r"\bissues?[ \-]?#?\s?(\d+)\b|\bissue-\d+", re.IGNORECASE)
 ISSUE_EXTERNAL = re.compile(r"#\d")  # "project issue #3" names another project's tracker
 
@@ -213,26 +220,31 @@ def is_shell_script(text):
     return text.startswith("#!") and ("sh" in text.split("\n", 1)[0])
 
 
-def c_comments(text):
-    """// and /* */ comments, skipping string and character literals."""
+def c_comments(text, code=None):
+    """// and /* */ comments, skipping string and character literals. The
+    rest (code and literals) is appended to the list `code` when given."""
     i, n, line = 0, len(text), 1
+    start = 0  # where the current stretch of code began
     while i < n:
         c = text[i]
         if c == "\n":
             line += 1
             i += 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            yield line, text[i + 2:j]
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j
-            for k, part in enumerate(text[i + 2:j].split("\n")):
+        elif text.startswith("//", i) or text.startswith("/*", i):
+            if code is not None:
+                code.append(text[start:i])
+            if text[i + 1] == "/":
+                j = text.find("\n", i)
+                end = n if j < 0 else j
+                parts = [text[i + 2:end]]
+            else:
+                j = text.find("*/", i + 2)
+                end = n if j < 0 else j + 2
+                parts = text[i + 2:j if j >= 0 else n].split("\n")
+            for k, part in enumerate(parts):
                 yield line + k, part
-            line += text.count("\n", i, j)
-            i = j + 2
+            line += text.count("\n", i, end)
+            i = start = end
         elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
             m = re.match(r'R"([^(\s]*)\(', text[i:])
             if not m:
@@ -249,6 +261,8 @@ def c_comments(text):
             i = j + 1
         else:
             i += 1
+    if code is not None:
+        code.append(text[start:])
 
 
 def hash_comments(text, cmake):
@@ -372,6 +386,33 @@ def check_line(tree, top, source, number, comment, report):
             report(source, number, f"names {name}, which does not exist")
 
 
+def python_identifiers(text):
+    names = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.NAME:
+                names.add(tok.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return names
+
+
+def check_functions(identifiers, source, number, comment, report):
+    """vaed's own functions and types as comments name them (CamelCase:
+    `Executor::Submit`, `ResetPeakTensorBytes()`) must be identifiers of the
+    code. Lower-case names (the C, CUDA, LibTorch and Python APIs) are not
+    checked, nor a placeholder like MakeX()."""
+    named = {m.group(1): m.group(1) + "()" for m in FUNCTION_RE.finditer(comment)}
+    for m in QUALIFIED_RE.finditer(comment):
+        named.setdefault(m.group(0), m.group(0))
+    for name, shown in named.items():
+        parts = name.split("::")
+        if any(p in THIRD_PARTY_IDENTIFIERS or PLACEHOLDER_IDENT.search(p) for p in parts):
+            continue
+        if not all(p in identifiers for p in parts):
+            report(source, number, f"names {shown}, which does not exist")
+
+
 def files_to_scan(tree):
     for rel in sorted(tree.paths):
         first = rel.split("/", 1)[0]
@@ -407,14 +448,28 @@ def run(root, out=sys.stdout):
     def report(source, number, what):
         findings.append(f"{source}:{number}: {what}")
 
+    # First every file's comments and the identifiers of its code, then the
+    # checks (a comment may name a function defined in a later file).
+    comments = []
+    identifiers = set()
     for rel in files_to_scan(tree):
         try:
             with open(os.path.join(tree.root, rel), encoding="utf-8") as f:
                 text = f.read()
         except (UnicodeDecodeError, OSError):
             continue
-        for number, comment in comment_lines(rel, text):
-            check_line(tree, top, rel, number, comment, report)
+        ext = os.path.splitext(rel)[1]
+        if ext in C_LIKE:
+            code = []
+            comments.extend((rel, number, c) for number, c in c_comments(text, code))
+            identifiers.update(IDENT_RE.findall("".join(code)))
+            continue
+        if ext in PYTHON:
+            identifiers.update(python_identifiers(text))
+        comments.extend((rel, number, c) for number, c in comment_lines(rel, text))
+    for rel, number, comment in comments:
+        check_line(tree, top, rel, number, comment, report)
+        check_functions(identifiers, rel, number, comment, report)
     for line in findings:
         print(line, file=out)
     return findings
@@ -431,7 +486,10 @@ SELF_TEST_FILES = {
                             "// Globs: tests/*_test.cc, scripts/gpu/check_*.sh; quoted: \"t.toml: bad\".\n"
                             "const char* kPath = \"daemon/engine/gone_in_code.h\";  // code, not comment\n"
                             "const char* kRaw = R\"(// daemon/raw_string.h)\";\n",
-    "daemon/engine/other.h": "/* Names daemon/engine/stale.h, which was renamed. */\n",
+    "daemon/engine/other.h": "/* Names daemon/engine/stale.h, which was renamed. */\n"
+                             "// Thing::Run() and Thing::Size stay; cudaMemcpy(), MakeX() are not ours.\n"
+                             "// Thing::EstimatedWaitMs() was deleted.\n"
+                             "struct Thing { void Run(); int Size(); };\n",
     "daemon/engine/old.cc": "// The rule (issue 12 §3) lives in gone_too.cc.\n"
                             "// ComfyUI-Foo issue #3 is another project's tracker.\n",
     "shm/include/vaed/api.h": "// Nothing stale here.\n",
@@ -447,6 +505,7 @@ SELF_TEST_FILES = {
 SELF_TEST_SHARED = {"spec/x.md": "x\n", "DESIGN.md": "x\n"}
 SELF_TEST_EXPECTED = {
     "daemon/engine/other.h:1: names daemon/engine/stale.h, which does not exist",
+    "daemon/engine/other.h:3: names Thing::EstimatedWaitMs(), which does not exist",
     "daemon/engine/old.cc:1: cites the issue tracker (\"issue 12\"); state the rule or the reason itself",
     "daemon/engine/old.cc:1: names gone_too.cc, which does not exist",
     "cmake/thing.cmake:1: names cmake/missing.cmake, which does not exist",
