@@ -48,8 +48,10 @@ struct DecodeResult {
   // Every rank that ran part of the request had decoded its shape bucket
   // before, in a request or in the start-up warm-up (DecodeHistory).
   bool warm = false;
-  uint64_t peak_rss_bytes = 0;       // VmHWM during the request (process-wide)
-  uint64_t peak_tensor_bytes = 0;    // peak LibTorch host tensor bytes (process-wide)
+  uint64_t peak_rss_bytes = 0;  // VmHWM during the request (process-wide)
+  // Peak LibTorch host tensor bytes since the request started, on the rank
+  // thread's own mark; the live bytes counted are every thread's.
+  uint64_t peak_tensor_bytes = 0;
   uint64_t memory_budget_bytes = 0;  // executor.memory_budget_mib in bytes, 0 = none
   // Peaks above count host memory only (tensor_memory.h). CUDA ranks: the
   // highest bytes LibTorch's caching allocator had allocated on the rank's
