@@ -383,8 +383,10 @@ Result<DaemonOptions> ParseConfigToml(std::string_view text, std::string_view so
     if (!n->is_table()) return At{source, name}.Error("must be a table");
     return ReadTable(At{source, name}, *n->as_table(), keys, &(base.*member));
   }));
-  // As --group-ranks: ranks without a list of sizes qualifies 1, 2, 4, ...
-  // up to the ranks of all nodes.
+  // group.ranks without a list of sizes qualifies 1, 2, 4, ... up to the
+  // ranks of all nodes (ranks x world_nodes). --group-ranks does the same
+  // up to its own value alone (command_line.cc): the two differ when
+  // group.world_nodes > 1.
   if (const toml::table* group = root["group"].as_table();
       group && group->contains("ranks") && !group->contains("qualified_sizes")) {
     base.group.qualified_sizes = engine::PowerOfTwoSizesUpTo(
