@@ -37,6 +37,9 @@ issueNNN_test.cc), headers in <...>, paths into other projects (their
 directories are not the tree's: FL2VA/video_vae/klvae.py, torch/...), and
 bare names of other projects' files (THIRD_PARTY below).
 
+The tree is what git tracks or would track (ignored build outputs are not
+in it); outside a git checkout, every file but build folders.
+
 Run from anywhere: scripts/check-references.py [--root DIR]; ctest runs it
 as repo.references, and its own test as repo.references_self_test
 (--self-test).
@@ -47,6 +50,7 @@ import ast
 import io
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import tokenize
@@ -123,15 +127,22 @@ class Tree:
         self.paths = set()      # files and directories, relative to the root
         self.dirs = set()       # the directories alone
         self.names = set()      # base names of files and directories
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            rel_dir = os.path.relpath(dirpath, self.root)
-            dirnames[:] = [d for d in dirnames if not self._skipped(rel_dir, d)]
-            for name in dirnames + filenames:
-                rel = os.path.normpath(os.path.join(rel_dir, name))
-                self.paths.add(rel)
-                self.names.add(name)
-                if name in dirnames:
-                    self.dirs.add(rel)
+        files = self._git_files()
+        if files is None:  # not a git checkout: every file but build outputs
+            files = []
+            for dirpath, dirnames, filenames in os.walk(self.root):
+                rel_dir = os.path.relpath(dirpath, self.root)
+                dirnames[:] = [d for d in dirnames if not self._skipped(rel_dir, d)]
+                files.extend(os.path.normpath(os.path.join(rel_dir, f)) for f in filenames)
+        for rel in files:
+            self.paths.add(rel)
+            self.names.add(os.path.basename(rel))
+            parent = os.path.dirname(rel)
+            while parent and parent not in self.dirs:
+                self.dirs.add(parent)
+                self.paths.add(parent)
+                self.names.add(os.path.basename(parent))
+                parent = os.path.dirname(parent)
         # What sits beside the repository (../shared: DESIGN.md, spec/, golden/).
         self.shared = os.path.join(os.path.dirname(self.root), "shared")
         self.shared_names = set()
@@ -161,6 +172,20 @@ class Tree:
             return True
         # Without ../shared a document named bare (DESIGN.md) cannot be checked.
         return not os.path.isdir(self.shared) and name.endswith(".md")
+
+    def _git_files(self):
+        """The checkout's files that git tracks or would track (not ignored
+        build outputs), or None when the root is not a git work tree."""
+        if not os.path.exists(os.path.join(self.root, ".git")):
+            return None
+        try:
+            out = subprocess.run(
+                ["git", "-C", self.root, "ls-files", "-z", "--cached", "--others",
+                 "--exclude-standard"], capture_output=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            return None
+        names = [n for n in out.decode("utf-8", "replace").split("\0") if n]
+        return [n for n in names if os.path.isfile(os.path.join(self.root, n))]
 
     @staticmethod
     def _skipped(rel_dir, name):
