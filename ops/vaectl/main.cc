@@ -135,17 +135,19 @@ CLI::App* AddStatusCommand(CLI::App& app) {
 }
 
 // --latent-space: the space of the request's latents, parsed into the
-// client's enum here (CLI11 names the allowed values in its error).
+// client's enum here; CLI11 names the allowed values in its error (and
+// refuses the enum's numbers: only the names are the flag's language).
 void AddLatentSpaceOption(CLI::App* cmd, vaed::client::LatentSpace* space) {
-  const std::map<std::string, vaed::client::LatentSpace> names = {
+  static const std::map<std::string, vaed::client::LatentSpace> kNames = {
       {"normalized", vaed::client::LatentSpace::kNormalized},
       {"denormalized", vaed::client::LatentSpace::kDenormalized}};
-  cmd->add_option("--latent-space", *space,
-                  "the latents' space: normalized (the DiT's; the daemon de-normalises them) or "
-                  "denormalized (already latent * std + mean, as diffusers' "
-                  "AutoencoderKLMiniMaxH3.decode takes them); same frames either way. "
-                  "Default: normalized")
-      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case));
+  cmd->add_option_function<std::string>(
+         "--latent-space", [space](const std::string& name) { *space = kNames.at(name); },
+         "the latents' space: normalized (the DiT's; the daemon de-normalises them) or "
+         "denormalized (already latent * std + mean, as diffusers' "
+         "AutoencoderKLMiniMaxH3.decode takes them); same frames either way. "
+         "Default: normalized")
+      ->check(CLI::IsMember(kNames));
 }
 
 CLI::App* AddPlanCommand(CLI::App& app, vaed::vaectl::PlanCommandOptions* plan) {

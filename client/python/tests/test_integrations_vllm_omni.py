@@ -239,6 +239,126 @@ def test_decode_to_mp4_needs_vllm_omnis_mp4_session(pipeline, golden):
         pytest.skip("decode_to_mp4 needs vLLM-Omni's chunked_video (not importable here)")
 
 
+class InterleavingClient:
+    """A shared Client on which another thread's decode (of `other`) runs
+    in the window between each decode's reply and the integration's use of
+    its outputs: deterministically, right after the wrapped call returns
+    (decode) or once the wrapped stream's decode has ended (decode_stream).
+    With outputs that view the client's region, the integration would see
+    `other`'s frames."""
+
+    def __init__(self, client, other):
+        self.client, self.other = client, other
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    def decode(self, *args, **kwargs):
+        result = self.client.decode(*args, **kwargs)
+        self.client.decode(self.other, model="h3", format="float32_unit")
+        return result
+
+    def decode_stream(self, *args, **kwargs):
+        parts = list(self.client.decode_stream(*args, **kwargs))
+        self.client.decode(self.other, model="h3", format="float32_unit")
+        yield from parts
+
+
+def test_regression_another_threads_decode_cannot_overwrite_the_outputs(daemon, golden):
+    """Regression: the integrations took decode outputs that view the shared
+    Client's output region and copied them after the Client was released,
+    so a decode from another thread could overwrite them first (frames of
+    another latent returned, max difference 0.76)."""
+    from vaed_client.integrations import h3_decode
+    video_case, audio_case = golden
+    latent = torch.from_numpy(video_case["latent"].copy())
+    audio_latent = torch.from_numpy(audio_case["latent"].copy())
+    other = -video_case["latent"]
+    with vaed_client.Client(daemon.socket) as plain, vaed_client.Client(daemon.socket) as shared:
+        expected = plain.decode(video_case["latent"], model="h3", format="float32_unit",
+                                copy=True).frames
+        client = InterleavingClient(shared, other)
+        video, _, _ = h3_decode.decode_av(client, latent, audio_latent)
+        assert np.array_equal(video[0].permute(1, 0, 2, 3).numpy(), expected)
+        chunks = []
+        h3_decode.stream_video(client, latent, chunks.append)
+        streamed = torch.cat(chunks, dim=2)[0].permute(1, 0, 2, 3).numpy()
+        assert np.array_equal(streamed, expected)
+
+
+def test_latents_that_are_not_floating_tensors_are_refused_naming_the_argument(pipeline, golden):
+    video_case, audio_case = golden
+    latent = torch.from_numpy(video_case["latent"].copy())
+    audio_latent = torch.from_numpy(audio_case["latent"].copy())
+    with pytest.raises(TypeError, match="audio_latent must have a floating dtype"):
+        pipeline.decode(latent, audio_latent.to(torch.int64), height=256, width=272)
+    with pytest.raises(TypeError, match="video_latent must be a torch.Tensor"):
+        pipeline.decode(video_case["latent"], audio_latent, height=256, width=272)
+
+
+@pytest.mark.parametrize("height,width", [(257, 272), (256, 273), (0, 272), (-16, 272),
+                                          (256.0, 272)])
+def test_a_crop_outside_the_decoded_frames_is_refused_before_decoding(pipeline, golden, height,
+                                                                      width):
+    video_case, audio_case = golden
+    with pytest.raises(ValueError, match="height|width") as refused:
+        pipeline.decode(torch.from_numpy(video_case["latent"].copy()),
+                        torch.from_numpy(audio_case["latent"].copy()), height=height,
+                        width=width)
+    assert "256 x 272 px" in str(refused.value)
+
+
+def test_ranks_other_than_the_output_owner_do_not_decode(pipeline, golden, monkeypatch):
+    from vaed_client.integrations import vllm_omni_decoding
+    video_case, audio_case = golden
+    latent = torch.from_numpy(video_case["latent"].copy())
+    audio_latent = torch.from_numpy(audio_case["latent"].copy())
+    owner, _ = pipeline.decode(latent, audio_latent, height=240, width=272)
+    monkeypatch.setattr(vllm_omni_decoding, "is_output_owner_rank", lambda: False)
+    client = pipeline.vaed_client()
+
+    class PlanOnly:
+        """The client a peer rank may use: plans, never decodes."""
+        plan = staticmethod(client.plan)
+
+        def decode(self, *args, **kwargs):
+            raise AssertionError("a peer rank asked vaed to decode")
+
+        decode_stream = decode
+
+    monkeypatch.setattr(pipeline, "vaed_client", lambda: PlanOnly())
+    video, audio = pipeline.decode(latent, audio_latent, height=240, width=272)
+    assert (video.shape, video.dtype) == (owner.shape, owner.dtype)
+    assert tuple(audio.shape) == (1, 2, 40 * 800) and audio.dtype == torch.float32
+    assert pipeline.decode_to_mp4(latent, audio_latent, height=240, width=272) == b""
+
+
+def test_the_owner_rank_is_rank_0_of_a_distributed_run(monkeypatch):
+    from vaed_client.integrations import vllm_omni_decoding
+    dist = torch.distributed
+    assert vllm_omni_decoding.is_output_owner_rank()  # no distributed run here
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_rank", lambda: 1)
+    assert not vllm_omni_decoding.is_output_owner_rank()
+    monkeypatch.setattr(dist, "get_rank", lambda: 0)
+    assert vllm_omni_decoding.is_output_owner_rank()
+
+
+def test_decoder_stage_resolvers_of_both_vllm_omni_revisions_are_replaced():
+    import types
+    old = types.SimpleNamespace(__name__="old", _resolve_decoder_model_path=None)
+    new = types.SimpleNamespace(__name__="new", resolve_minimax_h3_decoder_model_path=None)
+    for module in (old, new):
+        (name, resolver), = vaed_vllm._decoder_resolvers(module).items()
+        assert hasattr(module, name)
+    config = types.SimpleNamespace(model="/models/MiniMax-H3")
+    assert str(vaed_vllm._model_path_as_given(config)) == "/models/MiniMax-H3"
+    assert str(vaed_vllm._model_path_as_given("/models/MiniMax-H3", None, "t2va")) == \
+        "/models/MiniMax-H3"
+    with pytest.raises(ImportError, match="resolves its VAE checkpoint"):
+        vaed_vllm._decoder_resolvers(types.SimpleNamespace(__name__="unknown"))
+
+
 # -- what the subclasses do at construction, without vLLM-Omni ----------------
 
 def test_vae_factory_builds_encoders_or_weightless_placeholders():

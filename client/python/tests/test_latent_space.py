@@ -83,7 +83,9 @@ def test_vaectl_latent_space_flag_gives_the_same_frames(daemon, tmp_path):
         return out.read_bytes()
 
     assert decode("latent_denorm", "denormalized") == decode("latent", "normalized")
-    bad = subprocess.run([str(VAECTL), "--socket", daemon.socket, "decode", str(video),
-                          "--latent-space", "raw"], capture_output=True, text=True, timeout=60)
-    assert bad.returncode != 0
-    assert "--latent-space" in bad.stderr + bad.stdout
+    for value in ("raw", "1", "Denormalized"):  # names only, as written in --help
+        bad = subprocess.run([str(VAECTL), "--socket", daemon.socket, "decode", str(video),
+                              "--latent-space", value], capture_output=True, text=True,
+                             timeout=60)
+        assert bad.returncode != 0
+        assert f"--latent-space: {value} not in {{denormalized,normalized}}" in bad.stderr

@@ -129,6 +129,35 @@ def _pipeline_class() -> type:
     return MiniMaxH3VaedPipeline
 
 
+# The decoder stage finds (and may download) the VAE checkpoint through a
+# module function whose name and signature changed between vLLM-Omni
+# revisions: (od_config) at aac71378, (model, revision, task_type) later.
+# vaed needs no checkpoint there, so each is replaced while the stage is built.
+DECODER_PATH_RESOLVERS = ("_resolve_decoder_model_path", "resolve_minimax_h3_decoder_model_path")
+
+
+def _model_path_as_given(first: Any, *rest: Any, **named: Any) -> Path:
+    """Stands for a decoder-stage resolver: the model path it was given
+    (``od_config.model``, or the model string), nothing resolved or
+    downloaded."""
+    del rest, named
+    return Path(str(getattr(first, "model", first)))
+
+
+def _decoder_resolvers(module: Any) -> dict:
+    """{name: _model_path_as_given} for the resolvers `module` has;
+    ImportError naming them when it has none (a vLLM-Omni whose decoder
+    stage this integration does not know)."""
+    found = {name: _model_path_as_given for name in DECODER_PATH_RESOLVERS
+             if hasattr(module, name)}
+    if not found:
+        raise ImportError(
+            f"{module.__name__} has none of {', '.join(DECODER_PATH_RESOLVERS)}: this vLLM-Omni's "
+            "decoder stage resolves its VAE checkpoint in a way vaed_client.integrations.vllm_omni "
+            "does not know; use MiniMaxH3VaedPipeline, or a vaed_client made for this vLLM-Omni")
+    return found
+
+
 def _decoder_pipeline_class() -> type:
     module = require(DECODER_MODULE, "a vllm-omni newer than 0.30.0 (it has no decoder stage)",
                      f"{__name__}.MiniMaxH3VaedDecoderPipeline")
@@ -138,8 +167,7 @@ def _decoder_pipeline_class() -> type:
         VAE weights loaded or downloaded (module docstring)."""
 
         def __init__(self, *, od_config: Any, prefix: str = "") -> None:
-            with _without_vae_decoders(module,
-                                       _resolve_decoder_model_path=lambda c: Path(str(c.model))):
+            with _without_vae_decoders(module, **_decoder_resolvers(module)):
                 super().__init__(od_config=od_config, prefix=prefix)
             settings = vaed_settings(od_config)
             self.vaed_socket, self.vaed_model = settings["socket"], settings["model"]
