@@ -151,3 +151,6 @@ def test_plan_reports_output_shapes_without_decoding(client):
     # The RFC's shape: 112 tiles per temporal window, 7 windows.
     assert tiling["windows"] == 7
     assert tiling["tile_rows"] * tiling["tile_cols"] == 112
+    # Plans are the decode's cached ones, handed out as copies.
+    rfc["frames"] = 0
+    assert client.plan((1, 24, 33, 96, 168), model="h3")["frames"] == 111

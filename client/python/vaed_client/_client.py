@@ -30,6 +30,7 @@ This module never imports torch; DLPack objects are read through
 
 from __future__ import annotations
 
+import copy as copy_module
 import inspect
 import math
 import os
@@ -374,7 +375,9 @@ class Client:
         if not shapes:
             raise invalid("plan needs video_latent, audio_latent or both")
         with self._lock:
-            return self._core.plan(convert.plan_args(options, shapes))
+            # The plan decode uses too (one round trip for a plan then its
+            # decode); a copy, so the caller cannot change the cached one.
+            return copy_module.deepcopy(self._cached_plan(options, shapes))
 
     def _cached_plan(self, options: Dict[str, Any], shapes: convert.Shapes) -> Dict[str, Any]:
         """The daemon's plan for these shapes (its validation of them, and

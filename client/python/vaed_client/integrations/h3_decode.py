@@ -32,7 +32,6 @@ from .._client import Client
 from .._result import StreamPart
 from ._requires import require
 
-LATENT_SPACES = ("normalized", "denormalized")
 UNIT_FORMAT = "float32_unit"
 
 
@@ -40,21 +39,13 @@ def _torch() -> Any:
     return require("torch", "torch", "vaed_client.integrations")
 
 
-def _check_latent_space(latent_space: str) -> None:
-    if latent_space not in LATENT_SPACES:
-        raise ValueError(f"latent_space must be one of {LATENT_SPACES}, got {latent_space!r}")
-
-
 def request_options(latent_space: str, model: str) -> dict:
     """Keyword arguments of Client.decode/decode_stream/plan shared by the
     integrations: float32_unit output, the model, no A/V length rule (the
-    pipelines decode whatever lengths their DiT made), and ``latent_space``
-    when it is not the protocol's default ("normalized")."""
-    _check_latent_space(latent_space)
-    options = {"model": model, "format": UNIT_FORMAT, "independent_lengths": True}
-    if latent_space != "normalized":
-        options["latent_space"] = latent_space
-    return options
+    pipelines decode whatever lengths their DiT made) and ``latent_space``
+    (the Client checks it: ValidationError, a ValueError, naming it)."""
+    return {"model": model, "format": UNIT_FORMAT, "independent_lengths": True,
+            "latent_space": latent_space}
 
 
 def to_daemon(client: Client, tensor: Any, name: str) -> Any:
@@ -100,8 +91,7 @@ def decode_av(client: Client, video_latent: Any, audio_latent: Any, *, model: st
     [0, 1] on the video latent's device; audio float32 [1, channels, S] in
     [-1, 1] on the audio latent's device; sample_rate in Hz (32000). Raises
     vaed_client errors (ValidationError for a refused shape or
-    latent_space, DaemonUnavailable, ...) and ValueError for a
-    latent_space outside LATENT_SPACES."""
+    latent_space, DaemonUnavailable, ...)."""
     result = client.decode(to_daemon(client, video_latent, "video_latent"),
                            to_daemon(client, audio_latent, "audio_latent"), copy=True,
                            **request_options(latent_space, model))
