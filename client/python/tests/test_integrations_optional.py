@@ -49,32 +49,31 @@ def test_import_vaed_client_and_integrations_without_torch():
     assert run(SYSTEM_PYTHON, code).returncode == 0
 
 
-@pytest.mark.parametrize("hidden", ["diffusers", "torch"])
-def test_diffusers_integration_names_what_to_install(hidden):
-    code = HIDE.format(name=hidden) + """
-import vaed_client.integrations.diffusers as d
-for use in (lambda: d.VaedH3DecodeStep,
-            lambda: d.decode_latents(None, None, latent_space="normalized")):
+def expect_import_error(uses: str, wanted: str) -> str:
+    """Code that calls each lambda of the tuple `uses` and requires an
+    ImportError whose message holds `wanted` from every one."""
+    return f"""
+for use in {uses}:
     try:
         use()
     except ImportError as e:
         print("ImportError:", e)
-        assert "pip install diffusers==0.42.1" in str(e), e
+        assert {wanted!r} in str(e), e
     else:
         raise SystemExit("no ImportError")
 """
+
+
+@pytest.mark.parametrize("hidden", ["diffusers", "torch"])
+def test_diffusers_integration_names_what_to_install(hidden):
+    code = (HIDE.format(name=hidden) + "import vaed_client.integrations.diffusers as d\n" +
+            expect_import_error('(lambda: d.VaedH3DecodeStep, lambda: d.decode_latents('
+                                'None, None, latent_space="normalized"))',
+                                "pip install diffusers==0.42.1"))
     assert run(sys.executable, code).returncode == 0
 
 
 def test_vllm_omni_integration_names_what_to_install():
-    code = HIDE.format(name="vllm_omni") + """
-import vaed_client.integrations.vllm_omni as v
-try:
-    v.MiniMaxH3VaedPipeline
-except ImportError as e:
-    print("ImportError:", e)
-    assert "pip install vllm-omni" in str(e), e
-else:
-    raise SystemExit("no ImportError")
-"""
+    code = (HIDE.format(name="vllm_omni") + "import vaed_client.integrations.vllm_omni as v\n" +
+            expect_import_error("(lambda: v.MiniMaxH3VaedPipeline,)", "pip install vllm-omni"))
     assert run(sys.executable, code).returncode == 0
