@@ -95,7 +95,7 @@ Result<const CudaDriver*> CudaDriver::Get() {
   return driver;
 }
 
-bool CudaDriver::LoadAttempted() { return g_load_attempted.load(); }
+bool CudaDriver::LoadAttemptedForTesting() { return g_load_attempted.load(); }
 
 Result<std::string> CudaDriver::DeviceUuid(CUdevice device, std::string_view what) const {
   CUuuid raw{};

@@ -114,9 +114,10 @@ class CudaDriver {
   // error (Check()).
   static Result<const CudaDriver*> Get();
 
-  // Whether Get() was ever called in this process (for the test that a
-  // refusal before any CUDA call leaves the driver alone). Thread-safe.
-  static bool LoadAttempted();
+  // Test hook: whether Get() was ever called in this process, so a test can
+  // check that a refusal before any CUDA call leaves libcuda.so.1 unloaded.
+  // Production code does not call it. Thread-safe.
+  static bool LoadAttemptedForTesting();
 
   // Loads `soname` (e.g. "libcuda.so.1") and resolves the table, without
   // cuInit and without the process-wide caching of Get(); for tests of the

@@ -88,7 +88,11 @@ class ClientEventCache {
   // runtime's (cuda_status.h), kInvalidArgument when the handle is not an
   // interprocess event.
   Status StreamWait(uint64_t client_id, const std::string& handle, void* stream);
-  size_t size() const;
+
+  // Test hook: the number of opened events the cache holds now, so a test
+  // can check that a failed open caches nothing. Production code does not
+  // call it.
+  size_t SizeForTesting() const;
 
  private:
   struct Opened;  // the CUDA event, in the .cc

@@ -21,7 +21,7 @@ Status ClientEventCache::StreamWait(uint64_t, const std::string& handle, void*) 
   return NoCuda();
 }
 
-size_t ClientEventCache::size() const { return events_.size(); }
+size_t ClientEventCache::SizeForTesting() const { return events_.size(); }
 
 OutputEventRing::OutputEventRing(std::vector<std::unique_ptr<Event>> events)
     : events_(std::move(events)) {}

@@ -82,7 +82,7 @@ std::vector<const GroupSpec*> GroupLayout::OfRank(int global_rank) const {
   return out;
 }
 
-std::vector<const GroupSpec*> GroupLayout::LedHere() const {
+std::vector<const GroupSpec*> GroupLayout::LedHereForTesting() const {
   std::vector<const GroupSpec*> out;
   for (const GroupSpec& g : groups_) {
     if (g.leader_node == options_.node_rank) out.push_back(&g);

@@ -59,8 +59,10 @@ class GroupLayout {
   // which every rank builds its communicators (the same on all ranks, so
   // the rendezvous never deadlocks).
   std::vector<const GroupSpec*> OfRank(int global_rank) const;
-  // Groups this node leads (its local ranks include the output rank).
-  std::vector<const GroupSpec*> LedHere() const;
+  // Test hook: the groups this node leads (its local ranks include the
+  // output rank), so a test can check how a layout splits leadership across
+  // nodes. Production code does not call it.
+  std::vector<const GroupSpec*> LedHereForTesting() const;
   int GlobalRank(int local_rank) const { return options_.node_rank * options_.ranks_per_node + local_rank; }
   bool IsLocal(int global_rank) const {
     return global_rank / options_.ranks_per_node == options_.node_rank;

@@ -148,7 +148,7 @@ TEST_F(CudaRegionOnCpuDaemonTest, RegisterCudaRegionIsRefusedBeforeTheDriverIsLo
   EXPECT_EQ(region.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_THAT(region.status().message(), HasSubstr("this daemon has no CUDA ranks"));
   EXPECT_EQ(region.status().field(), "register_region.cuda");
-  EXPECT_FALSE(CudaDriver::LoadAttempted()) << "the refusal must not load libcuda.so.1";
+  EXPECT_FALSE(CudaDriver::LoadAttemptedForTesting()) << "the refusal must not load libcuda.so.1";
 }
 
 TEST_F(CudaRegionOnCpuDaemonTest, HostDecodesWithACudaStreamNeverLoadTheDriver) {
@@ -174,7 +174,7 @@ TEST_F(CudaRegionOnCpuDaemonTest, HostDecodesWithACudaStreamNeverLoadTheDriver) 
   auto reply = c->Decode(request);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_TRUE(reply->outputs_ready_event().empty());
-  EXPECT_FALSE(CudaDriver::LoadAttempted());
+  EXPECT_FALSE(CudaDriver::LoadAttemptedForTesting());
 }
 
 TEST_F(CudaRegionOnCpuDaemonTest, CApiRegisterCudaRegionIsRefusedWithItsStatus) {
@@ -195,7 +195,7 @@ TEST_F(CudaRegionOnCpuDaemonTest, CApiRegisterCudaRegionIsRefusedWithItsStatus) 
             static_cast<int>(StatusCode::kInvalidArgument));
   EXPECT_EQ(vaed_register_cuda_region(nullptr, not_device_memory, 16, &region, err, sizeof(err)),
             static_cast<int>(StatusCode::kInvalidArgument));
-  EXPECT_FALSE(CudaDriver::LoadAttempted());
+  EXPECT_FALSE(CudaDriver::LoadAttemptedForTesting());
   vaed_client_free(c);
 }
 

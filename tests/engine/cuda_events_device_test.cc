@@ -56,7 +56,7 @@ TEST_F(CudaEventsDeviceTest, AHandleThatIsNoEventIsRefusedNamingTheField) {
   const Status s = cache.StreamWait(7, std::string(kCudaIpcEventHandleBytes, '\x5a'), stream_);
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(s.message(), ::testing::HasSubstr("inputs_ready_event"));
-  EXPECT_EQ(cache.size(), 0u);  // nothing cached for a failed open
+  EXPECT_EQ(cache.SizeForTesting(), 0u);  // nothing cached for a failed open
   cudaGetLastError();           // clear the runtime's last error
 }
 

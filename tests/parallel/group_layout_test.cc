@@ -27,7 +27,7 @@ TEST(GroupLayoutTest, FourRanksFormContiguousBlocksForEveryQualifiedSize) {
   EXPECT_THAT(layout->OfSize(2)[1]->ranks, ElementsAre(2, 3));
   // Rank 3 is in s1.b3, s2.b1 and s4.b0, in that (creation) order.
   EXPECT_THAT(Names(layout->OfRank(3)), ElementsAre("s1.b3", "s2.b1", "s4.b0"));
-  EXPECT_EQ(layout->LedHere().size(), 7u);
+  EXPECT_EQ(layout->LedHereForTesting().size(), 7u);
 }
 
 TEST(GroupLayoutTest, RanksPastTheLastWholeBlockBelongToNoGroupOfThatSize) {
@@ -47,7 +47,7 @@ TEST(GroupLayoutTest, AGroupSpanningTwoNodesIsLedByTheNodeOfItsFirstRank) {
   EXPECT_TRUE(node1->IsLocal(1));
   EXPECT_FALSE(node1->IsLocal(0));
   EXPECT_EQ(node1->OfSize(2)[0]->leader_node, 0);
-  EXPECT_THAT(Names(node1->LedHere()), ElementsAre("s1.b1"));
+  EXPECT_THAT(Names(node1->LedHereForTesting()), ElementsAre("s1.b1"));
 }
 
 TEST(GroupLayoutTest, BadSettingsNameTheirKey) {
