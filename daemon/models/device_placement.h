@@ -24,6 +24,14 @@
 
 namespace vaed::models {
 
+// The type of the `device` option every model's options carry
+// (Taef2Options, h3::VideoVaeOptions, h3::H3VaeOptions): the rank's device.
+// Create() builds or loads the model's tensors on the host and moves them
+// there once, at its end (MoveTensorsTo, the rule above); Decode() runs
+// there and refuses tensors on another device (CheckTensorDevice). The
+// options default it to the CPU.
+using RankDevice = torch::Device;
+
 // Replaces every defined tensor `slots` points to by its copy on `device`
 // (same dtype; already there: unchanged). Undefined tensors and null slots
 // are skipped. `what` names the model in errors. Errors (never throws):

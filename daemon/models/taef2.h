@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/device_placement.h"
 #include "daemon/models/taef2_tiling.h"
 #include "daemon/models/vae_model.h"
 #include "vaed/status.h"
@@ -61,10 +62,8 @@ struct Taef2Options {
   // frame_batch * 64 * 64*h*w * 4 bytes * ~3 live tensors) for a little
   // more throughput; the output does not depend on it. Must be in [1, 4096].
   int64_t frame_batch = 4;
-  // The rank's device: the weights are loaded on the host, then moved there
-  // once at the end of Create() (device_placement.h), and Decode() runs
-  // there. CPU by default.
-  torch::Device device = torch::kCPU;
+  // Where the model runs (RankDevice, device_placement.h).
+  RankDevice device = torch::kCPU;
 };
 
 class Taef2Decoder final : public VaeModel {

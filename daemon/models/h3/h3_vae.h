@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/device_placement.h"
 #include "daemon/models/h3/audio_decoder.h"
 #include "daemon/models/h3/video_vae.h"
 #include "daemon/models/vae_model.h"
@@ -57,9 +58,9 @@ struct H3VaeOptions {
   std::optional<VideoVaeOptions> video;
   // Audio decoder; unset for a video-only model.
   std::optional<AudioVaeOptions> audio;
-  // The rank's device, for both decoders (video->device is replaced by
-  // it): weights built on the host, moved there once (device_placement.h).
-  torch::Device device = torch::kCPU;
+  // Where both decoders run (RankDevice, device_placement.h);
+  // video->device is replaced by it.
+  RankDevice device = torch::kCPU;
 };
 
 class H3Vae final : public VaeModel {

@@ -61,6 +61,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/models/device_placement.h"
 #include "daemon/models/h3/tiled_decode.h"
 #include "daemon/models/h3/video_config.h"
 #include "daemon/models/h3/vit3d_decoder.h"
@@ -95,10 +96,8 @@ struct VideoVaeOptions {
   // `warm_shapes`, engine/warm_up.h, builds them that way before READY).
   size_t plan_cache_capacity = 8;
   int plan_after_sightings = 2;
-  // The rank's device: the weights and constants are built on the host,
-  // then moved there once at the end of Create() (device_placement.h), and
-  // Decode() runs there. CPU by default.
-  torch::Device device = torch::kCPU;
+  // Where the model runs (RankDevice, device_placement.h).
+  RankDevice device = torch::kCPU;
 };
 
 class VideoVae final : public VaeModel {
