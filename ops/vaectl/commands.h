@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <string>
 
+#include "ops/common/audio_writer.h"
+#include "ops/vaectl/output_plan.h"
+#include "ops/vaectl/progress_format.h"
 #include "vaed/client.h"
 
 namespace vaed::vaectl {
@@ -30,19 +33,22 @@ struct GlobalOptions {
 // `vaectl decode`. A request has a video latent (latent_file or
 // random_latent), an audio latent (audio_latent_file or
 // random_audio_latent), or both; RunDecode fails with kExitFailure when it
-// has neither.
+// has neither. Closed sets of values are enums, parsed at their flags.
 struct DecodeCommandOptions {
   std::string latent_file;    // safetensors file; empty with random_latent
   std::string random_latent;  // "N,C,H,W": seeded random float32 latent instead of a file
   // Seed of random_latent and random_audio_latent.
   uint64_t seed = 0;
   std::string key = "latent";
-  std::string stack_tiling = "default";  // default | off | on | auto
-  std::string profile;                   // "" = the daemon's default
-  std::string compile = "default";       // default | off | on | auto
-  std::string model;                     // "" = the daemon's default model
-  std::string out;                       // see PlanOutput() in output_plan.h
-  std::string format = "png";            // of the video; "none" also writes no audio
+  // --stack-tiling default | off | on | auto (DecodeRequest::stack_tiling).
+  client::StackTiling stack_tiling = client::StackTiling::kDefault;
+  std::string profile;  // "" = the daemon's default
+  // --compile default | off | on | auto (DecodeRequest::compile).
+  client::Compile compile = client::Compile::kDefault;
+  std::string model;  // "" = the daemon's default model
+  std::string out;    // see PlanOutput() in output_plan.h
+  // --format png | mp4 | raw | none: of the video; kNone also writes no audio.
+  VideoFileFormat format = VideoFileFormat::kPng;
   // Video frames per second: the MP4's rate and the request's
   // AvSync.fps (durations and the A/V length rule agree with the file).
   double fps = 24.0;
@@ -53,8 +59,9 @@ struct DecodeCommandOptions {
   std::string audio_latent_file;    // safetensors file; empty with random_audio_latent
   std::string random_audio_latent;  // "C,32,T": seeded random float32 latent instead of a file
   std::string audio_key = "latent";
-  std::string audio_out;                         // see PlanAudioOutput() in output_plan.h
-  std::string wav_format = "pcm16";              // pcm16 | float32
+  std::string audio_out;  // see PlanAudioOutput() in output_plan.h
+  // --wav-format pcm16 | float32.
+  ops::WavSampleFormat wav_format = ops::WavSampleFormat::kPcm16;
   std::string audio_reference_key = "waveform";  // "" = no audio comparison
   // Waive the daemon's A/V length rule for a joint request.
   bool independent_lengths = false;
@@ -73,8 +80,8 @@ struct DecodeCommandOptions {
   // and writes nothing (a streamed MP4 is removed).
   uint32_t deadline_ms = 0;
   // Per-window progress on stderr: auto (a bar on a terminal), bar, lines
-  // or none (ParseProgressMode in progress_format.h).
-  std::string progress = "auto";
+  // or none (ResolveProgressMode in progress_format.h).
+  ProgressChoice progress = ProgressChoice::kAuto;
 };
 
 // `vaectl top`.

@@ -108,36 +108,36 @@ bool HasAudioLatent(const DecodeCommandOptions& options) {
 }
 
 // The checks made before anything is read: a latent is given, and no flag
-// would be ignored without a word. Returns --wav-format parsed.
-Result<ops::WavSampleFormat> CheckDecodeFlags(const DecodeCommandOptions& options) {
+// would be ignored without a word.
+Status CheckDecodeFlags(const DecodeCommandOptions& options) {
   const bool has_video = HasVideoLatent(options);
   if (!has_video && !HasAudioLatent(options)) {
     return InvalidArgument(
         "no latent given: give a video latent (LATENT_FILE or --random-latent N,C,H,W), an audio "
         "latent (--audio-latent FILE or --random-audio-latent C,32,T), or both");
   }
-  VAED_ASSIGN_OR_RETURN(const ops::WavSampleFormat wav_format, ParseWavFormat(options.wav_format));
   if (!options.audio_out.empty() && !HasAudioLatent(options)) {
     return InvalidArgument("--audio-out " + options.audio_out +
                            " names the WAV of the decoded audio, and this decode has no audio "
                            "latent: give --audio-latent FILE or --random-audio-latent C,32,T");
   }
-  if (options.no_stream && options.format != "mp4") {
+  const std::string format = NameOf(VideoFileFormatNames(), options.format);
+  if (options.no_stream && options.format != VideoFileFormat::kMp4) {
     return InvalidArgument(
         "--no-stream applies to --format mp4 (whose frames are otherwise "
         "encoded while the daemon decodes); --format " +
-        options.format + " is always written after the decode");
+        format + " is always written after the decode");
   }
-  if (!has_video && (options.format != "png" || !options.out.empty())) {
-    if (options.format != "none" || !options.out.empty()) {
-      return InvalidArgument("--format " + options.format +
+  if (!has_video && (options.format != VideoFileFormat::kPng || !options.out.empty())) {
+    if (options.format != VideoFileFormat::kNone || !options.out.empty()) {
+      return InvalidArgument("--format " + format +
                              (options.out.empty() ? "" : " / --out " + options.out) +
                              " apply to video frames, and this decode has no video latent; an "
                              "audio-only decode writes a WAV (choose it with --audio-out) or "
                              "nothing with --format none");
     }
   }
-  return wav_format;
+  return Status::Ok();
 }
 
 Result<DecodeInputs> LoadInputs(const DecodeCommandOptions& options) {
@@ -163,13 +163,9 @@ client::DecodeRequest BuildRequest(const DecodeCommandOptions& options, const De
   client::DecodeRequest request;
   request.model = options.model;
   request.format = client::OutputFormat::kUInt8NHWC;
-  if (options.stack_tiling == "off") request.stack_tiling = client::StackTiling::kOff;
-  if (options.stack_tiling == "on") request.stack_tiling = client::StackTiling::kOn;
-  if (options.stack_tiling == "auto") request.stack_tiling = client::StackTiling::kAuto;
+  request.stack_tiling = options.stack_tiling;
   request.profile = options.profile;
-  if (options.compile == "off") request.compile = client::Compile::kOff;
-  if (options.compile == "on") request.compile = client::Compile::kOn;
-  if (options.compile == "auto") request.compile = client::Compile::kAuto;
+  request.compile = options.compile;
   request.fps = options.fps;
   request.independent_lengths = options.independent_lengths;
   request.latent_space = options.latent_space;
@@ -200,7 +196,7 @@ void PrintFlagHint(const DecodeCommandOptions& options, const DecodeInputs& in,
 // Where the outputs go, checked before decoding: the tools they need are
 // present and no output overwrites an input.
 Result<OutputPlan> PlanFiles(const DecodeCommandOptions& options, const DecodeInputs& in,
-                             const v1::DecodeReply& plan, ops::WavSampleFormat wav_format) {
+                             const v1::DecodeReply& plan) {
   OutputPlan outputs;
   if (in.video) {
     VAED_ASSIGN_OR_RETURN(outputs,
@@ -208,7 +204,7 @@ Result<OutputPlan> PlanFiles(const DecodeCommandOptions& options, const DecodeIn
   }
   if (in.audio) {
     VAED_ASSIGN_OR_RETURN(outputs, PlanAudioOutput(outputs, options.format, options.audio_out,
-                                                   in.audio->stem, wav_format));
+                                                   in.audio->stem, options.wav_format));
   }
   VAED_RETURN_IF_ERROR(CheckOutputTools(outputs));
   // Writing over an input would corrupt the file this process still has
@@ -404,8 +400,8 @@ void PrintReport(const GlobalOptions& global, const DecodeReport& report) {
 }  // namespace
 
 int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) {
-  auto wav_format = CheckDecodeFlags(options);
-  if (!wav_format.ok()) return ReportFailure("decode", wav_format.status());
+  const Status flags = CheckDecodeFlags(options);
+  if (!flags.ok()) return ReportFailure("decode", flags);
   auto in = LoadInputs(options);
   if (!in.ok()) return ReportFailure("decode", in.status());
 
@@ -429,15 +425,14 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
     if (!bytes.ok()) return ReportFailure("decode (plan)", bytes.status());
     audio_output_bytes = *bytes;
   }
-  auto outputs = PlanFiles(options, *in, *plan, *wav_format);
+  auto outputs = PlanFiles(options, *in, *plan);
   if (!outputs.ok()) return ReportFailure("decode", outputs.status());
   auto regions = AttachRegions(*client, *in, *plan, audio_output_bytes, &request);
   if (!regions.ok()) return ReportFailure("decode", regions.status());
 
-  auto progress_mode = ParseProgressMode(options.progress, isatty(STDERR_FILENO) == 1, global.json);
-  if (!progress_mode.ok()) return ReportFailure("decode", progress_mode.status());
   bool bar_open = false;
-  ShowProgress(*progress_mode, &bar_open, &request);
+  ShowProgress(ResolveProgressMode(options.progress, isatty(STDERR_FILENO) == 1, global.json),
+               &bar_open, &request);
   DecodeReport report;
   auto views =
       DecodeAndWrite(*client, options, *plan, *outputs, *regions, &request, &bar_open, &report);

@@ -15,6 +15,7 @@
 
 #include "ops/common/audio_writer.h"
 #include "ops/vaectl/decode_quality.h"
+#include "ops/vaectl/output_plan.h"
 #include "vaed/tensor_ref.h"
 #include "vaed/v1/vaed.pb.h"
 
@@ -46,7 +47,7 @@ struct DecodeReport {
   v1::DecodeReply reply;
   std::string latent_source;      // "video_bikes.safetensors:latent" or "random(seed=0)"
   double round_trip_seconds = 0;  // Decode() as seen by the client
-  std::string format;             // png | mp4 | raw | none
+  VideoFileFormat format = VideoFileFormat::kPng;  // --format
   std::vector<std::string> outputs;
   Quality quality;
   std::optional<AudioReport> audio;  // set when the request had an audio latent

@@ -1,10 +1,10 @@
 // vaectl: operate a running vaed daemon (status, top, quarantine, decode):
 // the command line; each subcommand runs in its own *_command.cc.
 #include <CLI/CLI.hpp>
-#include <map>
 #include <string>
 
 #include "ops/vaectl/commands.h"
+#include "ops/vaectl/enum_names.h"
 #include "ops/vaectl/plan_command.h"
 
 namespace {
@@ -134,20 +134,37 @@ CLI::App* AddStatusCommand(CLI::App& app) {
   return status;
 }
 
-// --latent-space: the space of the request's latents, parsed into the
-// client's enum here; CLI11 names the allowed values in its error (and
-// refuses the enum's numbers: only the names are the flag's language).
+// An option whose value is one of `names` (a closed set), parsed into *out
+// at the flag, so that past it only enum values are compared. CLI11 names
+// the flag and the allowed values in its error ("--format: gif not in
+// {png,mp4,raw,none}") and refuses the enum's numbers: only the names are
+// the flag's language. --help shows the name of *out's value on entry as
+// the default. `names` must outlive the parse (the tables are static).
+template <typename E>
+CLI::Option* AddEnumOption(CLI::App* cmd, const std::string& flag, E* out,
+                           const vaed::vaectl::EnumNames<E>& names, const std::string& help) {
+  const vaed::vaectl::EnumNames<E>* table = &names;
+  return cmd
+      ->add_option_function<std::string>(
+          flag,
+          // The check below ran first: the name is in the table.
+          [out, table](const std::string& name) { *out = *vaed::vaectl::FromName(*table, name); },
+          help)
+      ->default_str(vaed::vaectl::NameOf(names, *out))
+      ->check(CLI::IsMember(names));
+}
+
+// --latent-space: the space of the request's latents (the client's enum).
+// Listed as "{denormalized,normalized}", the order its error has always had
+// (client/python/tests/test_latent_space.py matches it).
 void AddLatentSpaceOption(CLI::App* cmd, vaed::client::LatentSpace* space) {
-  static const std::map<std::string, vaed::client::LatentSpace> kNames = {
-      {"normalized", vaed::client::LatentSpace::kNormalized},
-      {"denormalized", vaed::client::LatentSpace::kDenormalized}};
-  cmd->add_option_function<std::string>(
-         "--latent-space", [space](const std::string& name) { *space = kNames.at(name); },
-         "the latents' space: normalized (the DiT's; the daemon de-normalises them) or "
-         "denormalized (already latent * std + mean, as diffusers' "
-         "AutoencoderKLMiniMaxH3.decode takes them); same frames either way. "
-         "Default: normalized")
-      ->check(CLI::IsMember(kNames));
+  static const vaed::vaectl::EnumNames<vaed::client::LatentSpace> kNames = {
+      {"denormalized", vaed::client::LatentSpace::kDenormalized},
+      {"normalized", vaed::client::LatentSpace::kNormalized}};
+  AddEnumOption(cmd, "--latent-space", space, kNames,
+                "the latents' space: normalized (the DiT's; the daemon de-normalises them) or "
+                "denormalized (already latent * std + mean, as diffusers' "
+                "AutoencoderKLMiniMaxH3.decode takes them); same frames either way");
 }
 
 CLI::App* AddPlanCommand(CLI::App& app, vaed::vaectl::PlanCommandOptions* plan) {
@@ -263,21 +280,25 @@ void AddLatentOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
 
 // How the daemon decodes: tiling, profile, compiled plans, model.
 void AddDecodeChoiceOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
-  decode_cmd
-      ->add_option("--stack-tiling", decode->stack_tiling,
-                   "tile scheduling of tiled models: default (the model's), off, on or auto; "
-                   "the output is the same, speed and memory differ")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"default", "off", "on", "auto"}));
+  static const vaed::vaectl::EnumNames<vaed::client::StackTiling> kStackTilingNames = {
+      {"default", vaed::client::StackTiling::kDefault},
+      {"off", vaed::client::StackTiling::kOff},
+      {"on", vaed::client::StackTiling::kOn},
+      {"auto", vaed::client::StackTiling::kAuto}};
+  static const vaed::vaectl::EnumNames<vaed::client::Compile> kCompileNames = {
+      {"default", vaed::client::Compile::kDefault},
+      {"off", vaed::client::Compile::kOff},
+      {"on", vaed::client::Compile::kOn},
+      {"auto", vaed::client::Compile::kAuto}};
+  AddEnumOption(decode_cmd, "--stack-tiling", &decode->stack_tiling, kStackTilingNames,
+                "tile scheduling of tiled models: default (the model's), off, on or auto; "
+                "the output is the same, speed and memory differ");
   decode_cmd->add_option("--profile", decode->profile,
                          "decode profile: safe, optimized, diagnostic or student, within what the "
                          "daemon allows (vaectl status); empty = the daemon's default");
-  decode_cmd
-      ->add_option("--compile", decode->compile,
-                   "compiled plans by shape bucket (models with compiled_plans): default (off "
-                   "under safe, auto otherwise), off, on or auto; same output")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"default", "off", "on", "auto"}));
+  AddEnumOption(decode_cmd, "--compile", &decode->compile, kCompileNames,
+                "compiled plans by shape bucket (models with compiled_plans): default (off "
+                "under safe, auto otherwise), off, on or auto; same output");
   decode_cmd->add_option("--model", decode->model,
                          "model to decode with (default: the daemon's default model)");
   AddLatentSpaceOption(decode_cmd, &decode->latent_space);
@@ -296,9 +317,8 @@ void AddVideoOutputOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
                    "png: directory (default <stem>_frames/) or a .png file for one "
                    "frame; mp4/raw: file (default <stem>.mp4 / <stem>.u8) or directory")
       ->type_name("DIR_OR_FILE");
-  decode_cmd->add_option("--format", decode->format, "what to write: png, mp4, raw or none")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"png", "mp4", "raw", "none"}));
+  AddEnumOption(decode_cmd, "--format", &decode->format, vaed::vaectl::VideoFileFormatNames(),
+                "what to write: png, mp4, raw or none");
   decode_cmd->add_flag(
       "--no-stream", decode->no_stream,
       "mp4: encode after the whole decode instead of feeding each frame to "
@@ -329,11 +349,9 @@ void AddAudioOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
                    "WAV file, or directory for <audio latent stem>.wav (default: beside the "
                    "video output, e.g. clip.mp4 -> clip.wav, else <audio latent stem>.wav)")
       ->type_name("FILE_OR_DIR");
-  decode_cmd
-      ->add_option("--wav-format", decode->wav_format,
-                   "WAV samples: pcm16 (16-bit PCM) or float32 (IEEE float, lossless)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"pcm16", "float32"}));
+  AddEnumOption(decode_cmd, "--wav-format", &decode->wav_format,
+                vaed::vaectl::WavSampleFormatNames(),
+                "WAV samples: pcm16 (16-bit PCM) or float32 (IEEE float, lossless)");
   decode_cmd
       ->add_option("--audio-reference-key", decode->audio_reference_key,
                    "float32 reference waveform in the audio latent file to compare with, "
@@ -357,13 +375,10 @@ CLI::App* AddDecodeCommand(CLI::App& app, DecodeCommandOptions* decode) {
                    "lists the groups); same output, the report's group line shows the ranks")
       ->capture_default_str()
       ->type_name("N");
-  decode_cmd
-      ->add_option("--progress", decode->progress,
-                   "progress while the daemon decodes, on stderr: auto (a bar with ETA when "
-                   "stderr is a terminal and not --json), bar, lines (one line per temporal "
-                   "window / frame batch / audio) or none")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}));
+  AddEnumOption(decode_cmd, "--progress", &decode->progress, vaed::vaectl::ProgressChoiceNames(),
+                "progress while the daemon decodes, on stderr: auto (a bar with ETA when "
+                "stderr is a terminal and not --json), bar, lines (one line per temporal "
+                "window / frame batch / audio) or none");
   return decode_cmd;
 }
 

@@ -24,11 +24,25 @@ std::string InDirectory(const std::string& dir, const std::string& file) {
 
 }  // namespace
 
-Result<OutputPlan> PlanOutput(const std::string& format, const std::string& out,
+const EnumNames<VideoFileFormat>& VideoFileFormatNames() {
+  static const EnumNames<VideoFileFormat> kNames = {{"png", VideoFileFormat::kPng},
+                                                    {"mp4", VideoFileFormat::kMp4},
+                                                    {"raw", VideoFileFormat::kRaw},
+                                                    {"none", VideoFileFormat::kNone}};
+  return kNames;
+}
+
+const EnumNames<ops::WavSampleFormat>& WavSampleFormatNames() {
+  static const EnumNames<ops::WavSampleFormat> kNames = {
+      {"pcm16", ops::WavSampleFormat::kPcm16}, {"float32", ops::WavSampleFormat::kFloat32}};
+  return kNames;
+}
+
+Result<OutputPlan> PlanOutput(VideoFileFormat format, const std::string& out,
                               const std::string& stem, int64_t frames) {
   OutputPlan plan;
-  if (format == "none") return plan;
-  if (format == "png") {
+  if (format == VideoFileFormat::kNone) return plan;
+  if (format == VideoFileFormat::kPng) {
     if (EndsWith(out, ".png")) {
       if (frames != 1) {
         return InvalidArgument("--out " + out + " is one PNG file but the decode has " +
@@ -42,43 +56,35 @@ Result<OutputPlan> PlanOutput(const std::string& format, const std::string& out,
     }
     return plan;
   }
-  if (format == "mp4" || format == "raw") {
-    const std::string ext = format == "mp4" ? ".mp4" : ".u8";
-    if (out.empty()) {
-      plan.path = stem + ext;
-    } else if (IsDirectoryTarget(out)) {
-      plan.path = InDirectory(out, stem + ext);
-    } else {
-      plan.path = out;
-    }
-    if (format == "mp4") {
-      plan.kind = OutputKind::kMp4;
-    } else {
-      plan.kind = OutputKind::kRaw;
-      plan.sidecar = fs::path(plan.path).replace_extension(".json").string();
-      if (plan.sidecar == plan.path) {
-        return InvalidArgument("--out " + out +
-                               ": the raw output and its .json sidecar would be the same file");
-      }
-    }
-    return plan;
+  // kMp4 or kRaw.
+  const std::string ext = format == VideoFileFormat::kMp4 ? ".mp4" : ".u8";
+  if (out.empty()) {
+    plan.path = stem + ext;
+  } else if (IsDirectoryTarget(out)) {
+    plan.path = InDirectory(out, stem + ext);
+  } else {
+    plan.path = out;
   }
-  return InvalidArgument("--format " + format + ": expected png, mp4, raw or none");
+  if (format == VideoFileFormat::kMp4) {
+    plan.kind = OutputKind::kMp4;
+  } else {
+    plan.kind = OutputKind::kRaw;
+    plan.sidecar = fs::path(plan.path).replace_extension(".json").string();
+    if (plan.sidecar == plan.path) {
+      return InvalidArgument("--out " + out +
+                             ": the raw output and its .json sidecar would be the same file");
+    }
+  }
+  return plan;
 }
 
-Result<ops::WavSampleFormat> ParseWavFormat(const std::string& text) {
-  if (text == "pcm16") return ops::WavSampleFormat::kPcm16;
-  if (text == "float32") return ops::WavSampleFormat::kFloat32;
-  return InvalidArgument("--wav-format " + text + ": expected pcm16 or float32");
-}
-
-Result<OutputPlan> PlanAudioOutput(OutputPlan plan, const std::string& format,
+Result<OutputPlan> PlanAudioOutput(OutputPlan plan, VideoFileFormat format,
                                    const std::string& audio_out, const std::string& stem,
                                    ops::WavSampleFormat wav_format) {
   plan.wav_format = wav_format;
   // --format none is about video frames: the WAV is written only where
   // --audio-out names it.
-  if (format == "none" && audio_out.empty()) return plan;
+  if (format == VideoFileFormat::kNone && audio_out.empty()) return plan;
   const std::string file = stem + ".wav";
   if (!audio_out.empty()) {
     plan.wav = IsDirectoryTarget(audio_out) ? InDirectory(audio_out, file) : audio_out;

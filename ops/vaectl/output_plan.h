@@ -13,11 +13,22 @@
 
 #include "ops/common/audio_writer.h"
 #include "ops/common/frame_writer.h"
+#include "ops/vaectl/enum_names.h"
 #include "vaed/status.h"
 
 namespace vaed::vaectl {
 
-// Output formats of `vaectl decode --format`.
+// `vaectl decode --format`: what is written of the video (kNone: nothing,
+// and no WAV unless --audio-out names one).
+enum class VideoFileFormat { kPng, kMp4, kRaw, kNone };
+// The names of --format: png, mp4, raw, none (also the report's "format").
+const EnumNames<VideoFileFormat>& VideoFileFormatNames();
+
+// `vaectl decode --wav-format`: pcm16, float32 (also the report's
+// "wav_format").
+const EnumNames<ops::WavSampleFormat>& WavSampleFormatNames();
+
+// The outputs PlanOutput resolves --format to.
 enum class OutputKind { kPngSequence, kPngImage, kMp4, kRaw, kNone };
 
 // Where `vaectl decode` writes. `path` is a directory for kPngSequence and
@@ -35,9 +46,9 @@ struct OutputPlan {
   bool mux_audio = false;
 };
 
-// Resolves --format/--out. `format` is "png", "mp4", "raw" or "none"; `out`
-// may be empty (defaults below); `stem` names default outputs (the latent
-// file's stem); `frames` is the number of decoded frames.
+// Resolves --format/--out. `out` may be empty (defaults below); `stem`
+// names default outputs (the latent file's stem); `frames` is the number of
+// decoded frames.
 //   png:  `out` ending in ".png" is a single image (only when frames == 1);
 //         anything else is a directory of frame_0000.png, ...
 //         (default "<stem>_frames").
@@ -45,17 +56,14 @@ struct OutputPlan {
 //         ending in '/' gets "<stem>.mp4" inside it.
 //   raw:  a file (default "<stem>.u8") plus a sidecar with the extension
 //         replaced by ".json"; directories as for mp4.
-// Errors: kInvalidArgument for an unknown format or a multi-frame decode
-// sent to one .png file.
-Result<OutputPlan> PlanOutput(const std::string& format, const std::string& out,
+// kNone plans nothing. Errors: kInvalidArgument for a multi-frame decode
+// sent to one .png file, or a raw output whose sidecar would be itself.
+Result<OutputPlan> PlanOutput(VideoFileFormat format, const std::string& out,
                               const std::string& stem, int64_t frames);
-
-// Parses --wav-format: "pcm16" or "float32". kInvalidArgument otherwise.
-Result<ops::WavSampleFormat> ParseWavFormat(const std::string& text);
 
 // Adds the audio output to `plan`: the result of PlanOutput for a joint
 // decode, or a default OutputPlan (kNone) for an audio-only one. `format`
-// is --format ("none" writes no audio either; any other value writes a
+// is --format (kNone writes no audio either; any other value writes a
 // WAV), `audio_out` is --audio-out (may be empty), `stem` names the default
 // WAV (the audio latent file's stem).
 //   audio_out a file:       that file.
@@ -67,7 +75,7 @@ Result<ops::WavSampleFormat> ParseWavFormat(const std::string& text);
 // With kMp4, mux_audio is set: the MP4 gets the WAV's audio as well.
 // Errors: kInvalidArgument when the WAV would be the video file or its
 // sidecar.
-Result<OutputPlan> PlanAudioOutput(OutputPlan plan, const std::string& format,
+Result<OutputPlan> PlanAudioOutput(OutputPlan plan, VideoFileFormat format,
                                    const std::string& audio_out, const std::string& stem,
                                    ops::WavSampleFormat wav_format);
 

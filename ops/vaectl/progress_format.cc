@@ -33,12 +33,26 @@ int Percent(const v1::Progress& p) {
 
 }  // namespace
 
-Result<ProgressMode> ParseProgressMode(const std::string& text, bool stderr_is_tty, bool json) {
-  if (text == "auto") return stderr_is_tty && !json ? ProgressMode::kBar : ProgressMode::kNone;
-  if (text == "bar") return ProgressMode::kBar;
-  if (text == "lines") return ProgressMode::kLines;
-  if (text == "none") return ProgressMode::kNone;
-  return InvalidArgument("--progress '" + text + "' is not one of auto, bar, lines, none");
+const EnumNames<ProgressChoice>& ProgressChoiceNames() {
+  static const EnumNames<ProgressChoice> kNames = {{"auto", ProgressChoice::kAuto},
+                                                   {"bar", ProgressChoice::kBar},
+                                                   {"lines", ProgressChoice::kLines},
+                                                   {"none", ProgressChoice::kNone}};
+  return kNames;
+}
+
+ProgressMode ResolveProgressMode(ProgressChoice choice, bool stderr_is_tty, bool json) {
+  switch (choice) {
+    case ProgressChoice::kAuto:
+      return stderr_is_tty && !json ? ProgressMode::kBar : ProgressMode::kNone;
+    case ProgressChoice::kBar:
+      return ProgressMode::kBar;
+    case ProgressChoice::kLines:
+      return ProgressMode::kLines;
+    case ProgressChoice::kNone:
+      return ProgressMode::kNone;
+  }
+  return ProgressMode::kNone;
 }
 
 std::string FormatProgressLine(const v1::Progress& p) {

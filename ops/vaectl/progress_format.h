@@ -7,17 +7,21 @@
 
 #include <string>
 
-#include "vaed/status.h"
+#include "ops/vaectl/enum_names.h"
 #include "vaed/v1/vaed.pb.h"
 
 namespace vaed::vaectl {
 
 // `vaectl decode --progress`: how Progress messages are shown (on stderr).
 enum class ProgressMode { kNone, kBar, kLines };
-// "auto" (a bar when stderr is a terminal and the report is not --json,
-// else none), "bar", "lines" or "none". Errors: kInvalidArgument naming
-// --progress.
-Result<ProgressMode> ParseProgressMode(const std::string& text, bool stderr_is_tty, bool json);
+// What --progress asks for: kAuto (a bar when stderr is a terminal and the
+// report is not --json, else none) or one ProgressMode.
+enum class ProgressChoice { kAuto, kBar, kLines, kNone };
+// The names of --progress: auto, bar, lines, none.
+const EnumNames<ProgressChoice>& ProgressChoiceNames();
+// The mode `choice` means where stderr is (not) a terminal and the report is
+// (not) --json.
+ProgressMode ResolveProgressMode(ProgressChoice choice, bool stderr_is_tty, bool json);
 // One progress line, e.g. "progress  50%  video window 2/4 (8/16 tiles)
 // elapsed 1.2 s, ETA 1.2 s".
 std::string FormatProgressLine(const v1::Progress& p);

@@ -119,6 +119,17 @@ TEST(VaectlCliTest, DecodeRejectsUnknownWavFormat) {
       "--wav-format mp3");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("--wav-format"));
+  EXPECT_THAT(r.out, HasSubstr("mp3"));
+  EXPECT_THAT(r.out, Not(HasSubstr("not running")));
+}
+
+TEST(VaectlCliTest, DecodeRejectsUnknownProgressModeNamingTheFlag) {
+  const auto r = Vaectl(
+      "--socket /nonexistent/x.sock decode --random-latent 1,32,4,4 --format none "
+      "--progress fancy");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--progress"));
+  EXPECT_THAT(r.out, HasSubstr("fancy"));
   EXPECT_THAT(r.out, Not(HasSubstr("not running")));
 }
 
