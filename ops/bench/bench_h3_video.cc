@@ -69,7 +69,7 @@ struct BenchOptions {
   int threads = 2;
   int iterations = 1;
   uint64_t seed = 1;
-  std::vector<std::string> dtypes = {"float32", "bfloat16"};
+  std::vector<torch::ScalarType> dtypes = {torch::kFloat, torch::kBFloat16};
   std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
   bool json = false;
   bool glibc_default_malloc = false;
@@ -222,15 +222,15 @@ struct Geometry {
   int64_t tokens = 0;         // tokens of that call
 };
 
-std::string DtypeName(torch::ScalarType dtype) {
-  if (dtype == torch::kHalf) return "float16";
-  return dtype == torch::kFloat ? "float32" : "bfloat16";
+// The compute dtypes --dtypes takes, by name (the names VideoVae's info
+// reports as compute_dtype), in --help's order.
+const vaed::ops::EnumNames<torch::ScalarType>& DtypeNames() {
+  static const vaed::ops::EnumNames<torch::ScalarType> kNames = {
+      {"float32", torch::kFloat}, {"float16", torch::kHalf}, {"bfloat16", torch::kBFloat16}};
+  return kNames;
 }
 
-torch::ScalarType DtypeOf(const std::string& name) {  // --dtypes checked the names
-  if (name == "float16") return torch::kHalf;
-  return name == "float32" ? torch::kFloat : torch::kBFloat16;
-}
+std::string DtypeName(torch::ScalarType dtype) { return vaed::ops::NameOf(DtypeNames(), dtype); }
 
 // What a compiled plan saves per decoder call: building it (RoPE tables +
 // workspace) is the per-call work a plan removes; one tile decoded eager vs
@@ -339,7 +339,7 @@ const ModeResult* FindMode(const Figures& figures, const std::string& dtype,
 
 // Per dtype: stacked vs sequential speed and bitwise equality.
 void CompareScheduling(Figures* figures) {
-  for (const std::string dtype : {"float32", "float16", "bfloat16"}) {
+  for (const auto& [dtype, value] : DtypeNames()) {
     const ModeResult* seq = FindMode(*figures, dtype, "sequential");
     const ModeResult* st = FindMode(*figures, dtype, "stacked");
     if (seq == nullptr || st == nullptr) continue;
@@ -460,8 +460,8 @@ int Run(const BenchOptions& o) {
             << std::flush;
 
   Figures figures;
-  for (const std::string& name : o.dtypes) {
-    if (Status s = MeasureDtype(o, geo, latent, DtypeOf(name), &figures); !s.ok()) {
+  for (torch::ScalarType dtype : o.dtypes) {
+    if (Status s = MeasureDtype(o, geo, latent, dtype, &figures); !s.ok()) {
       std::cerr << "vaed_bench_h3_video: " << s.ToString() << "\n";
       return 1;
     }
@@ -496,12 +496,9 @@ void DefineOptions(CLI::App& app, BenchOptions* o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--seed", o->seed, "seed of the latent and the weights")->capture_default_str();
-  app.add_option("--dtypes", o->dtypes,
-                 "compute dtypes to measure, comma-separated: float32 (exact), float16 (the "
-                 "official recipe, spec 1.6; GPU only), bfloat16")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"float32", "float16", "bfloat16"}))
-      ->capture_default_str();
+  vaed::bench::AddEnumListOption(app, "--dtypes", &o->dtypes, DtypeNames(),
+                                 "compute dtypes to measure, comma-separated: float32 (exact), "
+                                 "float16 (the official recipe, spec 1.6; GPU only), bfloat16");
   app.add_option("--device", o->device, "where the decoder runs: cpu, cuda or cuda:N (a GPU "
                  "build with a CUDA LibTorch)")
       ->check([](const std::string& v) -> std::string {

@@ -114,17 +114,18 @@ std::vector<std::string> ModelCapabilities(BenchDaemon& daemon) {
 // Every cell of `dtype` on a daemon of its own, appended to run->cells (a
 // daemon that does not start fails each of them). Returns false when the
 // daemon, a cell or a mode failed.
-bool RunDtype(const MatrixOptions& o, const std::string& dtype, const std::vector<Latent>& latents,
+bool RunDtype(const MatrixOptions& o, ComputeDtype dtype, const std::vector<Latent>& latents,
               MatrixRun* run) {
+  const std::string name = ComputeDtypeName(dtype);
   std::vector<std::string> daemon_args;
   if (o.group_ranks > 0) daemon_args = {"--group-ranks", std::to_string(o.group_ranks)};
-  spdlog::info("starting {} ({} {}, {}) ...", o.vaed_binary, o.model_kind, dtype,
+  spdlog::info("starting {} ({} {}, {}) ...", o.vaed_binary, ModelKindName(o.model_kind), name,
                o.weights.empty() ? "random weights" : o.weights);
   auto started =
       BenchDaemon::Start(o.vaed_binary, MatrixDaemonConfigToml(o, dtype), daemon_args,
                          std::chrono::seconds(o.start_timeout_s), o.request_timeout_s * 1000);
   if (!started.ok()) {
-    spdlog::error("{} daemon: {}", dtype, started.status().message());
+    spdlog::error("{} daemon: {}", name, started.status().message());
     run->cold_start_s[dtype] = std::nullopt;
     for (const Latent& l : latents) {
       CellResult cell;
@@ -139,7 +140,7 @@ bool RunDtype(const MatrixOptions& o, const std::string& dtype, const std::vecto
   std::unique_ptr<BenchDaemon> daemon = std::move(started).value();
   run->cold_start_s[dtype] = daemon->cold_start_s();
   run->daemon_version = daemon->client().hello().daemon_version();
-  spdlog::info("{} daemon ready in {} s (cold start); log {}", dtype,
+  spdlog::info("{} daemon ready in {} s (cold start); log {}", name,
                ops::FormatFixed(daemon->cold_start_s(), 3), daemon->log_path());
   const std::vector<std::string> caps = ModelCapabilities(*daemon);
 
@@ -151,7 +152,7 @@ bool RunDtype(const MatrixOptions& o, const std::string& dtype, const std::vecto
     CellRunner runner(o, daemon.get(), caps, &cell);
     if (Status s = runner.Run(); !s.ok()) {
       cell.error = s.ToString();
-      spdlog::error("{} {}: {}", dtype, ShapeText(l.shape), cell.error);
+      spdlog::error("{} {}: {}", name, ShapeText(l.shape), cell.error);
     }
     cell.latent.values.clear();  // keep the shape and source only
     cell.latent.values.shrink_to_fit();
@@ -160,7 +161,7 @@ bool RunDtype(const MatrixOptions& o, const std::string& dtype, const std::vecto
     run->cells.push_back(std::move(cell));
   }
   if (Status s = daemon->Stop(std::chrono::seconds(60)); !s.ok()) {
-    spdlog::error("{} daemon: {}", dtype, s.message());
+    spdlog::error("{} daemon: {}", name, s.message());
     ok = false;
   }
   return ok;
@@ -182,7 +183,7 @@ int RunBenchMatrix(int argc, char** argv) {
   run.hostname = Hostname();
   run.cpus = std::thread::hardware_concurrency();
   bool failed = false;
-  for (const std::string& dtype : o.dtypes) {
+  for (ComputeDtype dtype : o.dtypes) {
     if (!RunDtype(o, dtype, latents, &run)) failed = true;
   }
 

@@ -46,17 +46,35 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kModel = "bench";
 
+// The closed sets the command line takes, parsed from these names once, at
+// their flags; the names are what the daemon config and the request carry.
+// --compute-dtype: the model's compute_dtype.
+enum class ComputeDtype { kFloat32, kBFloat16 };
+const ops::EnumNames<ComputeDtype> kComputeDtypeNames = {{"float32", ComputeDtype::kFloat32},
+                                                         {"bfloat16", ComputeDtype::kBFloat16}};
+// --stack-tiling: the model's stack_tiling.
+enum class StackTiling { kOff, kOn, kAuto };
+const ops::EnumNames<StackTiling> kStackTilingNames = {
+    {"off", StackTiling::kOff}, {"on", StackTiling::kOn}, {"auto", StackTiling::kAuto}};
+// --profile: the requests' profile; kDefault ("") = the daemon's default.
+enum class Profile { kDefault, kSafe, kOptimized, kDiagnostic };
+const ops::EnumNames<Profile> kProfileNames = {{"", Profile::kDefault},
+                                               {"safe", Profile::kSafe},
+                                               {"optimized", Profile::kOptimized},
+                                               {"diagnostic", Profile::kDiagnostic}};
+
 // The command line (--help describes each).
 struct Options {
   // The daemons and their h3_video model.
   std::string vaed_binary = VAED_BENCH_VAED_BINARY;
   std::string weights;  // empty: random weights (the released model's size without --config)
   std::string config;   // h3_video decoder config JSON
-  std::string compute_dtype = "float32", stack_tiling = "off";
+  ComputeDtype compute_dtype = ComputeDtype::kFloat32;
+  StackTiling stack_tiling = StackTiling::kOff;
   int threads = 2, start_timeout_s = 600;
   // What they decode, how often.
   std::string shape = "1x24x7x20x20";
-  std::string profile;  // the requests' profile; "" = the daemon's default (safe)
+  Profile profile = Profile::kDefault;  // the requests' profile
   int rounds = 3;
   uint64_t seed = 20261201;
 };
@@ -80,8 +98,10 @@ std::string ConfigToml(const Options& o, const std::string& warm_canvas) {
                   std::to_string(o.threads) +
                   "\n[metrics]\nenabled = false\n[models]\ndefault = " + TomlString(kModel) +
                   "\n[[models.entry]]\nname = " + TomlString(kModel) +
-                  "\nkind = \"h3_video\"\ncompute_dtype = " + TomlString(o.compute_dtype) +
-                  "\nstack_tiling = " + TomlString(o.stack_tiling) + "\n";
+                  "\nkind = \"h3_video\"\ncompute_dtype = " +
+                  TomlString(ops::NameOf(kComputeDtypeNames, o.compute_dtype)) +
+                  "\nstack_tiling = " + TomlString(ops::NameOf(kStackTilingNames, o.stack_tiling)) +
+                  "\n";
   if (!o.weights.empty()) t += "weights = " + TomlString(AbsolutePath(o.weights)) + "\n";
   if (!o.config.empty()) t += "config = " + TomlString(AbsolutePath(o.config)) + "\n";
   if (!warm_canvas.empty()) t += "warm_shapes = [" + TomlString(warm_canvas) + "]\n";
@@ -119,7 +139,7 @@ Result<Sample> MeasureDaemon(const Options& o, const Latent& latent, bool warmed
       .output = {out_id, 0, FromProto(plan.output_dtype()),
                  std::vector<int64_t>(plan.output_shape().begin(), plan.output_shape().end())},
       .format = client::OutputFormat::kUInt8NHWC};
-  request.profile = o.profile;
+  request.profile = ops::NameOf(kProfileNames, o.profile);
   for (RequestSample* sample : {&s.first, &s.second}) {
     const auto t0 = Clock::now();
     VAED_ASSIGN_OR_RETURN(v1::DecodeReply r, c.Decode(request));
@@ -174,15 +194,12 @@ std::optional<int> ParseCommandLine(int argc, char** argv, Options* o) {
       ->check(CLI::ExistingFile);
   app.add_option("--shape", o->shape, "latent shape [1, 24, T, h, w] in latent cells")
       ->capture_default_str();
-  app.add_option("--compute-dtype", o->compute_dtype, "the model's compute_dtype")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"float32", "bfloat16"}));
-  app.add_option("--stack-tiling", o->stack_tiling, "the model's stack_tiling")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"off", "on", "auto"}));
-  app.add_option("--profile", o->profile,
-                 "the requests' profile (\"\" = the daemon's default, safe)")
-      ->check(CLI::IsMember({"", "safe", "optimized", "diagnostic"}));
+  AddEnumOption(app, "--compute-dtype", &o->compute_dtype, kComputeDtypeNames,
+                "the model's compute_dtype");
+  AddEnumOption(app, "--stack-tiling", &o->stack_tiling, kStackTilingNames,
+                "the model's stack_tiling");
+  AddEnumOption(app, "--profile", &o->profile, kProfileNames,
+                "the requests' profile (\"\" = the daemon's default, safe)");
   AddRangeOption(app, "--threads", &o->threads, "the daemon's executor.intra_op_threads", 1, 256);
   AddRangeOption(app, "--rounds", &o->rounds, "daemons per variant (alternating)", 1, 100);
   app.add_option("--seed", o->seed, "seed of the random latent")->capture_default_str();
@@ -225,10 +242,13 @@ int Run(int argc, char** argv) {
       (warm ? warmed : cold).push_back(*s);
     }
   }
-  std::cout << "latent " << ShapeText(latent->shape) << ", " << o.compute_dtype << ", " << o.threads
-            << " intra-op thread(s), stack_tiling " << o.stack_tiling << ", profile "
-            << (o.profile.empty() ? "(default)" : o.profile) << ", " << o.rounds
-            << " round(s); medians\n";
+  std::cout << "latent " << ShapeText(latent->shape) << ", "
+            << ops::NameOf(kComputeDtypeNames, o.compute_dtype) << ", " << o.threads
+            << " intra-op thread(s), stack_tiling "
+            << ops::NameOf(kStackTilingNames, o.stack_tiling) << ", profile "
+            << (o.profile == Profile::kDefault ? "(default)"
+                                               : ops::NameOf(kProfileNames, o.profile))
+            << ", " << o.rounds << " round(s); medians\n";
   if (!cold.empty()) PrintRow("cold  ", cold, std::cout);
   if (!warmed.empty()) PrintRow("warmed", warmed, std::cout);
   if (!cold.empty() && !warmed.empty()) {

@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "ops/common/enum_names.h"
 #include "ops/vaectl/commands.h"
-#include "ops/vaectl/enum_names.h"
 #include "ops/vaectl/plan_command.h"
 
 namespace {
@@ -142,15 +142,15 @@ CLI::App* AddStatusCommand(CLI::App& app) {
 // the default. `names` must outlive the parse (the tables are static).
 template <typename E>
 CLI::Option* AddEnumOption(CLI::App* cmd, const std::string& flag, E* out,
-                           const vaed::vaectl::EnumNames<E>& names, const std::string& help) {
-  const vaed::vaectl::EnumNames<E>* table = &names;
+                           const vaed::ops::EnumNames<E>& names, const std::string& help) {
+  const vaed::ops::EnumNames<E>* table = &names;
   return cmd
       ->add_option_function<std::string>(
           flag,
           // The check below ran first: the name is in the table.
-          [out, table](const std::string& name) { *out = *vaed::vaectl::FromName(*table, name); },
+          [out, table](const std::string& name) { *out = *vaed::ops::FromName(*table, name); },
           help)
-      ->default_str(vaed::vaectl::NameOf(names, *out))
+      ->default_str(vaed::ops::NameOf(names, *out))
       ->check(CLI::IsMember(names));
 }
 
@@ -158,7 +158,7 @@ CLI::Option* AddEnumOption(CLI::App* cmd, const std::string& flag, E* out,
 // Listed as "{denormalized,normalized}", the order its error has always had
 // (client/python/tests/test_latent_space.py matches it).
 void AddLatentSpaceOption(CLI::App* cmd, vaed::client::LatentSpace* space) {
-  static const vaed::vaectl::EnumNames<vaed::client::LatentSpace> kNames = {
+  static const vaed::ops::EnumNames<vaed::client::LatentSpace> kNames = {
       {"denormalized", vaed::client::LatentSpace::kDenormalized},
       {"normalized", vaed::client::LatentSpace::kNormalized}};
   AddEnumOption(cmd, "--latent-space", space, kNames,
@@ -280,12 +280,12 @@ void AddLatentOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
 
 // How the daemon decodes: tiling, profile, compiled plans, model.
 void AddDecodeChoiceOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
-  static const vaed::vaectl::EnumNames<vaed::client::StackTiling> kStackTilingNames = {
+  static const vaed::ops::EnumNames<vaed::client::StackTiling> kStackTilingNames = {
       {"default", vaed::client::StackTiling::kDefault},
       {"off", vaed::client::StackTiling::kOff},
       {"on", vaed::client::StackTiling::kOn},
       {"auto", vaed::client::StackTiling::kAuto}};
-  static const vaed::vaectl::EnumNames<vaed::client::Compile> kCompileNames = {
+  static const vaed::ops::EnumNames<vaed::client::Compile> kCompileNames = {
       {"default", vaed::client::Compile::kDefault},
       {"off", vaed::client::Compile::kOff},
       {"on", vaed::client::Compile::kOn},

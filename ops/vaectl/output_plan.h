@@ -12,11 +12,16 @@
 #include <vector>
 
 #include "ops/common/audio_writer.h"
+#include "ops/common/enum_names.h"
 #include "ops/common/frame_writer.h"
-#include "ops/vaectl/enum_names.h"
 #include "vaed/status.h"
 
 namespace vaed::vaectl {
+
+// vaectl's name tables use the ops tools' shared helpers.
+using ops::EnumNames;
+using ops::FromName;
+using ops::NameOf;
 
 // `vaectl decode --format`: what is written of the video (kNone: nothing,
 // and no WAV unless --audio-out names one).

@@ -7,10 +7,15 @@
 
 #include <string>
 
-#include "ops/vaectl/enum_names.h"
+#include "ops/common/enum_names.h"
 #include "vaed/v1/vaed.pb.h"
 
 namespace vaed::vaectl {
+
+// vaectl's name tables use the ops tools' shared helpers.
+using ops::EnumNames;
+using ops::FromName;
+using ops::NameOf;
 
 // `vaectl decode --progress`: how Progress messages are shown (on stderr).
 enum class ProgressMode { kNone, kBar, kLines };

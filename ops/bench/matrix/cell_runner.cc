@@ -62,7 +62,7 @@ const char* CellRunner::PhaseName(Phase phase) {
 }
 
 std::string CellRunner::Label() const {
-  return cell_->dtype + " " + ShapeText(cell_->latent.shape);
+  return ComputeDtypeName(cell_->dtype) + " " + ShapeText(cell_->latent.shape);
 }
 
 Status CellRunner::PrepareRegions(client::Client& c, v1::DecodeReply* plan) {

@@ -265,15 +265,15 @@ void PrintGateHeader(const MatrixOptions& o, const std::vector<const ModeSpec*>&
   for (const ModeSpec* m : modes) names.push_back(m->name);
   out << "vaed_bench_matrix --gate " << o.gate << ": " << cells << " cells x " << modes.size()
       << " modes (" << ops::Join(names, ", ") << "), scale 1/" << o.gate_scale << ", "
-      << o.dtypes.front() << ", " << ops::FormatFixed(kGateFps, 0) << " fps\n"
-      << "model     " << o.model_kind << ": video "
+      << ComputeDtypeName(o.dtypes.front()) << ", " << ops::FormatFixed(kGateFps, 0) << " fps\n"
+      << "model     " << ModelKindName(o.model_kind) << ": video "
       << (o.weights.empty() ? "random weights" : o.weights)
       << (facts.audio ? ", audio " + (o.audio_weights.empty() ? std::string("random weights")
                                                               : o.audio_weights)
                       : std::string(", no audio decoder"))
       << (facts.demo_weights ? " (demo weights)" : "") << "\n"
-      << "daemon    " << o.vaed_binary << (version.empty() ? "" : " ") << version
-      << ", device " << o.device << ", intra_op_threads " << o.threads << ", memory budget "
+      << "daemon    " << o.vaed_binary << (version.empty() ? "" : " ") << version << ", device "
+      << DeviceName(o.device) << ", intra_op_threads " << o.threads << ", memory budget "
       << (o.memory_budget_mib > 0 ? std::to_string(o.memory_budget_mib) + " MiB" : "none")
       << ", host " << Hostname() << " (" << std::thread::hardware_concurrency() << " CPUs, "
       << ops::HumanBytes(limits.host_total_bytes) << ")"
@@ -301,8 +301,8 @@ nlohmann::json GateRunToJson(const MatrixOptions& o, const std::vector<const Mod
       {"settings",
        {{"scale", o.gate_scale},
         {"fps", kGateFps},
-        {"dtype", o.dtypes.front()},
-        {"device", o.device},
+        {"dtype", ComputeDtypeName(o.dtypes.front())},
+        {"device", DeviceName(o.device)},
         {"modes", names},
         {"seed", o.seed},
         {"output_format", "uint8_nhwc"},
@@ -315,7 +315,7 @@ nlohmann::json GateRunToJson(const MatrixOptions& o, const std::vector<const Mod
         {"device_total_bytes", limits.device_total_bytes}}},
       {"daemon", {{"binary", o.vaed_binary}, {"version", version}}},
       {"model",
-       {{"kind", o.model_kind},
+       {{"kind", ModelKindName(o.model_kind)},
         {"weights", o.weights},
         {"config", o.config},
         {"audio_weights", o.audio_weights},
@@ -335,10 +335,11 @@ int RunReleaseGate(const MatrixOptions& o) {
     std::cerr << "vaed_bench_matrix: no gate '" << o.gate << "'\n";
     return 2;
   }
-  const std::string dtype = o.dtypes.front();
+  const ComputeDtype dtype = o.dtypes.front();
   std::vector<std::string> daemon_args;
   if (o.group_ranks > 0) daemon_args = {"--group-ranks", std::to_string(o.group_ranks)};
-  spdlog::info("gate {}: starting {} ({} {}) ...", o.gate, o.vaed_binary, o.model_kind, dtype);
+  spdlog::info("gate {}: starting {} ({} {}) ...", o.gate, o.vaed_binary,
+               ModelKindName(o.model_kind), ComputeDtypeName(dtype));
   auto started =
       BenchDaemon::Start(o.vaed_binary, MatrixDaemonConfigToml(o, dtype), daemon_args,
                          std::chrono::seconds(o.start_timeout_s), o.request_timeout_s * 1000);

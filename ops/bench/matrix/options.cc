@@ -82,10 +82,8 @@ void DefineOptions(CLI::App& app, MatrixOptions* o) {
   app.add_option("--vaed", o->vaed_binary, "the vaed daemon binary to start")
       ->capture_default_str()
       ->check(CLI::ExistingFile);
-  app.add_option("--model-kind", o->model_kind,
-                 "model kind: h3_video, h3 (video + audio; the default with --gate) or taef2")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"h3_video", "h3", "taef2"}));
+  AddEnumOption(app, "--model-kind", &o->model_kind, ModelKindNames(),
+                "model kind: h3_video, h3 (video + audio; the default with --gate) or taef2");
   app.add_option("--weights", o->weights,
                  "decoder weights (safetensors); taef2: required; h3_video, h3: empty = random "
                  "weights (flagged as demo)")
@@ -114,15 +112,11 @@ void DefineOptions(CLI::App& app, MatrixOptions* o) {
                  "the daemon's executor.memory_budget_mib (0 = none: a request may use the "
                  "host's memory minus the weights)",
                  int64_t{0}, int64_t{1} << 30);
-  app.add_option("--dtypes", o->dtypes,
-                 "compute dtypes, one daemon each: float32, bfloat16 (H3 only), float16 (H3 on "
-                 "cuda only)")
-      ->delimiter(',')
-      ->capture_default_str();
-  app.add_option("--device", o->device,
-                 "the daemon's executor.device: cpu, or cuda (a GPU build of vaed)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  AddEnumListOption(app, "--dtypes", &o->dtypes, ComputeDtypeNames(),
+                    "compute dtypes, one daemon each: float32, bfloat16 (H3 only), float16 (H3 "
+                    "on cuda only)");
+  AddEnumOption(app, "--device", &o->device, DeviceNames(),
+                "the daemon's executor.device: cpu, or cuda (a GPU build of vaed)");
   auto* shapes = app.add_option("--shapes", o->shapes,
                                 "latent shapes in latent cells, e.g. 1x24x7x20x20 (H3 [1, 24, T, "
                                 "h, w]) or 8x32x34x60 (TAEF2 [frames, 32, h, w]); random normal "
@@ -171,6 +165,32 @@ void DefineOptions(CLI::App& app, MatrixOptions* o) {
 
 }  // namespace
 
+const ops::EnumNames<ModelKind>& ModelKindNames() {
+  static const ops::EnumNames<ModelKind> kNames = {
+      {"h3_video", ModelKind::kH3Video}, {"h3", ModelKind::kH3}, {"taef2", ModelKind::kTaef2}};
+  return kNames;
+}
+
+std::string ModelKindName(ModelKind kind) { return ops::NameOf(ModelKindNames(), kind); }
+
+bool IsH3(ModelKind kind) { return kind == ModelKind::kH3Video || kind == ModelKind::kH3; }
+
+const ops::EnumNames<Device>& DeviceNames() {
+  static const ops::EnumNames<Device> kNames = {{"cpu", Device::kCpu}, {"cuda", Device::kCuda}};
+  return kNames;
+}
+
+std::string DeviceName(Device device) { return ops::NameOf(DeviceNames(), device); }
+
+const ops::EnumNames<ComputeDtype>& ComputeDtypeNames() {
+  static const ops::EnumNames<ComputeDtype> kNames = {{"float32", ComputeDtype::kFloat32},
+                                                      {"bfloat16", ComputeDtype::kBFloat16},
+                                                      {"float16", ComputeDtype::kFloat16}};
+  return kNames;
+}
+
+std::string ComputeDtypeName(ComputeDtype dtype) { return ops::NameOf(ComputeDtypeNames(), dtype); }
+
 std::optional<int> ParseMatrixCommandLine(int argc, char** argv, MatrixOptions* o) {
   CLI::App app{
       "vaed_bench_matrix: eager vs stacked vs compiled decodes through a vaed daemon that\n"
@@ -195,7 +215,7 @@ std::optional<int> ParseMatrixCommandLine(int argc, char** argv, MatrixOptions* 
         return 2;
       }
     }
-    if (app.get_option("--model-kind")->count() == 0) o->model_kind = "h3";
+    if (app.get_option("--model-kind")->count() == 0) o->model_kind = ModelKind::kH3;
   }
   if (Status s = ValidateMatrixOptions(*o); !s.ok()) {
     std::cerr << "vaed_bench_matrix: " << s.message() << "\n";
@@ -213,9 +233,11 @@ Status ValidateGateOptions(const MatrixOptions& o) {
     return InvalidArgument("--gate '" + o.gate + "' is not a gate; gates are " +
                            ops::Join(GateNames(), ", "));
   }
-  if (o.model_kind != "h3" && o.model_kind != "h3_video") {
-    return InvalidArgument("--gate " + o.gate + " needs --model-kind h3 (or h3_video, without "
-                           "audio), not " + o.model_kind);
+  if (!IsH3(o.model_kind)) {
+    return InvalidArgument("--gate " + o.gate +
+                           " needs --model-kind h3 (or h3_video, without "
+                           "audio), not " +
+                           ModelKindName(o.model_kind));
   }
   if (!o.shapes.empty() || !o.latent_path.empty()) {
     return InvalidArgument("--gate decodes its own cells; drop --shapes / --latent");
@@ -237,11 +259,10 @@ Status ValidateGateOptions(const MatrixOptions& o) {
 }  // namespace
 
 Status ValidateMatrixOptions(const MatrixOptions& o) {
-  const bool h3 = o.model_kind == "h3_video" || o.model_kind == "h3";
-  if (!h3 && o.model_kind != "taef2") {
-    return InvalidArgument("--model-kind '" + o.model_kind + "' must be h3_video, h3 or taef2");
-  }
-  if (o.model_kind != "h3" && (!o.audio_weights.empty() || !o.audio_config.empty())) {
+  // The model kind, the device and the dtypes were parsed at their flags;
+  // what is left is how they fit together.
+  const bool h3 = IsH3(o.model_kind);
+  if (o.model_kind != ModelKind::kH3 && (!o.audio_weights.empty() || !o.audio_config.empty())) {
     return InvalidArgument("--audio-weights and --audio-config are for --model-kind h3");
   }
   if (o.memory_budget_mib < 0) return InvalidArgument("--memory-budget-mib must be >= 0");
@@ -253,22 +274,16 @@ Status ValidateMatrixOptions(const MatrixOptions& o) {
     return InvalidArgument("--config is for h3_video and h3; taef2 has no config file");
   }
   if (o.dtypes.empty()) return InvalidArgument("--dtypes is empty");
-  if (o.device != "cpu" && o.device != "cuda") {
-    return InvalidArgument("--device '" + o.device + "' must be cpu or cuda");
-  }
-  for (const std::string& d : o.dtypes) {
-    if (d == "float16" && o.device != "cuda") {
+  for (ComputeDtype d : o.dtypes) {
+    if (d == ComputeDtype::kFloat16 && o.device != Device::kCuda) {
       return InvalidArgument("--dtypes lists float16, which runs on --device cuda only");
     }
-    if (d != "float32" && d != "bfloat16" && d != "float16") {
-      return InvalidArgument("--dtypes lists '" + d +
-                             "'; compute dtypes are float32, bfloat16, float16 (cuda)");
-    }
-    if (!h3 && d != "float32") {
-      return InvalidArgument("--dtypes lists '" + d + "'; taef2 computes in float32 only");
+    if (!h3 && d != ComputeDtype::kFloat32) {
+      return InvalidArgument("--dtypes lists '" + ComputeDtypeName(d) +
+                             "'; taef2 computes in float32 only");
     }
   }
-  if (std::set<std::string>(o.dtypes.begin(), o.dtypes.end()).size() != o.dtypes.size()) {
+  if (std::set<ComputeDtype>(o.dtypes.begin(), o.dtypes.end()).size() != o.dtypes.size()) {
     return InvalidArgument("--dtypes lists a dtype twice");
   }
   if (o.gate.empty() && o.shapes.empty() && o.latent_path.empty()) {
@@ -303,16 +318,16 @@ Status ValidateMatrixOptions(const MatrixOptions& o) {
   return Status::Ok();
 }
 
-std::string MatrixDaemonConfigToml(const MatrixOptions& o, const std::string& dtype) {
+std::string MatrixDaemonConfigToml(const MatrixOptions& o, ComputeDtype dtype) {
   std::ostringstream t;
   t << "# Generated by vaed_bench_matrix.\n"
     << "[executor]\nintra_op_threads = " << o.threads << "\n";
-  if (o.device != "cpu") t << "device = " << TomlString(o.device) << "\n";
+  if (o.device != Device::kCpu) t << "device = " << TomlString(DeviceName(o.device)) << "\n";
   if (o.memory_budget_mib > 0) t << "memory_budget_mib = " << o.memory_budget_mib << "\n";
   t << "\n"
     << "[models]\ndefault = " << TomlString(kModelName) << "\n\n"
     << "[[models.entry]]\nname = " << TomlString(kModelName) << "\n"
-    << "kind = " << TomlString(o.model_kind) << "\n";
+    << "kind = " << TomlString(ModelKindName(o.model_kind)) << "\n";
   if (!o.weights.empty()) t << "weights = " << TomlString(AbsolutePath(o.weights)) << "\n";
   if (!o.audio_weights.empty()) {
     t << "audio_weights = " << TomlString(AbsolutePath(o.audio_weights)) << "\n";
@@ -320,9 +335,9 @@ std::string MatrixDaemonConfigToml(const MatrixOptions& o, const std::string& dt
   if (!o.audio_config.empty()) {
     t << "audio_config = " << TomlString(AbsolutePath(o.audio_config)) << "\n";
   }
-  if (o.model_kind == "h3_video" || o.model_kind == "h3") {
+  if (IsH3(o.model_kind)) {
     if (!o.config.empty()) t << "config = " << TomlString(AbsolutePath(o.config)) << "\n";
-    t << "compute_dtype = " << TomlString(dtype) << "\n"
+    t << "compute_dtype = " << TomlString(ComputeDtypeName(dtype)) << "\n"
       << "stack_tiling = \"off\"\n"
       << "plan_cache_capacity = " << o.plan_cache_capacity << "\n";
   }

@@ -10,18 +10,45 @@
 #include <string>
 #include <vector>
 
+#include "ops/common/enum_names.h"
 #include "vaed/status.h"
 
 namespace vaed::bench {
+
+// The closed sets of values the command line takes, each parsed from its
+// names once, at its flag (AddEnumOption, ops/bench/bench_cli.h); the names
+// are also what the generated daemon config and the reports print.
+
+// --model-kind: the daemon model's kind. kH3 is the video and audio decoders
+// under one name.
+enum class ModelKind { kH3Video, kH3, kTaef2 };
+// h3_video, h3, taef2 (the daemon config's `kind`).
+const ops::EnumNames<ModelKind>& ModelKindNames();
+std::string ModelKindName(ModelKind kind);
+// Whether `kind` is an H3 model (h3_video or h3): a config file, compute
+// dtypes other than float32, the release gates.
+bool IsH3(ModelKind kind);
+
+// --device: the daemon's executor.device.
+enum class Device { kCpu, kCuda };
+// cpu, cuda (the daemon config's executor.device).
+const ops::EnumNames<Device>& DeviceNames();
+std::string DeviceName(Device device);
+
+// --dtypes: a model's compute dtype.
+enum class ComputeDtype { kFloat32, kBFloat16, kFloat16 };
+// float32, bfloat16, float16 (the daemon config's compute_dtype).
+const ops::EnumNames<ComputeDtype>& ComputeDtypeNames();
+std::string ComputeDtypeName(ComputeDtype dtype);
 
 struct MatrixOptions {
   // --- The daemons (one per dtype) and their model.
   // The daemon binary to start (default: the one this build made;
   // VAED_BENCH_VAED_BINARY is set by ops/bench/CMakeLists.txt).
   std::string vaed_binary = VAED_BENCH_VAED_BINARY;
-  // "h3_video", "h3" (video + audio decoders under one name) or "taef2".
-  // With a gate and no --model-kind: "h3".
-  std::string model_kind = "h3_video";
+  // h3_video, h3 (video + audio decoders under one name) or taef2. With a
+  // gate and no --model-kind: h3.
+  ModelKind model_kind = ModelKind::kH3Video;
   // Decoder weights (safetensors). taef2: required; h3_video, h3: empty =
   // random weights (the daemon flags the model as demo).
   std::string weights;
@@ -34,10 +61,10 @@ struct MatrixOptions {
   std::string audio_config;
   // Compute dtypes, one daemon each: float32, bfloat16 (H3 only), float16
   // (H3 on cuda only).
-  std::vector<std::string> dtypes = {"float32"};
-  // The daemon's executor.device: "cpu" or "cuda" (GPU builds only; the
-  // daemon refuses it otherwise).
-  std::string device = "cpu";
+  std::vector<ComputeDtype> dtypes = {ComputeDtype::kFloat32};
+  // The daemon's executor.device: cpu or cuda (GPU builds only; the daemon
+  // refuses it otherwise).
+  Device device = Device::kCpu;
   // The daemon's executor.intra_op_threads.
   int threads = 2;
   // h3_video plan_cache_capacity (compiled-plan buckets kept).
@@ -105,18 +132,18 @@ inline constexpr const char* kModelName = "bench";
 // options that do not fit together.
 std::optional<int> ParseMatrixCommandLine(int argc, char** argv, MatrixOptions* o);
 
-// Whole-option checks CLI11's per-option validators cannot make (dtypes,
-// config and audio files against the model kind, known and distinct modes,
-// group sizes within the ranks, VAE shares in (0, 1]; with a gate: a known
-// gate, an H3 model kind, one dtype, eager among the modes, no shapes,
-// latent or group sizes). kInvalidArgument naming the flag otherwise.
+// Whole-option checks CLI11's per-option validators cannot make (dtypes
+// against the device and the model kind, distinct dtypes, config and audio files against the model
+// kind, known and distinct modes, group sizes within the ranks, VAE shares in (0, 1]; with a gate:
+// a known gate, an H3 model kind, one dtype, eager among the modes, no shapes, latent or group
+// sizes). kInvalidArgument naming the flag otherwise.
 Status ValidateMatrixOptions(const MatrixOptions& o);
 
 // The daemon config (TOML) for one compute dtype: executor threads (and
 // device and memory budget when not the defaults) and one model, named
 // kModelName, with absolute paths. taef2 gets only name, kind and weights;
 // h3 also its audio files.
-std::string MatrixDaemonConfigToml(const MatrixOptions& o, const std::string& dtype);
+std::string MatrixDaemonConfigToml(const MatrixOptions& o, ComputeDtype dtype);
 
 }  // namespace vaed::bench
 

@@ -95,7 +95,7 @@ void AddMeasurements(const MatrixOptions& o, const ModeResult& m, nlohmann::json
 
 nlohmann::json ModeJson(const MatrixOptions& o, const CellResult& cell, const ModeResult& m) {
   nlohmann::json j = {
-      {"dtype", cell.dtype},
+      {"dtype", ComputeDtypeName(cell.dtype)},
       {"latent_shape", cell.latent.shape},
       {"latent_source", cell.latent.source},
       {"output_shape", cell.output_shape},
@@ -131,7 +131,7 @@ nlohmann::json MatrixRunToJson(const MatrixOptions& o, const MatrixRun& run) {
   nlohmann::json amdahl = nlohmann::json::array();
   for (const CellResult& cell : run.cells) {
     if (!cell.error.empty()) {
-      runs.push_back({{"dtype", cell.dtype},
+      runs.push_back({{"dtype", ComputeDtypeName(cell.dtype)},
                       {"latent_shape", cell.latent.shape},
                       {"latent_source", cell.latent.source},
                       {"status", "failed"},
@@ -142,7 +142,7 @@ nlohmann::json MatrixRunToJson(const MatrixOptions& o, const MatrixRun& run) {
       runs.push_back(ModeJson(o, cell, m));
       if (!m.vae_speedup) continue;
       for (double s : o.vae_shares) {
-        amdahl.push_back({{"dtype", cell.dtype},
+        amdahl.push_back({{"dtype", ComputeDtypeName(cell.dtype)},
                           {"latent_shape", cell.latent.shape},
                           {"mode", m.name()},
                           {"vae_share", s},
@@ -152,13 +152,15 @@ nlohmann::json MatrixRunToJson(const MatrixOptions& o, const MatrixRun& run) {
     }
   }
   nlohmann::json cold_start = nlohmann::json::object();
-  for (const auto& [dtype, seconds] : run.cold_start_s) cold_start[dtype] = OptJson(seconds);
+  for (const auto& [dtype, seconds] : run.cold_start_s) {
+    cold_start[ComputeDtypeName(dtype)] = OptJson(seconds);
+  }
   return {
       {"machine",
        {{"threads", o.threads}, {"hostname", run.hostname}, {"hardware_concurrency", run.cpus}}},
       {"daemon", {{"binary", o.vaed_binary}, {"version", run.daemon_version}}},
       {"model",
-       {{"kind", o.model_kind},
+       {{"kind", ModelKindName(o.model_kind)},
         {"weights", o.weights},
         {"config", o.config},
         {"plan_cache_capacity", o.plan_cache_capacity}}},

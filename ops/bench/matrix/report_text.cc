@@ -49,7 +49,7 @@ std::string GroupsUsed(const ModeResult& m) {
 
 // The settings and the cold start of each dtype's daemon.
 void PrintHeader(const MatrixOptions& o, const MatrixRun& run, std::ostream& out) {
-  out << "vaed_bench_matrix: " << o.model_kind << " "
+  out << "vaed_bench_matrix: " << ModelKindName(o.model_kind) << " "
       << (o.weights.empty() ? "(random weights)" : o.weights) << "\n"
       << "daemon    " << o.vaed_binary << (run.daemon_version.empty() ? "" : " ")
       << run.daemon_version << ", intra_op_threads " << o.threads << ", host " << run.hostname
@@ -65,10 +65,10 @@ void PrintHeader(const MatrixOptions& o, const MatrixRun& run, std::ostream& out
         << "\n";
   }
   out << "cold start (fork/exec to first Hello):";
-  for (const std::string& dtype : o.dtypes) {
+  for (ComputeDtype dtype : o.dtypes) {
     auto it = run.cold_start_s.find(dtype);
     const bool started = it != run.cold_start_s.end() && it->second.has_value();
-    out << "  " << dtype << " "
+    out << "  " << ComputeDtypeName(dtype) << " "
         << (started ? FormatFixed(*it->second, 3) + " s" : std::string("FAILED"));
   }
   out << "\n";
@@ -180,8 +180,8 @@ void PrintGroups(const MatrixOptions& o, const CellResult& cell, std::ostream& o
 }
 
 void PrintCell(const MatrixOptions& o, const CellResult& cell, std::ostream& out) {
-  out << "\n== " << cell.dtype << "  latent " << ShapeToString(cell.latent.shape) << " ("
-      << cell.latent.source << ")";
+  out << "\n== " << ComputeDtypeName(cell.dtype) << "  latent " << ShapeToString(cell.latent.shape)
+      << " (" << cell.latent.source << ")";
   if (!cell.output_shape.empty()) {
     out << " -> uint8 " << ShapeToString(cell.output_shape) << " ("
         << ops::HumanBytes(cell.output_bytes) << ")";

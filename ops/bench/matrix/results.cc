@@ -24,8 +24,8 @@ std::optional<double> ModeResult::TimingMedian(const std::string& component) con
   return ops::Median(it->second);
 }
 
-std::string VaeComponent(const std::string& kind) {
-  return kind == "taef2" ? "taef2.decode_latent" : "video_vae.decode_latent";
+std::string VaeComponent(ModelKind kind) {
+  return kind == ModelKind::kTaef2 ? "taef2.decode_latent" : "video_vae.decode_latent";
 }
 
 double EndToEndSpeedup(double vae_share, double vae_speedup) {

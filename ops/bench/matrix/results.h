@@ -84,7 +84,7 @@ struct ModeResult {
 
 // One (dtype, latent) cell of the matrix.
 struct CellResult {
-  std::string dtype;
+  ComputeDtype dtype = ComputeDtype::kFloat32;
   Latent latent;
   std::vector<int64_t> output_shape;
   uint64_t output_bytes = 0;
@@ -99,12 +99,12 @@ struct MatrixRun {
   std::string daemon_version;  // from the last daemon that started; "" if none did
   // Per dtype: wall seconds from fork/exec to the first Hello; nullopt when
   // that daemon did not start.
-  std::map<std::string, std::optional<double>> cold_start_s;
+  std::map<ComputeDtype, std::optional<double>> cold_start_s;
   std::vector<CellResult> cells;
 };
 
 // The VAE-only component of the reply timings for model `kind`.
-std::string VaeComponent(const std::string& kind);
+std::string VaeComponent(ModelKind kind);
 
 // Amdahl's law: the end-to-end speedup of a generation whose VAE decode is
 // the fraction `vae_share` of its time when the decode gets `vae_speedup`

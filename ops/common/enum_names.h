@@ -1,19 +1,20 @@
 // The names of a closed set of option values (an enum): one table per enum,
-// in the order `vaectl --help` lists them. A flag's name is parsed into the
-// enum once, at the flag (AddEnumOption in main.cc); past that edge the code
-// compares enum values, and prints a value's name back with NameOf (reports,
-// error messages).
+// in the order the tool's --help lists them. A flag's name is parsed into the
+// enum once, at the flag (AddEnumOption in ops/vaectl/main.cc and
+// ops/bench/bench_cli.h); past that edge the code compares enum values, and
+// prints a value's name back with NameOf (reports, error messages, generated
+// daemon configs). Shared by the ops tools (vaectl, the benchmarks).
 //
 // Thread-safety: pure functions over tables that are not modified.
-#ifndef VAED_OPS_VAECTL_ENUM_NAMES_H_
-#define VAED_OPS_VAECTL_ENUM_NAMES_H_
+#ifndef VAED_OPS_COMMON_ENUM_NAMES_H_
+#define VAED_OPS_COMMON_ENUM_NAMES_H_
 
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace vaed::vaectl {
+namespace vaed::ops {
 
 // Each value's name; names are unique. A vector of pairs rather than a map so
 // that --help and CLI11's "not in {...}" error keep the listed order.
@@ -39,6 +40,6 @@ std::string NameOf(const EnumNames<E>& names, E value) {
   return "";
 }
 
-}  // namespace vaed::vaectl
+}  // namespace vaed::ops
 
-#endif  // VAED_OPS_VAECTL_ENUM_NAMES_H_
+#endif  // VAED_OPS_COMMON_ENUM_NAMES_H_
