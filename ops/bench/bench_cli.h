@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/common/enum_names.h"
+#include "ops/common/enum_option.h"
 
 namespace vaed::bench {
 
@@ -22,45 +22,9 @@ CLI::Option* AddRangeOption(CLI::App& app, const std::string& name, T* value,
   return app.add_option(name, *value, help)->capture_default_str()->check(CLI::Range(min, max));
 }
 
-// Adds option `name`, a closed set of values: the name given is parsed into
-// `*out` through `names` (ops/common/enum_names.h) once, here; a name not in
-// the table is a usage error naming the flag and the allowed names, in the
-// table's order (CLI11's "not in {...}"). --help shows the default, the name
-// of `*out`. `names` must outlive the parse (the tables are static).
-template <typename E>
-CLI::Option* AddEnumOption(CLI::App& app, const std::string& name, E* out,
-                           const ops::EnumNames<E>& names, const std::string& help) {
-  const ops::EnumNames<E>* table = &names;
-  return app
-      .add_option_function<std::string>(
-          name,
-          // The check below ran first: the name is in the table.
-          [out, table](const std::string& value) { *out = *ops::FromName(*table, value); }, help)
-      ->default_str(ops::NameOf(names, *out))
-      ->check(CLI::IsMember(names));
-}
-
-// As AddEnumOption, for a comma-separated list of such names into `*out`
-// (replacing its default, which --help shows as "[a,b]").
-template <typename E>
-CLI::Option* AddEnumListOption(CLI::App& app, const std::string& name, std::vector<E>* out,
-                               const ops::EnumNames<E>& names, const std::string& help) {
-  const ops::EnumNames<E>* table = &names;
-  std::string shown;
-  for (E value : *out) shown += (shown.empty() ? "" : ",") + ops::NameOf(names, value);
-  return app
-      .add_option_function<std::vector<std::string>>(
-          name,
-          // The check below ran first, on each name: all are in the table.
-          [out, table](const std::vector<std::string>& values) {
-            out->clear();
-            for (const std::string& v : values) out->push_back(*ops::FromName(*table, v));
-          },
-          help)
-      ->delimiter(',')
-      ->default_str("[" + shown + "]")
-      ->check(CLI::IsMember(names));
-}
+// The closed-set flags (ops/common/enum_option.h).
+using ops::AddEnumListOption;
+using ops::AddEnumOption;
 
 }  // namespace vaed::bench
 

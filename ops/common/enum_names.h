@@ -1,7 +1,6 @@
 // The names of a closed set of option values (an enum): one table per enum,
 // in the order the tool's --help lists them. A flag's name is parsed into the
-// enum once, at the flag (AddEnumOption in ops/vaectl/main.cc and
-// ops/bench/bench_cli.h); past that edge the code compares enum values, and
+// enum once, at the flag (AddEnumOption, enum_option.h); past that edge the code compares enum values, and
 // prints a value's name back with NameOf (reports, error messages, generated
 // daemon configs). Shared by the ops tools (vaectl, the benchmarks).
 //

@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "ops/common/enum_names.h"
+#include "ops/common/enum_option.h"
 #include "ops/vaectl/commands.h"
 #include "ops/vaectl/plan_command.h"
 
@@ -134,26 +134,6 @@ CLI::App* AddStatusCommand(CLI::App& app) {
   return status;
 }
 
-// An option whose value is one of `names` (a closed set), parsed into *out
-// at the flag, so that past it only enum values are compared. CLI11 names
-// the flag and the allowed values in its error ("--format: gif not in
-// {png,mp4,raw,none}") and refuses the enum's numbers: only the names are
-// the flag's language. --help shows the name of *out's value on entry as
-// the default. `names` must outlive the parse (the tables are static).
-template <typename E>
-CLI::Option* AddEnumOption(CLI::App* cmd, const std::string& flag, E* out,
-                           const vaed::ops::EnumNames<E>& names, const std::string& help) {
-  const vaed::ops::EnumNames<E>* table = &names;
-  return cmd
-      ->add_option_function<std::string>(
-          flag,
-          // The check below ran first: the name is in the table.
-          [out, table](const std::string& name) { *out = *vaed::ops::FromName(*table, name); },
-          help)
-      ->default_str(vaed::ops::NameOf(names, *out))
-      ->check(CLI::IsMember(names));
-}
-
 // --latent-space: the space of the request's latents (the client's enum).
 // Listed as "{denormalized,normalized}", the order its error has always had
 // (client/python/tests/test_latent_space.py matches it).
@@ -161,7 +141,7 @@ void AddLatentSpaceOption(CLI::App* cmd, vaed::client::LatentSpace* space) {
   static const vaed::ops::EnumNames<vaed::client::LatentSpace> kNames = {
       {"denormalized", vaed::client::LatentSpace::kDenormalized},
       {"normalized", vaed::client::LatentSpace::kNormalized}};
-  AddEnumOption(cmd, "--latent-space", space, kNames,
+  vaed::ops::AddEnumOption(*cmd, "--latent-space", space, kNames,
                 "the latents' space: normalized (the DiT's; the daemon de-normalises them) or "
                 "denormalized (already latent * std + mean, as diffusers' "
                 "AutoencoderKLMiniMaxH3.decode takes them); same frames either way");
@@ -290,13 +270,13 @@ void AddDecodeChoiceOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) 
       {"off", vaed::client::Compile::kOff},
       {"on", vaed::client::Compile::kOn},
       {"auto", vaed::client::Compile::kAuto}};
-  AddEnumOption(decode_cmd, "--stack-tiling", &decode->stack_tiling, kStackTilingNames,
+  vaed::ops::AddEnumOption(*decode_cmd, "--stack-tiling", &decode->stack_tiling, kStackTilingNames,
                 "tile scheduling of tiled models: default (the model's), off, on or auto; "
                 "the output is the same, speed and memory differ");
   decode_cmd->add_option("--profile", decode->profile,
                          "decode profile: safe, optimized, diagnostic or student, within what the "
                          "daemon allows (vaectl status); empty = the daemon's default");
-  AddEnumOption(decode_cmd, "--compile", &decode->compile, kCompileNames,
+  vaed::ops::AddEnumOption(*decode_cmd, "--compile", &decode->compile, kCompileNames,
                 "compiled plans by shape bucket (models with compiled_plans): default (off "
                 "under safe, auto otherwise), off, on or auto; same output");
   decode_cmd->add_option("--model", decode->model,
@@ -317,7 +297,7 @@ void AddVideoOutputOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
                    "png: directory (default <stem>_frames/) or a .png file for one "
                    "frame; mp4/raw: file (default <stem>.mp4 / <stem>.u8) or directory")
       ->type_name("DIR_OR_FILE");
-  AddEnumOption(decode_cmd, "--format", &decode->format, vaed::vaectl::VideoFileFormatNames(),
+  vaed::ops::AddEnumOption(*decode_cmd, "--format", &decode->format, vaed::vaectl::VideoFileFormatNames(),
                 "what to write: png, mp4, raw or none");
   decode_cmd->add_flag(
       "--no-stream", decode->no_stream,
@@ -349,7 +329,7 @@ void AddAudioOptions(CLI::App* decode_cmd, DecodeCommandOptions* decode) {
                    "WAV file, or directory for <audio latent stem>.wav (default: beside the "
                    "video output, e.g. clip.mp4 -> clip.wav, else <audio latent stem>.wav)")
       ->type_name("FILE_OR_DIR");
-  AddEnumOption(decode_cmd, "--wav-format", &decode->wav_format,
+  vaed::ops::AddEnumOption(*decode_cmd, "--wav-format", &decode->wav_format,
                 vaed::vaectl::WavSampleFormatNames(),
                 "WAV samples: pcm16 (16-bit PCM) or float32 (IEEE float, lossless)");
   decode_cmd
@@ -375,7 +355,7 @@ CLI::App* AddDecodeCommand(CLI::App& app, DecodeCommandOptions* decode) {
                    "lists the groups); same output, the report's group line shows the ranks")
       ->capture_default_str()
       ->type_name("N");
-  AddEnumOption(decode_cmd, "--progress", &decode->progress, vaed::vaectl::ProgressChoiceNames(),
+  vaed::ops::AddEnumOption(*decode_cmd, "--progress", &decode->progress, vaed::vaectl::ProgressChoiceNames(),
                 "progress while the daemon decodes, on stderr: auto (a bar with ETA when "
                 "stderr is a terminal and not --json), bar, lines (one line per temporal "
                 "window / frame batch / audio) or none");
