@@ -7,24 +7,17 @@
 #ifndef VAED_DAEMON_ENGINE_ENGINE_OPTIONS_H_
 #define VAED_DAEMON_ENGINE_ENGINE_OPTIONS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "daemon/engine/rank_devices.h"
-#include "daemon/engine/request_memory.h"
+#include "daemon/parallel/backend.h"
 #include "daemon/parallel/group_layout.h"
 #include "vaed/status.h"
 
 namespace vaed::engine {
-
-// The sizes qualified when a config or --group-ranks sets the ranks but no
-// list: 1, 2, 4, ... up to `ranks`.
-inline std::vector<uint32_t> PowerOfTwoSizesUpTo(uint32_t ranks) {
-  std::vector<uint32_t> sizes = {1};
-  for (uint32_t s = 2; s <= ranks; s *= 2) sizes.push_back(s);
-  return sizes;
-}
 
 struct ExecutorOptions {
   // LibTorch intra-op threads of the executor (at::set_num_threads). More
@@ -52,21 +45,12 @@ struct ExecutorOptions {
   bool allow_fault_injection = false;
   // Where the ranks decode: "cpu" (every build) or "cuda" (GPU builds: one
   // rank per device, group.ranks of them; rank_devices.h).
-  std::string device = "cpu";
+  DeviceKind device = DeviceKind::kCpu;
   // device = "cuda": the UUIDs (device_uuid.h text form) of the ranks'
   // devices, exactly group.ranks of them; empty = the group.ranks visible
   // devices with the smallest UUIDs. Ranks are numbered in UUID order.
   // Must be empty for "cpu".
   std::vector<std::string> devices;
-  // Not a config key: what one request may hold at its peak, fixed at
-  // start-up once the weights are resident (main.cc; request_memory.h).
-  // Admission refuses a request whose plan estimates more. Default: unknown
-  // (nothing refused on memory), as in tests that do not set it.
-  RequestMemory request_memory;
-  // Not a config key: the device of each local rank, resolved at start-up
-  // from the two above (rank_devices.h ResolveRankDevices). Empty = every
-  // rank on the CPU.
-  std::vector<RankDevice> rank_devices;
 };
 
 // The daemon's own VAE process group (daemon/parallel/): its local
@@ -84,10 +68,10 @@ struct GroupOptions {
   std::vector<uint32_t> qualified_sizes = {1};
   // Fewer tiles per window than the group has ranks: "pad" (idle ranks send
   // empty payloads) or "shrink" (the largest qualified size the tiles fill).
-  std::string few_tiles = "pad";
+  parallel::FewTiles few_tiles = parallel::FewTiles::kPad;
   // Communicator backend: "gloo" (every build; LibTorch c10d) or "nccl"
-  // (builds with VAED_WITH_CUDA; local rank r uses CUDA device r).
-  std::string backend = "gloo";
+  // (builds with VAED_WITH_CUDA; local rank r uses its own CUDA device).
+  parallel::Backend backend = parallel::Backend::kGloo;
   // Limit of a collective and of a (re)built communicator's rendezvous.
   uint32_t collective_timeout_ms = 30000;
   // Address the Gloo transport binds and announces to its peers: loopback
@@ -101,6 +85,16 @@ struct GroupOptions {
   uint32_t world_nodes = 1;
   uint32_t node_rank = 0;
 };
+
+// The sizes qualified when a config or --group-ranks sets group.ranks but
+// no group.qualified_sizes: 1, 2, 4, ... up to the ranks of all nodes
+// (ranks x world_nodes), every size a request could fill.
+inline std::vector<uint32_t> DefaultQualifiedSizes(const GroupOptions& group) {
+  const uint32_t world = group.ranks * std::max<uint32_t>(1, group.world_nodes);
+  std::vector<uint32_t> sizes = {1};
+  for (uint32_t s = 2; s <= world; s *= 2) sizes.push_back(s);
+  return sizes;
+}
 
 // The VAE groups of `group` (all nodes; group_layout.h). Errors
 // (kInvalidArgument) name the group.* key (ranks, size, qualified_sizes).

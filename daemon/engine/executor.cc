@@ -68,7 +68,8 @@ Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& option
                                                    std::vector<models::ModelRegistry*> registries,
                                                    ResultSink* sink,
                                                    std::vector<WarmUp> warm_ups,
-                                                   RankStreamFactory rank_streams) {
+                                                   RankStreamFactory rank_streams,
+                                                   std::vector<RankDevice> rank_devices) {
   if (options.intra_op_threads < 1) {
     return InvalidArgument("executor.intra_op_threads must be >= 1");
   }
@@ -80,24 +81,23 @@ Result<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& option
   }
   std::unique_ptr<Executor> e(
       new Executor(options, group, std::move(layout), sink, std::move(warm_ups),
-                   std::move(rank_streams)));
+                   std::move(rank_streams), std::move(rank_devices)));
   VAED_RETURN_IF_ERROR(e->Start(std::move(registries)));
   return e;
 }
 
 Executor::Executor(const ExecutorOptions& options, const GroupOptions& group,
                    parallel::GroupLayout layout, ResultSink* sink,
-                   std::vector<WarmUp> warm_ups, RankStreamFactory rank_streams)
+                   std::vector<WarmUp> warm_ups, RankStreamFactory rank_streams,
+                   std::vector<RankDevice> rank_devices)
     : options_(options),
       group_options_(group),
+      rank_devices_(std::move(rank_devices)),
       layout_(std::move(layout)),
       sink_(sink),
       warm_ups_(std::move(warm_ups)),
       rank_streams_(std::move(rank_streams)),
-      scheduler_(&layout_,
-                 group.few_tiles == "shrink" ? parallel::FewTiles::kShrink
-                                             : parallel::FewTiles::kPad,
-                 group.ranks),
+      scheduler_(&layout_, group.few_tiles, group.ranks),
       ranks_(group.ranks) {}
 
 Status Executor::Start(std::vector<models::ModelRegistry*> registries) {
@@ -133,7 +133,7 @@ Status Executor::Start(std::vector<models::ModelRegistry*> registries) {
                                   .incarnation = NewIncarnation()};
   for (size_t r = 0; r < ranks_.size(); ++r) {
     ranks_[r].comms = std::make_unique<RankCommunicators>(&membership_, static_cast<int>(r),
-                                                          CudaOrdinalOfRank(options_.rank_devices, r));
+                                                          CudaOrdinalOfRank(rank_devices_, r));
   }
   for (size_t r = 0; r < ranks_.size(); ++r) {
     ranks_[r].thread = std::thread([this, r] { RankLoop(static_cast<int>(r)); });
@@ -281,8 +281,8 @@ ExecutorStatus Executor::SnapshotOfScheduler() const {
                                .busy_seconds = r.busy_seconds,
                                .tiles = r.tiles,
                                .last_imbalance = r.last_imbalance,
-                               .device = i < options_.rank_devices.size()
-                                             ? options_.rank_devices[i]
+                               .device = i < rank_devices_.size()
+                                             ? rank_devices_[i]
                                              : RankDevice{},
                                .device_memory = {}});
   }

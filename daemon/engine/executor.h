@@ -113,13 +113,16 @@ class Executor {
   // when node 0 cannot serve the TCPStore; a warm-up's error (the lowest
   // rank's that failed: WarmUpRank()). `rank_streams` (tests) makes each
   // rank's RankStream on its thread; by default a CUDA rank's is
-  // RankStream::OnCudaDevice, a CPU rank's has no device.
+  // RankStream::OnCudaDevice, a CPU rank's has no device. `rank_devices`:
+  // each local rank's device (runtime_facts.h); empty = every rank on the
+  // CPU.
   static Result<std::unique_ptr<Executor>> Create(const ExecutorOptions& options,
                                                   const GroupOptions& group,
                                                   std::vector<models::ModelRegistry*> registries,
                                                   ResultSink* sink,
                                                   std::vector<WarmUp> warm_ups = {},
-                                                  RankStreamFactory rank_streams = nullptr);
+                                                  RankStreamFactory rank_streams = nullptr,
+                                                  std::vector<RankDevice> rank_devices = {});
   ~Executor();  // Stop()s
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -167,7 +170,7 @@ class Executor {
 
   Executor(const ExecutorOptions& options, const GroupOptions& group,
            parallel::GroupLayout layout, ResultSink* sink, std::vector<WarmUp> warm_ups,
-           RankStreamFactory rank_streams);
+           RankStreamFactory rank_streams, std::vector<RankDevice> rank_devices);
   Status Start(std::vector<models::ModelRegistry*> registries);
   void StartWatchers();
 
@@ -219,6 +222,7 @@ class Executor {
 
   const ExecutorOptions options_;
   const GroupOptions group_options_;
+  const std::vector<RankDevice> rank_devices_;  // empty: every rank on the CPU
   const parallel::GroupLayout layout_;
   ResultSink* const sink_;
   c10::intrusive_ptr<c10d::Store> store_;

@@ -103,7 +103,7 @@ Result<std::unique_ptr<parallel::Communicator>> RankCommunicators::Build(
   // group.backend = "nccl" (GPU builds; configuration refuses it in CPU
   // builds): the communicator runs on the rank's own device (its UUID-ordered
   // device, rank_devices.h CudaOrdinalOfRank), where its tensors live.
-  if (o.backend == "nccl") {
+  if (o.backend == parallel::Backend::kNccl) {
     if (nccl_device_ < 0) {
       return FailedPrecondition("group.backend \"nccl\" needs CUDA ranks; rank " +
                                 std::to_string(global_rank_) +

@@ -95,10 +95,10 @@ Result<std::vector<CudaDevice>> AssignRankDevices(std::vector<CudaDevice> visibl
   return visible;
 }
 
-Result<std::vector<RankDevice>> ResolveRankDevices(const std::string& device,
+Result<std::vector<RankDevice>> ResolveRankDevices(DeviceKind device,
                                                    const std::vector<std::string>& configured,
                                                    uint32_t ranks) {
-  if (device != "cuda") return std::vector<RankDevice>(ranks);
+  if (device == DeviceKind::kCpu) return std::vector<RankDevice>(ranks);
   VAED_ASSIGN_OR_RETURN(std::vector<CudaDevice> visible, ListCudaDevices());
   VAED_ASSIGN_OR_RETURN(std::vector<CudaDevice> chosen,
                         AssignRankDevices(std::move(visible), configured, ranks));

@@ -18,10 +18,21 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/named_enum.h"
 #include "vaed/device_uuid.h"
 #include "vaed/status.h"
 
 namespace vaed::engine {
+
+// Where the ranks decode (executor.device).
+enum class DeviceKind {
+  kCpu,   // every build: worker ranks on the host
+  kCuda,  // GPU builds: one rank per CUDA device
+};
+inline constexpr models::NameTable<DeviceKind, 2> kDeviceKindNames = {{
+    {DeviceKind::kCpu, "cpu"},
+    {DeviceKind::kCuda, "cuda"},
+}};
 
 // A CUDA device as this process sees it.
 struct CudaDevice {
@@ -68,11 +79,11 @@ Result<std::vector<CudaDevice>> AssignRankDevices(std::vector<CudaDevice> visibl
                                                   const std::vector<std::string>& configured,
                                                   uint32_t ranks);
 
-// The devices of the `ranks` local ranks for `device` ("cpu" or "cuda",
-// executor.device) and `configured` (executor.devices): for "cpu", `ranks`
-// CPU ranks; for "cuda", ListCudaDevices() (cuda_devices.h) then
+// The devices of the `ranks` local ranks for `device` (executor.device)
+// and `configured` (executor.devices): for kCpu, `ranks` CPU ranks; for
+// kCuda, ListCudaDevices() (cuda_devices.h) then
 // AssignRankDevices. Errors: those two functions'.
-Result<std::vector<RankDevice>> ResolveRankDevices(const std::string& device,
+Result<std::vector<RankDevice>> ResolveRankDevices(DeviceKind device,
                                                    const std::vector<std::string>& configured,
                                                    uint32_t ranks);
 

@@ -103,16 +103,16 @@ void Executor::BuildLocalCommunicators(int local_rank) {
 
 void Executor::SetUpRankDevice(int local_rank) {
   const auto i = static_cast<size_t>(local_rank);
-  const bool cuda = i < options_.rank_devices.size() && options_.rank_devices[i].is_cuda;
+  const bool cuda = i < rank_devices_.size() && rank_devices_[i].is_cuda;
   if (!rank_streams_ && !cuda) return;  // a CPU rank: its stream has no device
   Result<std::unique_ptr<RankStream>> stream =
       rank_streams_ ? rank_streams_(local_rank)
-                    : RankStream::OnCudaDevice(options_.rank_devices[i].cuda.ordinal);
+                    : RankStream::OnCudaDevice(rank_devices_[i].cuda.ordinal);
   if (stream.ok()) {
     ranks_[i].stream = std::move(stream).value();
     return;
   }
-  const std::string where = cuda ? " on " + options_.rank_devices[i].Describe() : "";
+  const std::string where = cuda ? " on " + rank_devices_[i].Describe() : "";
   MutexLock lock(&mu_);
   warm_up_failures_.emplace(local_rank, stream.status().WithContext(
                                             "rank " + std::to_string(GlobalRank(local_rank)) +

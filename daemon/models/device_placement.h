@@ -30,7 +30,7 @@ namespace vaed::models {
 // there once, at its end (MoveTensorsTo, the rule above); Decode() runs
 // there and refuses tensors on another device (CheckTensorDevice). The
 // options default it to the CPU.
-using RankDevice = torch::Device;
+using ModelDevice = torch::Device;
 
 // Replaces every defined tensor `slots` points to by its copy on `device`
 // (same dtype; already there: unchanged). Undefined tensors and null slots

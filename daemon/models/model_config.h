@@ -8,22 +8,48 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/named_enum.h"
+#include "daemon/models/stack_tiling.h"
+
 namespace vaed::models {
+
+// What a configured model is (`kind` of a [[models.entry]]).
+enum class ModelKind {
+  kTaef2,    // the TAEF2 decoder with real weights from `weights_path`
+  kDemo,     // the TAEF2 architecture with deterministic seeded weights
+             // (Taef2Decoder::CreateDemo); for smoke tests, not images
+  kH3Video,  // the MiniMax-H3 video VAE decoder (h3/video_vae.h)
+  kH3Audio,  // the MiniMax-H3 audio VAE decoder (h3/h3_vae.h)
+  kH3,       // both H3 decoders under one name, for joint audio + video
+             // requests (h3/h3_vae.h)
+};
+inline constexpr NameTable<ModelKind, 5> kModelKindNames = {{
+    {ModelKind::kTaef2, "taef2"},
+    {ModelKind::kDemo, "demo"},
+    {ModelKind::kH3Video, "h3_video"},
+    {ModelKind::kH3Audio, "h3_audio"},
+    {ModelKind::kH3, "h3"},
+}};
+
+// The dtype the H3 video decoder computes in (`compute_dtype`).
+enum class ComputeDtype {
+  kFloat32,   // exact
+  kFloat16,   // the official recipe (spec §1.6); GPU ranks only
+  kBFloat16,
+};
+inline constexpr NameTable<ComputeDtype, 3> kComputeDtypeNames = {{
+    {ComputeDtype::kFloat32, "float32"},
+    {ComputeDtype::kFloat16, "float16"},
+    {ComputeDtype::kBFloat16, "bfloat16"},
+}};
 
 // One configured model (a [[models.entry]] table of the daemon config; the
 // comments name the TOML keys).
 struct ModelConfig {
   // `name`: registry name clients ask for; unique, non-empty.
   std::string name;
-  // `kind`:
-  // "taef2": the TAEF2 decoder with real weights from `weights_path`.
-  // "demo":  the TAEF2 architecture with deterministic seeded weights
-  //          (Taef2Decoder::CreateDemo); for smoke tests, not images.
-  // "h3_video": the MiniMax-H3 video VAE decoder (h3/video_vae.h).
-  // "h3_audio": the MiniMax-H3 audio VAE decoder (h3/h3_vae.h).
-  // "h3": both H3 decoders under one name, for joint audio + video
-  //       requests (h3/h3_vae.h).
-  std::string kind;
+  // `kind` (required in TOML; ModelKind).
+  ModelKind kind = ModelKind::kDemo;
   // `weights`: taef2: path of taef2_decoder.safetensors (required). demo,
   // h3_audio: must be empty. h3_video, h3: the video decoder's safetensors
   // file or *.safetensors.index.json; empty means deterministic random
@@ -47,14 +73,13 @@ struct ModelConfig {
   // shards in SHA256SUMS). Empty: no expectation from the config.
   std::string weights_sha256;
   std::string audio_weights_sha256;
-  // `compute_dtype`: h3_video, h3 (video decoder): "float32" (exact),
-  // "float16" (the official recipe, spec §1.6; GPU ranks only) or
-  // "bfloat16". Other kinds (and H3 audio): float32 only.
-  std::string compute_dtype = "float32";
+  // `compute_dtype`: h3_video, h3 (video decoder). Other kinds (and H3
+  // audio): float32 only.
+  ComputeDtype compute_dtype = ComputeDtype::kFloat32;
   // `stack_tiling`: h3_video, h3: tile scheduling when a request does not
-  // choose: "off", "on" or "auto" (same output; speed and memory differ).
-  // Other kinds: "off" only.
-  std::string stack_tiling = "off";
+  // choose: off, on or auto (same output; speed and memory differ). Other
+  // kinds: off only.
+  StackTiling stack_tiling = StackTiling::kOff;
   // `frame_batch`: latent frames per forward call (taef2 and demo; see
   // Taef2Options); unset means 4. Other kinds reject it.
   std::optional<int64_t> frame_batch;

@@ -13,13 +13,16 @@
 namespace vaed::models {
 namespace {
 
-constexpr std::string_view kKindTaef2 = "taef2";
-constexpr std::string_view kKindDemo = "demo";
-constexpr std::string_view kKindH3Video = "h3_video";
-constexpr std::string_view kKindH3Audio = "h3_audio";
-constexpr std::string_view kKindH3 = "h3";
-constexpr const char* kKnownKinds = "taef2, demo, h3_video, h3_audio, h3";
 constexpr int64_t kDefaultFrameBatch = 4;
+
+std::string KindName(ModelKind kind) { return std::string(NameOf(kModelKindNames, kind)); }
+
+// "taef2, demo, h3_video, h3_audio, h3".
+std::string KnownKinds() {
+  std::string s;
+  for (const auto& [kind, name] : kModelKindNames) s += (s.empty() ? "" : ", ") + std::string(name);
+  return s;
+}
 
 // Which [[models.entry]] keys a kind takes.
 struct KindKeys {
@@ -30,27 +33,24 @@ struct KindKeys {
   bool frame_batch;        // `frame_batch`
 };
 
-KindKeys KeysOf(std::string_view kind) {
-  if (kind == kKindTaef2) return {true, true, false, false, true};
-  if (kind == kKindDemo) return {false, false, false, false, true};
-  if (kind == kKindH3Video) return {true, false, false, true, false};
-  if (kind == kKindH3Audio) return {false, false, true, false, false};
-  return {true, false, true, true, false};  // h3
+KindKeys KeysOf(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kTaef2: return {true, true, false, false, true};
+    case ModelKind::kDemo: return {false, false, false, false, true};
+    case ModelKind::kH3Video: return {true, false, false, true, false};
+    case ModelKind::kH3Audio: return {false, false, true, false, false};
+    case ModelKind::kH3: return {true, false, true, true, false};
+  }
+  return {};
 }
 
-Result<StackTiling> ParseStackTiling(const std::string& where, const std::string& value) {
-  if (value == "off") return StackTiling::kOff;
-  if (value == "on") return StackTiling::kOn;
-  if (value == "auto") return StackTiling::kAuto;
-  return InvalidArgument(where + ".stack_tiling is '" + value + "'; must be off, on or auto");
-}
-
-Result<torch::ScalarType> ParseComputeDtype(const std::string& where, const std::string& value) {
-  if (value == "float32") return torch::kFloat;
-  if (value == "float16") return torch::kHalf;
-  if (value == "bfloat16") return torch::kBFloat16;
-  return InvalidArgument(where + ".compute_dtype is '" + value +
-                         "'; must be float32, float16 (GPU ranks) or bfloat16");
+torch::ScalarType TorchDtypeOf(ComputeDtype dtype) {
+  switch (dtype) {
+    case ComputeDtype::kFloat32: return torch::kFloat;
+    case ComputeDtype::kFloat16: return torch::kHalf;
+    case ComputeDtype::kBFloat16: return torch::kBFloat16;
+  }
+  return torch::kFloat;
 }
 
 // "HxW" latent canvases (latent cells per axis, 1..160).
@@ -114,8 +114,8 @@ Status ValidateDigestKeys(const ModelConfig& c, const KindKeys& kind, const std:
     if (k.digest.empty()) continue;
     const std::string field = where + "." + k.key;
     if (!k.taken) {
-      return InvalidArgument(field + " is set for model '" + c.name + "' of kind " + c.kind +
-                             ", which takes no " + k.file_key + " file");
+      return InvalidArgument(field + " is set for model '" + c.name + "' of kind " +
+                             KindName(c.kind) + ", which takes no " + k.file_key + " file");
     }
     if (!IsSha256Hex(k.digest)) {
       return InvalidArgument(field + " is '" + k.digest +
@@ -136,25 +136,19 @@ Status ValidateDigestKeys(const ModelConfig& c, const KindKeys& kind, const std:
 
 // Keys of one entry against its kind. `where` is "models.entry[i]".
 Status ValidateEntry(const ModelConfig& c, const std::string& where) {
-  const bool known = c.kind == kKindTaef2 || c.kind == kKindDemo || c.kind == kKindH3Video ||
-                     c.kind == kKindH3Audio || c.kind == kKindH3;
-  if (!known) {
-    return InvalidArgument("unknown model kind '" + c.kind + "' for model '" + c.name +
-                           "' (known: " + kKnownKinds + ")");
-  }
   const KindKeys keys = KeysOf(c.kind);
-  const std::string model = "model '" + c.name + "' of kind " + c.kind;
+  const std::string model = "model '" + c.name + "' of kind " + KindName(c.kind);
   auto not_taken = [&](const char* key, const std::string& why) {
     return InvalidArgument(where + "." + key + " is set for " + model + ", which " + why);
   };
   if (!keys.video_weights && !c.weights_path.empty()) {
-    return not_taken("weights", c.kind == kKindDemo
+    return not_taken("weights", c.kind == ModelKind::kDemo
                                     ? "generates its weights; remove it or use kind taef2"
                                     : "takes its weights as audio_weights");
   }
-  if (!keys.video_weights || c.kind == kKindTaef2) {
+  if (!keys.video_weights || c.kind == ModelKind::kTaef2) {
     if (!c.config_path.empty()) {
-      return not_taken("config", c.kind == kKindH3Audio
+      return not_taken("config", c.kind == ModelKind::kH3Audio
                                      ? "takes its config as audio_config"
                                      : "takes no config file (only h3_video and h3 do)");
     }
@@ -173,8 +167,6 @@ Status ValidateEntry(const ModelConfig& c, const std::string& where) {
   }
   VAED_RETURN_IF_ERROR(ValidateDigestKeys(c, keys, where));
   if (keys.tiled_video) {
-    VAED_RETURN_IF_ERROR(ParseStackTiling(where, c.stack_tiling).status());
-    VAED_RETURN_IF_ERROR(ParseComputeDtype(where, c.compute_dtype).status());
     VAED_RETURN_IF_ERROR(ParseWarmShapes(where, c.warm_shapes).status());
     if (c.plan_cache_capacity && (*c.plan_cache_capacity < 1 || *c.plan_cache_capacity > 1024)) {
       return InvalidArgument(where + ".plan_cache_capacity is " +
@@ -195,12 +187,15 @@ Status ValidateEntry(const ModelConfig& c, const std::string& where) {
     if (!c.warm_shapes.empty()) {
       return not_taken("warm_shapes", "has no compiled plans (only h3_video and h3 do)");
     }
-    if (c.compute_dtype != "float32") {
-      return InvalidArgument(where + ".compute_dtype is '" + c.compute_dtype + "' for " + model +
-                             ", which computes in float32 only");
+    if (c.compute_dtype != ComputeDtype::kFloat32) {
+      return InvalidArgument(where + ".compute_dtype is '" +
+                             std::string(NameOf(kComputeDtypeNames, c.compute_dtype)) + "' for " +
+                             model + ", which computes in float32 only");
     }
-    if (c.stack_tiling != "off") {
-      return InvalidArgument(where + ".stack_tiling is '" + c.stack_tiling + "' for " + model +
+    if (c.stack_tiling != StackTiling::kOff) {
+      return InvalidArgument(where + ".stack_tiling is '" +
+                             std::string(NameOf(kConfiguredStackTilingNames, c.stack_tiling)) +
+                             "' for " + model +
                              ", which does not decode in tiles (only h3_video and h3 stack "
                              "tiles)");
     }
@@ -215,10 +210,11 @@ Status ValidateEntry(const ModelConfig& c, const std::string& where) {
     }
   }
   if (c.seed) {
-    const bool generates = c.kind == kKindDemo ||
-                           ((c.kind == kKindH3Video || c.kind == kKindH3) && c.weights_path.empty()) ||
-                           ((c.kind == kKindH3Audio || c.kind == kKindH3) &&
-                            c.audio_weights_path.empty());
+    const bool generates =
+        c.kind == ModelKind::kDemo ||
+        ((c.kind == ModelKind::kH3Video || c.kind == ModelKind::kH3) && c.weights_path.empty()) ||
+        ((c.kind == ModelKind::kH3Audio || c.kind == ModelKind::kH3) &&
+         c.audio_weights_path.empty());
     if (!generates) {
       return not_taken("seed", "loads all its weights from files (seed only applies to "
                                "generated demo weights)");
@@ -229,8 +225,8 @@ Status ValidateEntry(const ModelConfig& c, const std::string& where) {
 
 Status ValidateConfig(const std::vector<ModelConfig>& configs, const std::string& default_model) {
   if (configs.empty()) {
-    return InvalidArgument(std::string("models: no model is configured; add at least one (kinds: ") +
-                           kKnownKinds + ")");
+    return InvalidArgument("models: no model is configured; add at least one (kinds: " +
+                           KnownKinds() + ")");
   }
   std::set<std::string> seen;
   std::vector<std::string> names;
@@ -251,16 +247,15 @@ Status ValidateConfig(const std::vector<ModelConfig>& configs, const std::string
   return Status::Ok();
 }
 
-Result<h3::VideoVaeOptions> VideoOptionsOf(const ModelConfig& c, const torch::Device& device) {
+h3::VideoVaeOptions VideoOptionsOf(const ModelConfig& c, const torch::Device& device) {
   h3::VideoVaeOptions options;
   options.name = c.name;
   options.device = device;
   options.config_path = c.config_path;
   if (!c.weights_path.empty()) options.weights.push_back(c.weights_path);
   options.seed = c.seed.value_or(0);
-  const std::string where = "model '" + c.name + "'";
-  VAED_ASSIGN_OR_RETURN(options.compute_dtype, ParseComputeDtype(where, c.compute_dtype));
-  VAED_ASSIGN_OR_RETURN(options.default_stack_tiling, ParseStackTiling(where, c.stack_tiling));
+  options.compute_dtype = TorchDtypeOf(c.compute_dtype);
+  options.default_stack_tiling = c.stack_tiling;
   options.plan_cache_capacity = static_cast<size_t>(c.plan_cache_capacity.value_or(8));
   options.plan_after_sightings = static_cast<int>(c.plan_after_sightings.value_or(2));
   return options;
@@ -273,14 +268,13 @@ Result<std::vector<WarmShape>> WarmShapesOf(const ModelConfig& c, size_t index) 
   VAED_ASSIGN_OR_RETURN(const auto canvases, ParseWarmShapes(where, c.warm_shapes));
   std::vector<WarmShape> out;
   if (canvases.empty()) return out;
-  VAED_ASSIGN_OR_RETURN(const StackTiling stack, ParseStackTiling(where, c.stack_tiling));
   for (size_t i = 0; i < canvases.size(); ++i) {
     const auto [h, w] = canvases[i];
     out.push_back({.model = c.name,
                    .field = where + ".warm_shapes[" + std::to_string(i) + "]",
                    .canvas = c.warm_shapes[i],
                    .latent_shape = h3::VideoVae::WarmUpLatentShape(h, w),
-                   .default_stack_tiling = stack});
+                   .default_stack_tiling = c.stack_tiling});
   }
   return out;
 }
@@ -334,7 +328,7 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
     VAED_ASSIGN_OR_RETURN(verifications, VerifyAll(configs));
   }
   for (const ModelConfig& c : configs) {
-    if (c.kind == kKindTaef2) {
+    if (c.kind == ModelKind::kTaef2) {
       Taef2Options options;
       options.name = c.name;
       options.weights_path = c.weights_path;
@@ -342,17 +336,15 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
       options.device = device;
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model, Taef2Decoder::Create(options));
       models.push_back(std::move(model));
-    } else if (c.kind == kKindH3Video) {
-      VAED_ASSIGN_OR_RETURN(h3::VideoVaeOptions options, VideoOptionsOf(c, device));
+    } else if (c.kind == ModelKind::kH3Video) {
+      const h3::VideoVaeOptions options = VideoOptionsOf(c, device);
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<h3::VideoVae> model, h3::VideoVae::Create(options));
       models.push_back(std::move(model));
-    } else if (c.kind == kKindH3 || c.kind == kKindH3Audio) {
+    } else if (c.kind == ModelKind::kH3 || c.kind == ModelKind::kH3Audio) {
       h3::H3VaeOptions options;
       options.name = c.name;
       options.device = device;
-      if (c.kind == kKindH3) {
-        VAED_ASSIGN_OR_RETURN(options.video, VideoOptionsOf(c, device));
-      }
+      if (c.kind == ModelKind::kH3) options.video = VideoOptionsOf(c, device);
       options.audio = h3::AudioVaeOptions{c.audio_config_path, c.audio_weights_path,
                                           c.seed.value_or(0)};
       VAED_ASSIGN_OR_RETURN(std::unique_ptr<h3::H3Vae> model, h3::H3Vae::Create(options));

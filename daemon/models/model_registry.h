@@ -65,12 +65,11 @@ class ModelRegistry {
 
   // Checks every entry against the keys its kind takes (ModelConfig), without
   // loading anything. Errors (kInvalidArgument) name the TOML entry and key:
-  //   empty list; "models.entry[i].name is empty"; duplicate names; unknown
-  //   kind ("unknown model kind 'x' for model 'y' (known: taef2, demo,
-  //   h3_video, h3_audio, h3)"); a key the kind does not take
-  //   ("models.entry[0].audio_weights is set for model 'a' of kind taef2,
-  //   which has no audio decoder ..."); taef2 without weights; frame_batch
-  //   outside [1, 4096]; compute_dtype / stack_tiling values; a
+  //   empty list; "models.entry[i].name is empty"; duplicate names; a key
+  //   the kind does not take ("models.entry[0].audio_weights is set for
+  //   model 'a' of kind taef2, which has no audio decoder ..."), a
+  //   compute_dtype other than float32 or a stack_tiling other than off
+  //   included; taef2 without weights; frame_batch outside [1, 4096]; a
   //   weights_sha256 / audio_weights_sha256 that is not 64 hex digits, has
   //   no file, or names a sharded index; a seed for a
   //   model without generated weights; `default_model` not one of the names.

@@ -62,8 +62,8 @@ struct Taef2Options {
   // frame_batch * 64 * 64*h*w * 4 bytes * ~3 live tensors) for a little
   // more throughput; the output does not depend on it. Must be in [1, 4096].
   int64_t frame_batch = 4;
-  // Where the model runs (RankDevice, device_placement.h).
-  RankDevice device = torch::kCPU;
+  // Where the model runs (ModelDevice, device_placement.h).
+  ModelDevice device = torch::kCPU;
 };
 
 class Taef2Decoder final : public VaeModel {

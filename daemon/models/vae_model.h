@@ -31,6 +31,7 @@
 #include "daemon/models/cancel.h"
 #include "daemon/models/device_placement.h"
 #include "daemon/models/plan_cache.h"
+#include "daemon/models/stack_tiling.h"
 #include "daemon/models/tile_group.h"
 #include "daemon/models/torch_dtype.h"
 #include "vaed/status.h"
@@ -179,14 +180,6 @@ struct AudioPlan {
   // |x| at which the decoder clamps (for the clipping statistic).
   double clamp_level = 1.0;
   std::string shape_bucket;  // e.g. "h3:audio:2x40"
-};
-
-// How a request wants its tiles scheduled (DecodeOptions.stack_tiling).
-enum class StackTiling {
-  kDefault,  // the model's configured default
-  kOff,      // one decoder call per tile
-  kOn,       // all same-shape tiles of a window in one call
-  kAuto,     // the model decides (H3 on CPU: sequential, see video_vae.cc)
 };
 
 // Which space a request's latents are in (Decode.latent_space), video and

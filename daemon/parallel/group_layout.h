@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/named_enum.h"
 #include "vaed/status.h"
 
 namespace vaed::parallel {
@@ -79,6 +80,10 @@ class GroupLayout {
 // (group.few_tiles): kPad keeps the group (idle ranks send empty payloads);
 // kShrink uses the largest qualified size <= the tile count.
 enum class FewTiles { kPad, kShrink };
+inline constexpr models::NameTable<FewTiles, 2> kFewTilesNames = {{
+    {FewTiles::kPad, "pad"},
+    {FewTiles::kShrink, "shrink"},
+}};
 
 // The group size a request runs on: `requested` (0 = the layout's
 // default_size; otherwise it must be qualified), reduced by `few_tiles`

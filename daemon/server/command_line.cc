@@ -19,8 +19,8 @@ struct Flags {
   std::string config_path;
   bool print_config = false;
   std::string socket;
-  std::string log_level;
-  std::string log_format;
+  std::optional<LogLevel> log_level;
+  std::optional<LogFormat> log_format;
   std::string metrics_address;
   bool no_metrics = false;
   uint32_t group_ranks = 0;
@@ -31,8 +31,18 @@ struct Flags {
   std::vector<std::string> models;
   std::string taef2_weights;
   std::string default_model;
-  std::string stack_tiling;
+  std::optional<models::StackTiling> stack_tiling;
 };
+
+// --vae-stack-tiling's values: the config's names, and true / false for on /
+// off.
+constexpr models::NameTable<models::StackTiling, 5> kStackTilingFlagNames = {{
+    {models::StackTiling::kAuto, "auto"},
+    {models::StackTiling::kOn, "true"},
+    {models::StackTiling::kOff, "false"},
+    {models::StackTiling::kOn, "on"},
+    {models::StackTiling::kOff, "off"},
+}};
 
 // The range of integer config key `key` from its table row, as a CLI11
 // check (so that a flag and its key accept the same values).
@@ -45,13 +55,24 @@ CLI::Validator KeyRange(const std::string& key) {
   return CLI::Range(info->min, info->max);
 }
 
-// Refuses an empty value: an empty --socket, --default-model, --log-level or
-// --log-format would otherwise read as "not given" and silently keep the
-// config's value.
+// Refuses an empty value: an empty --socket or --default-model would
+// otherwise read as "not given" and silently keep the config's value.
 CLI::Validator NonEmpty() {
   return CLI::Validator(
       [](std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); },
       "NONEMPTY");
+}
+
+// A flag whose value is one of `table`'s names, parsed into `*out` (CLI11
+// refuses any other value, naming the flag and the names, before the
+// callback runs).
+template <typename E, size_t N>
+CLI::Option* AddEnumOption(CLI::App* app, const std::string& flag, std::optional<E>* out,
+                           const models::NameTable<E, N>& table, const std::string& help) {
+  return app
+      ->add_option_function<std::string>(
+          flag, [out, &table](const std::string& v) { *out = models::ParseName(table, v); }, help)
+      ->check(CLI::IsMember(models::NamesOf(table)));
 }
 
 // The app with every flag; `f` receives their values on parse.
@@ -67,8 +88,8 @@ std::unique_ptr<CLI::App> MakeApp(Flags* f) {
   app->add_option("--socket", f->socket, "control socket path (server.socket)")->check(NonEmpty());
   app->add_option("--group-ranks", f->group_ranks,
                   "local ranks of the VAE group, each with its own executor and models "
-                  "(group.ranks); qualifies sizes 1, 2, 4, ... up to it unless the config lists "
-                  "group.qualified_sizes")
+                  "(group.ranks); qualifies sizes 1, 2, 4, ... up to the ranks of all nodes "
+                  "(x group.world_nodes) unless the config lists group.qualified_sizes")
       ->check(KeyRange("group.ranks"));
   app->add_option("--group-size", f->group_size,
                   "ranks a request decodes on unless it asks (group.size)")
@@ -79,13 +100,11 @@ std::unique_ptr<CLI::App> MakeApp(Flags* f) {
   app->add_option("--queue-capacity", f->queue_capacity,
                   "waiting decode requests (executor.queue_capacity)")
       ->check(KeyRange("executor.queue_capacity"));
-  app->add_option("--log-level", f->log_level,
-                  "trace|debug|info|warn|error|critical|off (log.level)")
-      ->check(NonEmpty());
-  app->add_option("--log-format", f->log_format,
-                  "log line format: text, or json (one object per line) for log shippers "
-                  "(log.format)")
-      ->check(CLI::IsMember({"text", "json"}));
+  AddEnumOption(app.get(), "--log-level", &f->log_level, kLogLevelNames,
+                "trace|debug|info|warn|error|critical|off (log.level)");
+  AddEnumOption(app.get(), "--log-format", &f->log_format, kLogFormatNames,
+                "log line format: text, or json (one object per line) for log shippers "
+                "(log.format)");
   CLI::Option* metrics_address =
       app->add_option("--metrics-address", f->metrics_address,
                       "HOST:PORT of the Prometheus endpoint, e.g. 127.0.0.1:9464 or [::1]:0 "
@@ -111,12 +130,11 @@ std::unique_ptr<CLI::App> MakeApp(Flags* f) {
                   "model used when a request names none (models.default; without it, the "
                   "first --model that is not a demo model replaces a demo default)")
       ->check(NonEmpty());
-  app->add_option("--vae-stack-tiling", f->stack_tiling,
+  AddEnumOption(app.get(), "--vae-stack-tiling", &f->stack_tiling, kStackTilingFlagNames,
                   "tile scheduling of every tiled model when a request does not choose: auto "
                   "(stack when >= 2 same-shape tiles and the measured memory estimate fits), "
                   "true/on (always stack), false/off (one call per tile); sets each h3_video/h3 "
-                  "entry's stack_tiling")
-      ->check(CLI::IsMember({"auto", "true", "false", "on", "off"}));
+                  "entry's stack_tiling");
   app->add_option("--memory-budget-mib", f->memory_budget_mib,
                   "tensor memory budget of the daemon in MiB, 0 = none "
                   "(executor.memory_budget_mib)")
@@ -143,14 +161,23 @@ Result<models::ModelConfig> ParseModelFlag(const std::string& spec) {
     rest = rest.substr(colon + 1);
   }
   fields.push_back(rest);
-  m.kind = fields[0];
-  if (m.kind.empty()) return InvalidArgument("--model '" + spec + "' has an empty KIND");
+  if (fields[0].empty()) return InvalidArgument("--model '" + spec + "' has an empty KIND");
+  const std::optional<models::ModelKind> kind = models::ParseName(models::kModelKindNames, fields[0]);
+  if (!kind) {
+    std::string known;
+    for (const std::string& k : models::NamesOf(models::kModelKindNames)) {
+      known += (known.empty() ? "" : ", ") + k;
+    }
+    return InvalidArgument("unknown model kind '" + fields[0] + "' for model '" + m.name +
+                           "' (known: " + known + ")");
+  }
+  m.kind = *kind;
   if (fields.size() > 5) {
     return InvalidArgument("--model '" + spec + "' has " + std::to_string(fields.size() - 1) +
                            " paths; at most 4 (WEIGHTS:CONFIG:AUDIO_WEIGHTS:AUDIO_CONFIG)");
   }
   fields.resize(5);
-  if (m.kind == "h3_audio") {
+  if (m.kind == models::ModelKind::kH3Audio) {
     if (!fields[3].empty() || !fields[4].empty()) {
       return InvalidArgument("--model '" + spec +
                              "': kind h3_audio takes NAME=h3_audio[:AUDIO_WEIGHTS[:AUDIO_CONFIG]]");
@@ -204,18 +231,18 @@ void AddOrReplaceModel(std::vector<models::ModelConfig>* entries, models::ModelC
   entries->push_back(std::move(m));
 }
 
-// Whether `name` is a configured entry of kind "demo".
+// Whether `name` is a configured entry of kind demo.
 bool IsDemoModel(const ModelsOptions& o, const std::string& name) {
   for (const models::ModelConfig& e : o.entries) {
-    if (e.name == name) return e.kind == "demo";
+    if (e.name == name) return e.kind == models::ModelKind::kDemo;
   }
   return false;
 }
 
-// The first of `entries` whose kind is not "demo"; "" when there is none.
+// The first of `entries` whose kind is not demo; "" when there is none.
 std::string FirstRealModel(const std::vector<models::ModelConfig>& entries) {
   for (const models::ModelConfig& e : entries) {
-    if (e.kind != "demo") return e.name;
+    if (e.kind != models::ModelKind::kDemo) return e.name;
   }
   return "";
 }
@@ -254,16 +281,15 @@ Status ApplyModelFlags(const Flags& f, ModelsOptions* o) {
   if (!f.taef2_weights.empty()) {
     models::ModelConfig m;
     m.name = "taef2";
-    m.kind = "taef2";
+    m.kind = models::ModelKind::kTaef2;
     m.weights_path = f.taef2_weights;
     AddOrReplaceModel(&o->entries, std::move(m));
   }
-  if (!f.stack_tiling.empty()) {
-    const std::string value = f.stack_tiling == "true"    ? "on"
-                              : f.stack_tiling == "false" ? "off"
-                                                          : f.stack_tiling;
+  if (f.stack_tiling) {
     for (models::ModelConfig& m : o->entries) {
-      if (m.kind == "h3_video" || m.kind == "h3") m.stack_tiling = value;
+      if (m.kind == models::ModelKind::kH3Video || m.kind == models::ModelKind::kH3) {
+        m.stack_tiling = *f.stack_tiling;
+      }
     }
   }
   return Status::Ok();
@@ -276,13 +302,13 @@ Status ApplyFlags(const Flags& f, DaemonOptions* o) {
   if (f.group_ranks > 0) {
     o->group.ranks = f.group_ranks;
     if (o->group.qualified_sizes == std::vector<uint32_t>{1}) {
-      o->group.qualified_sizes = engine::PowerOfTwoSizesUpTo(f.group_ranks);
+      o->group.qualified_sizes = engine::DefaultQualifiedSizes(o->group);
     }
   }
   if (f.group_size > 0) o->group.size = f.group_size;
   if (f.queue_capacity > 0) o->executor.queue_capacity = f.queue_capacity;
-  if (!f.log_level.empty()) o->log.level = f.log_level;
-  if (!f.log_format.empty()) o->log.format = f.log_format;
+  if (f.log_level) o->log.level = *f.log_level;
+  if (f.log_format) o->log.format = *f.log_format;
   if (!f.metrics_address.empty()) {
     VAED_RETURN_IF_ERROR(ParseMetricsAddress(f.metrics_address, &o->metrics));
     o->metrics.enabled = true;

@@ -45,12 +45,12 @@ namespace {
 // without a device (the rest at start-up: rank_devices.h).
 Status ValidateDevices(const DaemonOptions& o) {
   const engine::ExecutorOptions& e = o.executor;
-  if (e.device == "cuda" && !engine::CudaDevicesAvailable()) {
+  if (e.device == engine::DeviceKind::kCuda && !engine::CudaDevicesAvailable()) {
     return InvalidArgument("executor.device is \"cuda\" but this vaed was built without CUDA "
                            "(cmake --preset cuda); use \"cpu\"")
         .WithField("executor.device");
   }
-  if (e.device == "cpu" && !e.devices.empty()) {
+  if (e.device == engine::DeviceKind::kCpu && !e.devices.empty()) {
     return InvalidArgument("executor.devices lists " + std::to_string(e.devices.size()) +
                            " devices but executor.device is \"cpu\"; set executor.device = "
                            "\"cuda\" or leave executor.devices empty")
@@ -62,8 +62,8 @@ Status ValidateDevices(const DaemonOptions& o) {
 }  // namespace
 
 Status ValidateOptions(const DaemonOptions& o) {
-  // Single keys first (ranges, allowed strings): options set in code or by
-  // flags have not been through the TOML reader.
+  // Single keys first (integer ranges): options set in code or by flags
+  // have not been through the TOML reader.
   VAED_RETURN_IF_ERROR(CheckKeyRules(o));
   if (o.server.socket.empty()) return InvalidArgument("server.socket must not be empty");
   // sun_path holds 108 bytes including the terminating NUL.
@@ -85,7 +85,7 @@ Status ValidateOptions(const DaemonOptions& o) {
     }
   }
   VAED_RETURN_IF_ERROR(ValidateDevices(o));
-  if (o.group.backend == "nccl" && !parallel::NcclAvailable()) {
+  if (o.group.backend == parallel::Backend::kNccl && !parallel::NcclAvailable()) {
     return InvalidArgument("group.backend is \"nccl\" but this vaed was built without CUDA "
                            "(cmake --preset cuda); use \"gloo\"");
   }

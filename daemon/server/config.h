@@ -22,6 +22,7 @@
 
 #include "daemon/engine/engine_options.h"
 #include "daemon/models/model_config.h"
+#include "daemon/server/log_options.h"
 #include "daemon/server/profile_options.h"
 #include "vaed/status.h"
 
@@ -108,15 +109,6 @@ struct QuarantineOptions {
   uint32_t max_duration_ms = 3600000;
 };
 
-struct LogOptions {
-  // spdlog level: trace, debug, info, warn, error, critical, off.
-  std::string level = "info";
-  // Line format (logging.h): "text" (human-readable, as before) or "json"
-  // (one JSON object per line with ts, level, msg, for log shippers; the
-  // per-request decode records carry their fields as JSON keys).
-  std::string format = "text";
-};
-
 // The Prometheus endpoint (metrics_http.h). Collection itself always runs
 // while enabled; the endpoint serves it over HTTP.
 struct MetricsOptions {
@@ -158,10 +150,11 @@ extern const char* const kDefaultConfigToml;
 
 // Parses TOML text on top of `base`: keys present replace base's values
 // (lists and [[models.entry]] as a whole). Unknown tables or keys, wrong
-// value types and out-of-range integers are errors (kInvalidArgument) that
-// name the source and the key, e.g.
-// "vaed.toml: executor.intra_op_threads is 0; must be 1..256". Allowed
-// strings and whole-config rules are ValidateOptions' (config_toml.cc).
+// value types, out-of-range integers and names outside a key's closed set
+// are errors (kInvalidArgument) that name the source and the key, e.g.
+// "vaed.toml: executor.intra_op_threads is 0; must be 1..256",
+// "vaed.toml: group.backend is 'mpi'; must be \"gloo\" or \"nccl\"".
+// Whole-config rules are ValidateOptions' (config.cc).
 Result<DaemonOptions> ParseConfigToml(std::string_view toml, std::string_view source_name,
                                       DaemonOptions base);
 

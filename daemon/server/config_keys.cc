@@ -11,10 +11,15 @@ namespace {
 
 const EntryPrint kUnlessEmpty{{}, std::nullopt, true};
 
-EntryPrint OnlyFor(std::vector<std::string> kinds,
+EntryPrint OnlyFor(std::vector<models::ModelKind> kinds,
                    std::optional<int64_t> unset_value = std::nullopt) {
   return EntryPrint{std::move(kinds), unset_value, false};
 }
+
+using models::ModelKind::kDemo;
+using models::ModelKind::kH3;
+using models::ModelKind::kH3Video;
+using models::ModelKind::kTaef2;
 
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMaxUid = int64_t{std::numeric_limits<uint32_t>::max()} - 1;
@@ -86,8 +91,8 @@ const std::vector<Key<engine::ExecutorOptions>>& ExecutorKeys() {
        "tensor memory budget of the daemon in MiB, 0 = none"},
       {"allow_fault_injection", &O::allow_fault_injection, kAny,
        "testing only: honour DecodeOptions.inject_faults"},
-      {"device", &O::device, kAny, "where ranks decode: cpu, or cuda (GPU builds)",
-       {"cpu", "cuda"}},
+      {"device", Enum(&O::device, engine::kDeviceKindNames), kAny,
+       "where ranks decode: cpu, or cuda (GPU builds)"},
       {"devices", &O::devices, kAny,
        "cuda: device UUIDs of the ranks (group.ranks of them); [] = the smallest UUIDs"},
   };
@@ -100,9 +105,9 @@ const std::vector<Key<engine::GroupOptions>>& GroupKeys() {
       {"ranks", &O::ranks, {1, 64}, "local ranks, each with its own executor and models"},
       {"size", &O::size, {1, 64}, "ranks a request decodes on unless it asks"},
       {"qualified_sizes", &O::qualified_sizes, {1, 64}, "group sizes requests may ask for"},
-      {"few_tiles", &O::few_tiles, kAny, "fewer tiles than ranks: pad or shrink the group",
-       {"pad", "shrink"}},
-      {"backend", &O::backend, kAny, "communicator backend", {"gloo", "nccl"}},
+      {"few_tiles", Enum(&O::few_tiles, parallel::kFewTilesNames), kAny,
+       "fewer tiles than ranks: pad or shrink the group"},
+      {"backend", Enum(&O::backend, parallel::kBackendNames), kAny, "communicator backend"},
       {"collective_timeout_ms", &O::collective_timeout_ms, {100, 3600000},
        "limit of a collective and of a rendezvous (ms)"},
       {"host", &O::host, kAny, "address the Gloo transport binds and announces"},
@@ -117,10 +122,9 @@ const std::vector<Key<engine::GroupOptions>>& GroupKeys() {
 const std::vector<Key<LogOptions>>& LogKeys() {
   using O = LogOptions;
   static const std::vector<Key<O>> keys = {
-      {"level", &O::level, kAny, "spdlog level",
-       {"trace", "debug", "info", "warn", "error", "critical", "off"}},
-      {"format", &O::format, kAny, "line format: text, or json for log shippers",
-       {"text", "json"}},
+      {"level", Enum(&O::level, kLogLevelNames), kAny, "spdlog level"},
+      {"format", Enum(&O::format, kLogFormatNames), kAny,
+       "line format: text, or json for log shippers"},
   };
   return keys;
 }
@@ -138,8 +142,9 @@ const std::vector<Key<MetricsOptions>>& MetricsKeys() {
 const std::vector<Key<ProfileOptions>>& ProfileKeys() {
   using O = ProfileOptions;
   static const std::vector<Key<O>> keys = {
-      {"default", &O::default_profile, kAny, "profile of requests that name none"},
-      {"allowed", &O::allowed, kAny, "profiles requests may use"},
+      {"default", Enum(&O::default_profile, kProfileNames), kAny,
+       "profile of requests that name none"},
+      {"allowed", EnumList(&O::allowed, kProfileNames), kAny, "profiles requests may use"},
   };
   return keys;
 }
@@ -148,33 +153,34 @@ const std::vector<Key<models::ModelConfig>>& EntryKeys() {
   using O = models::ModelConfig;
   static const std::vector<Key<O>> keys = {
       {"name", &O::name, kAny, "registry name clients use (required, unique)"},
-      {"kind", &O::kind, kAny, "taef2, demo, h3_video, h3_audio or h3 (required)"},
+      {"kind", Enum(&O::kind, models::kModelKindNames), kAny,
+       "taef2, demo, h3_video, h3_audio or h3 (required)"},
       {"weights", &O::weights_path, kAny, "decoder weights (taef2; h3_video, h3: video)",
-       {}, kUnlessEmpty},
-      {"config", &O::config_path, kAny, "video decoder config JSON (h3_video, h3)", {},
+       kUnlessEmpty},
+      {"config", &O::config_path, kAny, "video decoder config JSON (h3_video, h3)",
        kUnlessEmpty},
       {"audio_weights", &O::audio_weights_path, kAny, "audio decoder weights (h3_audio, h3)",
-       {}, kUnlessEmpty},
+       kUnlessEmpty},
       {"audio_config", &O::audio_config_path, kAny, "audio decoder config JSON (h3_audio, h3)",
-       {}, kUnlessEmpty},
+       kUnlessEmpty},
       {"weights_sha256", &O::weights_sha256, kAny,
-       "expected SHA-256 of the weights file (or a SHA256SUMS beside it)", {}, kUnlessEmpty},
+       "expected SHA-256 of the weights file (or a SHA256SUMS beside it)", kUnlessEmpty},
       {"audio_weights_sha256", &O::audio_weights_sha256, kAny,
-       "expected SHA-256 of the audio_weights file", {}, kUnlessEmpty},
-      {"compute_dtype", &O::compute_dtype, kAny, "float32, float16 (GPU ranks) or bfloat16 (h3_video, h3)", {},
-       OnlyFor({"h3_video", "h3"})},
-      {"stack_tiling", &O::stack_tiling, kAny, "off, on or auto (h3_video, h3)", {},
-       OnlyFor({"h3_video", "h3"})},
+       "expected SHA-256 of the audio_weights file", kUnlessEmpty},
+      {"compute_dtype", Enum(&O::compute_dtype, models::kComputeDtypeNames), kAny, "float32, float16 (GPU ranks) or bfloat16 (h3_video, h3)",
+       OnlyFor({kH3Video, kH3})},
+      {"stack_tiling", Enum(&O::stack_tiling, models::kConfiguredStackTilingNames), kAny, "off, on or auto (h3_video, h3)",
+       OnlyFor({kH3Video, kH3})},
       {"frame_batch", &O::frame_batch, {1, 256}, "latent frames per forward pass (taef2, demo)",
-       {}, OnlyFor({"taef2", "demo"}, 4)},
-      {"seed", &O::seed, {0, kInt64Max}, "seed of generated weights", {}, {}},
+       OnlyFor({kTaef2, kDemo}, 4)},
+      {"seed", &O::seed, {0, kInt64Max}, "seed of generated weights"},
       {"plan_cache_capacity", &O::plan_cache_capacity, {1, 1024},
-       "compiled plans kept (h3_video, h3)", {}, OnlyFor({"h3_video", "h3"}, 8)},
+       "compiled plans kept (h3_video, h3)", OnlyFor({kH3Video, kH3}, 8)},
       {"plan_after_sightings", &O::plan_after_sightings, {1, 1000},
-       "decoder calls of a shape before it gets a plan (h3_video, h3)", {},
-       OnlyFor({"h3_video", "h3"}, 2)},
-      {"warm_shapes", &O::warm_shapes, kAny, "latent canvases HxW every rank decodes before READY", {},
-       OnlyFor({"h3_video", "h3"})},
+       "decoder calls of a shape before it gets a plan (h3_video, h3)",
+       OnlyFor({kH3Video, kH3}, 2)},
+      {"warm_shapes", &O::warm_shapes, kAny, "latent canvases HxW every rank decodes before READY",
+       OnlyFor({kH3Video, kH3})},
   };
   return keys;
 }

@@ -2,8 +2,8 @@
 // [quarantine], [executor], [group], [log], [metrics], [profiles], [models]
 // and each [[models.entry]]; config_keys.cc). A row names the key, the
 // option it sets (a member of the section's struct in config.h, whose
-// default is the key's default), its rule (an integer range, or the strings
-// allowed) and a one-line doc.
+// default is the key's default), its rule (an integer range, or the names
+// of its enum) and a one-line doc.
 //
 // The tables drive everything that spells keys (config_toml.cc): reading
 // TOML (ParseConfigToml: the unknown-key check, types, ranges), printing it
@@ -20,13 +20,16 @@
 #define VAED_DAEMON_SERVER_CONFIG_KEYS_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "daemon/models/model_config.h"
+#include "daemon/models/named_enum.h"
 #include "daemon/server/config.h"
 #include "vaed/status.h"
 
@@ -47,8 +50,8 @@ struct ConfigKeyInfo {
   // Integers and lists of integers: the inclusive range. Others: 0..0.
   int64_t min = 0;
   int64_t max = 0;
-  // Strings with a fixed set of values (CheckKeyRules enforces them);
-  // empty: any string of the right type.
+  // Keys with a closed set of values (an enum member; the reader refuses
+  // any other): the names allowed. Empty: any value of the right type.
   std::vector<std::string> allowed;
   std::string doc;  // one line
 };
@@ -63,10 +66,11 @@ std::vector<ConfigKeyInfo> ListConfigKeys(const DaemonOptions& options);
 std::optional<ConfigKeyInfo> FindConfigKey(std::string_view key);
 
 // The per-key rules on options however they were set: every integer within
-// its range (models.entry ones too), every string with an allowed set one
-// of it. kInvalidArgument naming the key, as the TOML reader words it but
-// without a source: "metrics.port is 70000; must be 0..65535",
-// "log.format is 'xml'; must be \"text\" or \"json\"".
+// its range (models.entry ones too). kInvalidArgument naming the key, as
+// the TOML reader words it but without a source: "metrics.port is 70000;
+// must be 0..65535". (A closed set of values is an enum: the reader and the
+// flags refuse other names, "log.format is 'xml'; must be \"text\" or
+// \"json\"", and code cannot set one.)
 Status CheckKeyRules(const DaemonOptions& options);
 
 // ---- The tables themselves, for config_toml.cc.
@@ -81,11 +85,67 @@ struct Range {
 // How a [[models.entry]] key prints: each entry prints the keys of its kind
 // only. Keys of the other sections print always.
 struct EntryPrint {
-  std::vector<std::string> kinds;      // printed for these kinds; empty: every kind
+  std::vector<models::ModelKind> kinds;  // printed for these kinds; empty: every kind
   std::optional<int64_t> unset_value;  // an unset optional prints as this (the model's
                                        // default); without it, an unset one is left out
   bool skip_empty = false;             // an empty string is left out
 };
+
+// A key whose value is one of a closed set of names, stored as an enum
+// member of S (named_enum.h): TOML gives the name, the member holds the
+// value. Made by Enum() below.
+template <typename S>
+struct EnumField {
+  std::vector<std::string> names;                       // the allowed values, in table order
+  std::function<std::string(const S&)> get;             // the member's name
+  std::function<bool(S*, std::string_view)> set;        // false: not one of names
+};
+
+// The EnumField of `member`, spelled by `table`.
+template <typename S, typename E, size_t N>
+EnumField<S> Enum(E S::*member, const models::NameTable<E, N>& table) {
+  return EnumField<S>{
+      models::NamesOf(table),
+      [member, &table](const S& s) { return std::string(models::NameOf(table, s.*member)); },
+      [member, &table](S* s, std::string_view text) {
+        const std::optional<E> value = models::ParseName(table, text);
+        if (value) s->*member = *value;
+        return value.has_value();
+      }};
+}
+
+// A key whose value is a list of names of one closed set, stored as a
+// std::vector of an enum member of S. Made by EnumList() below.
+template <typename S>
+struct EnumListField {
+  std::vector<std::string> names;                         // the allowed values
+  std::function<std::vector<std::string>(const S&)> get;  // the member's names, in order
+  // Sets the member to the values `texts` name; returns the first text that
+  // is not one of names (the member is then unchanged), nullopt when all are.
+  std::function<std::optional<std::string>(S*, const std::vector<std::string>&)> set;
+};
+
+// The EnumListField of `member`, spelled by `table`.
+template <typename S, typename E, size_t N>
+EnumListField<S> EnumList(std::vector<E> S::*member, const models::NameTable<E, N>& table) {
+  return EnumListField<S>{
+      models::NamesOf(table),
+      [member, &table](const S& s) {
+        std::vector<std::string> names;
+        for (E v : s.*member) names.emplace_back(models::NameOf(table, v));
+        return names;
+      },
+      [member, &table](S* s, const std::vector<std::string>& texts) -> std::optional<std::string> {
+        std::vector<E> values;
+        for (const std::string& text : texts) {
+          const std::optional<E> value = models::ParseName(table, text);
+          if (!value) return text;
+          values.push_back(*value);
+        }
+        s->*member = std::move(values);
+        return std::nullopt;
+      }};
+}
 
 // One key of section struct S. The member's type picks how the value is
 // read, checked and printed (config_toml.cc).
@@ -94,12 +154,12 @@ struct Key {
   using Member = std::variant<std::string S::*, bool S::*, int S::*, uint32_t S::*, uint64_t S::*,
                               std::optional<int64_t> S::*, std::optional<uint64_t> S::*,
                               std::vector<uint32_t> S::*, std::vector<std::string> S::*,
-                              std::vector<models::ModelConfig> S::*>;
+                              std::vector<models::ModelConfig> S::*, EnumField<S>,
+                              EnumListField<S>>;
   const char* name;
   Member member;
   Range range;  // integers and lists of integers
   const char* doc;
-  std::vector<std::string> allowed = {};  // strings: the values allowed; empty = any
   EntryPrint print = {};
 };
 

@@ -18,6 +18,8 @@ namespace vaed::server {
 namespace {
 
 using config_keys::EntryKeys;
+using config_keys::EnumField;
+using config_keys::EnumListField;
 using config_keys::ForEachSection;
 using config_keys::Key;
 using config_keys::Range;
@@ -57,12 +59,8 @@ std::string AllowedText(const std::vector<std::string>& allowed) {
 
 // The rule `v` breaks ("is 0; must be 1..256"), or "" when it keeps them.
 template <typename S>
-std::string BrokenRule(const Key<S>& key, const std::string& v) {
-  if (key.allowed.empty() ||
-      std::find(key.allowed.begin(), key.allowed.end(), v) != key.allowed.end()) {
-    return "";
-  }
-  return "is '" + v + "'; must be " + AllowedText(key.allowed);
+std::string BrokenRule(const Key<S>&, const std::string&) {
+  return "";
 }
 template <typename S, Integer T>
 std::string BrokenRule(const Key<S>& key, T v) {
@@ -177,11 +175,37 @@ Status Read(const At& at, const Key<S>&, const toml::node& n,
     if (m.name.empty()) {
       return At{at.source, entry.key + ".name"}.Error("is required and must not be empty");
     }
-    if (m.kind.empty()) {
+    if (!t->contains("kind")) {
       return At{at.source, entry.key + ".kind"}.Error(
           "is required (taef2, demo, h3_video, h3_audio or h3)");
     }
     out->push_back(std::move(m));
+  }
+  return Status::Ok();
+}
+
+// A key's value into its member of `*out`: a plain member by its type, an
+// enum member by its names.
+template <typename S, typename M>
+Status ReadMember(const At& at, const Key<S>& key, const toml::node& n, M S::*member, S* out) {
+  return Read(at, key, n, &(out->*member));
+}
+template <typename S>
+Status ReadMember(const At& at, const Key<S>&, const toml::node& n, const EnumField<S>& field,
+                  S* out) {
+  if (!n.is_string()) return at.Error("must be a string");
+  const std::string v = n.as_string()->get();
+  if (!field.set(out, v)) return at.Error("is '" + v + "'; must be " + AllowedText(field.names));
+  return Status::Ok();
+}
+
+template <typename S>
+Status ReadMember(const At& at, const Key<S>& key, const toml::node& n,
+                  const EnumListField<S>& field, S* out) {
+  std::vector<std::string> texts;
+  VAED_RETURN_IF_ERROR(Read(at, key, n, &texts));
+  if (const std::optional<std::string> unknown = field.set(out, texts)) {
+    return at.Error("lists '" + *unknown + "'; values must be " + AllowedText(field.names));
   }
   return Status::Ok();
 }
@@ -208,7 +232,8 @@ Status ReadTable(const At& at, const toml::table& t, const auto& keys, auto* out
     if (!n) continue;
     const At here{at.source, at.key.empty() ? key.name : at.key + "." + key.name};
     VAED_RETURN_IF_ERROR(
-        std::visit([&](auto member) { return Read(here, key, *n, &(out->*member)); }, key.member));
+        std::visit([&](const auto& member) { return ReadMember(here, key, *n, member, out); },
+                   key.member));
   }
   return Status::Ok();
 }
@@ -264,18 +289,32 @@ void Print(const Key<S>& key, const std::vector<models::ModelConfig>& entries, t
   t->insert(key.name, std::move(a));
 }
 
+template <typename S, typename M>
+void PrintMember(const Key<S>& key, M S::*member, const S& in, toml::table* t) {
+  Print(key, in.*member, t);
+}
+template <typename S>
+void PrintMember(const Key<S>& key, const EnumField<S>& field, const S& in, toml::table* t) {
+  t->insert(key.name, field.get(in));
+}
+
+template <typename S>
+void PrintMember(const Key<S>& key, const EnumListField<S>& field, const S& in, toml::table* t) {
+  t->insert(key.name, StringArray(field.get(in)));
+}
+
 // The keys of `keys` as a TOML table; [[models.entry]] tables print the
 // keys of their kind only.
 toml::table PrintTable(const auto& keys, const auto& in) {
   toml::table t;
   for (const auto& key : keys) {
     if constexpr (std::same_as<std::decay_t<decltype(in)>, models::ModelConfig>) {
-      const std::vector<std::string>& kinds = key.print.kinds;
+      const std::vector<models::ModelKind>& kinds = key.print.kinds;
       if (!kinds.empty() && std::find(kinds.begin(), kinds.end(), in.kind) == kinds.end()) {
         continue;
       }
     }
-    std::visit([&](auto member) { Print(key, in.*member, &t); }, key.member);
+    std::visit([&](const auto& member) { PrintMember(key, member, in, &t); }, key.member);
   }
   return t;
 }
@@ -296,21 +335,35 @@ const char* TypeName(const std::vector<uint32_t>&) { return "array of integers";
 const char* TypeName(const std::vector<std::string>&) { return "array of strings"; }
 const char* TypeName(const std::vector<models::ModelConfig>&) { return "array of tables"; }
 
+// The TOML type of a member: its C++ type's, or a name's (enums).
+template <typename S, typename M>
+const char* MemberTypeName(M S::*) {
+  return TypeName(M{});
+}
+template <typename S>
+const char* MemberTypeName(const EnumField<S>&) {
+  return "string";
+}
+template <typename S>
+const char* MemberTypeName(const EnumListField<S>&) {
+  return "array of strings";
+}
+
 template <typename S>
 void Describe(const Key<S>& key, const std::string& prefix, const S* values,
               std::vector<ConfigKeyInfo>* out) {
   ConfigKeyInfo info;
   info.key = prefix + key.name;
-  const S example{};
-  info.type = std::visit([&](auto member) { return TypeName(example.*member); }, key.member);
+  info.type = std::visit([](const auto& member) { return MemberTypeName(member); }, key.member);
   info.min = key.range.min;
   info.max = key.range.max;
-  info.allowed = key.allowed;
+  if (const auto* field = std::get_if<EnumField<S>>(&key.member)) info.allowed = field->names;
+  if (const auto* list = std::get_if<EnumListField<S>>(&key.member)) info.allowed = list->names;
   info.doc = key.doc;
   const bool entries = std::holds_alternative<std::vector<models::ModelConfig> S::*>(key.member);
   if (values && !entries) {
     toml::table t;
-    std::visit([&](auto member) { Print(key, values->*member, &t); }, key.member);
+    std::visit([&](const auto& member) { PrintMember(key, member, *values, &t); }, key.member);
     if (const toml::node* n = t.get(key.name)) {
       std::ostringstream text;
       text << toml::node_view<const toml::node>(n);
@@ -326,24 +379,41 @@ void Describe(const Key<S>& key, const std::string& prefix, const S* values,
   }
 }
 
+std::string FirstBrokenRule(const std::string& prefix, const auto& keys, const auto& in);
+
+// The rule the value of `member` in `in` breaks, with its key, or "".
+template <typename S, typename M>
+std::string BrokenMemberRule(const std::string& prefix, const Key<S>& key, M S::*member,
+                             const S& in) {
+  const M& v = in.*member;
+  if constexpr (std::same_as<M, std::vector<models::ModelConfig>>) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string entry = prefix + key.name + "[" + std::to_string(i) + "].";
+      if (std::string b = FirstBrokenRule(entry, EntryKeys(), v[i]); !b.empty()) return b;
+    }
+    return "";
+  } else {
+    const std::string rule = BrokenRule(key, v);
+    return rule.empty() ? "" : prefix + key.name + " " + rule;
+  }
+}
+// An enum member holds one of its names by construction.
+template <typename S>
+std::string BrokenMemberRule(const std::string&, const Key<S>&, const EnumField<S>&, const S&) {
+  return "";
+}
+template <typename S>
+std::string BrokenMemberRule(const std::string&, const Key<S>&, const EnumListField<S>&,
+                             const S&) {
+  return "";
+}
+
 // The rule a value of `in` breaks, with its key ("group.size is 0; must be
 // 1..64"), or "" when none does.
 std::string FirstBrokenRule(const std::string& prefix, const auto& keys, const auto& in) {
   for (const auto& key : keys) {
     const std::string broken = std::visit(
-        [&](auto member) -> std::string {
-          const auto& v = in.*member;
-          if constexpr (std::same_as<std::decay_t<decltype(v)>, std::vector<models::ModelConfig>>) {
-            for (size_t i = 0; i < v.size(); ++i) {
-              const std::string entry = prefix + key.name + "[" + std::to_string(i) + "].";
-              if (std::string b = FirstBrokenRule(entry, EntryKeys(), v[i]); !b.empty()) return b;
-            }
-            return "";
-          } else {
-            const std::string rule = BrokenRule(key, v);
-            return rule.empty() ? "" : prefix + key.name + " " + rule;
-          }
-        },
+        [&](const auto& member) { return BrokenMemberRule(prefix, key, member, in); },
         key.member);
     if (!broken.empty()) return broken;
   }
@@ -383,14 +453,10 @@ Result<DaemonOptions> ParseConfigToml(std::string_view text, std::string_view so
     if (!n->is_table()) return At{source, name}.Error("must be a table");
     return ReadTable(At{source, name}, *n->as_table(), keys, &(base.*member));
   }));
-  // group.ranks without a list of sizes qualifies 1, 2, 4, ... up to the
-  // ranks of all nodes (ranks x world_nodes). --group-ranks does the same
-  // up to its own value alone (command_line.cc): the two differ when
-  // group.world_nodes > 1.
+  // group.ranks without a list of sizes: the default sizes of its ranks.
   if (const toml::table* group = root["group"].as_table();
       group && group->contains("ranks") && !group->contains("qualified_sizes")) {
-    base.group.qualified_sizes = engine::PowerOfTwoSizesUpTo(
-        base.group.ranks * std::max<uint32_t>(1, base.group.world_nodes));
+    base.group.qualified_sizes = engine::DefaultQualifiedSizes(base.group);
   }
   return base;
 }

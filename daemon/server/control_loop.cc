@@ -37,8 +37,8 @@ class ControlLoop::ExecutorSink : public JobSink {
 };
 
 Result<std::unique_ptr<ControlLoop>> ControlLoop::Create(
-    const DaemonOptions& options, std::vector<models::ModelRegistry*> registries, int stop_fd,
-    PidAlive pid_alive) {
+    const DaemonOptions& options, const engine::RuntimeFacts& facts,
+    std::vector<models::ModelRegistry*> registries, int stop_fd, PidAlive pid_alive) {
   if (registries.empty()) return InvalidArgument("no model registry");
   models::ModelRegistry* registry = registries.front();
   std::optional<gid_t> group;
@@ -57,16 +57,15 @@ Result<std::unique_ptr<ControlLoop>> ControlLoop::Create(
   // The executor warms the configured shapes up on every rank before it
   // returns; the socket is bound after it, READY (Run()) comes after both.
   VAED_ASSIGN_OR_RETURN(std::vector<engine::WarmUp> warm_ups,
-                        PlanWarmUps(*registry, options.profiles,
-                                    options.executor.request_memory));
+                        PlanWarmUps(*registry, options.profiles, facts.request_memory));
   VAED_ASSIGN_OR_RETURN(loop->executor_,
                         engine::Executor::Create(options.executor, options.group,
                                                  std::move(registries), loop->completions_.get(),
-                                                 std::move(warm_ups)));
+                                                 std::move(warm_ups), nullptr, facts.rank_devices));
   VAED_RETURN_IF_ERROR(loop->Bind(group));
   loop->sink_ = std::make_unique<ExecutorSink>(loop->executor_.get());
   loop->handler_ = std::make_unique<RequestHandler>(options, registry, loop->sink_.get(),
-                                                    &loop->access_, std::move(pid_alive));
+                                                    &loop->access_, std::move(pid_alive), facts);
   loop->connections_ = std::make_unique<Connections>(loop->options_.server, &loop->access_,
                                                      &loop->stream_, loop->handler_.get());
   if (options.metrics.enabled) {

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "daemon/engine/executor.h"
+#include "daemon/engine/runtime_facts.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/server/access_control.h"
 #include "daemon/server/client_registry.h"
@@ -88,7 +89,10 @@ class ControlLoop {
   // `registries`: one per local rank (group.ranks), rank 0's first; the
   // handler validates requests against rank 0's. They must outlive the
   // loop.
+  // `facts`: the ranks' devices and the request memory limit, resolved at
+  // start-up (runtime_facts.h).
   static Result<std::unique_ptr<ControlLoop>> Create(const DaemonOptions& options,
+                                                     const engine::RuntimeFacts& facts,
                                                      std::vector<models::ModelRegistry*> registries,
                                                      int stop_fd,
                                                      PidAlive pid_alive = ProcessExists);

@@ -269,9 +269,11 @@ parallel::GroupLayout LayoutOrSingleRank(const engine::GroupOptions& group) {
 }  // namespace
 
 DecodeAdmission::DecodeAdmission(const DaemonOptions& options,
+                                 const engine::RequestMemory& request_memory,
                                  const models::ModelRegistry* registry,
                                  const ClientRegistry* clients)
     : options_(options),
+      request_memory_(request_memory),
       layout_(LayoutOrSingleRank(options.group)),
       registry_(registry),
       clients_(clients) {}
@@ -334,7 +336,7 @@ Result<DecodeAdmission::Planned> DecodeAdmission::Plan(const v1::Decode& d) cons
   VAED_ASSIGN_OR_RETURN(p.av.fps, FpsFor(info, d.av_sync().fps()));
   p.av.independent_lengths = d.av_sync().independent_lengths();
   VAED_ASSIGN_OR_RETURN(p.av.latent_space, LatentSpaceFor(info, d.latent_space()));
-  VAED_ASSIGN_OR_RETURN(p.video, PlanVideo(*p.model, d, options_.executor.request_memory));
+  VAED_ASSIGN_OR_RETURN(p.video, PlanVideo(*p.model, d, request_memory_));
   VAED_ASSIGN_OR_RETURN(p.audio, PlanAudio(*p.model, d));
 
   // The A/V length rule (AvSync).
@@ -351,7 +353,7 @@ Result<DecodeAdmission::Planned> DecodeAdmission::Plan(const v1::Decode& d) cons
          .samples_per_latent = p.audio->plan.samples / p.audio->plan.latent_frames,
          .sample_rate_hz = p.audio->plan.sample_rate_hz}));
   }
-  p.av.profile = p.options.profile;
+  p.av.profile = ProfileName(p.options.profile);
   p.av.compile_decision = p.options.compile_decision;
   p.av.stack_decision = p.options.stack_decision;
   p.av.output_changing = p.options.output_changing;

@@ -35,6 +35,7 @@
 #include <string>
 
 #include "daemon/engine/decode_job.h"
+#include "daemon/engine/request_memory.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/parallel/group_layout.h"
 #include "daemon/server/client_registry.h"
@@ -56,10 +57,11 @@ struct Admission {
 
 class DecodeAdmission {
  public:
-  // `options` (with a validated options.group), `registry` (rank 0's) and
-  // `clients` must outlive the admission; the request handler owns them.
-  DecodeAdmission(const DaemonOptions& options, const models::ModelRegistry* registry,
-                  const ClientRegistry* clients);
+  // `options` (with a validated options.group), `request_memory` (what one
+  // request may hold; runtime_facts.h), `registry` (rank 0's) and `clients`
+  // must outlive the admission; the request handler owns them.
+  DecodeAdmission(const DaemonOptions& options, const engine::RequestMemory& request_memory,
+                  const models::ModelRegistry* registry, const ClientRegistry* clients);
 
   // Admits `req` (a Decode request) of `client`, which arrived on
   // connection `routing_id` at `now` (the deadline counts from it).
@@ -84,6 +86,7 @@ class DecodeAdmission {
                                              Planned p) const;
 
   const DaemonOptions& options_;
+  const engine::RequestMemory& request_memory_;
   const parallel::GroupLayout layout_;  // of options_.group
   const models::ModelRegistry* const registry_;
   const ClientRegistry* const clients_;

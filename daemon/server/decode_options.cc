@@ -10,7 +10,7 @@ namespace {
 // inject_faults "slow_tiles": the wait before every unit of work.
 constexpr int kSlowUnitMs = 50;
 
-bool Contains(const std::vector<std::string>& v, const std::string& x) {
+bool Contains(const std::vector<Profile>& v, Profile x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
@@ -21,17 +21,21 @@ std::string ModelText(const models::ModelInfo& m) {
 // options.profile: known, allowed here, and "student" only with an artifact.
 Status ResolveProfile(const models::ModelInfo& model, const v1::DecodeOptions& requested,
                       const ProfileOptions& policy, ResolvedOptions* out) {
-  out->profile = requested.profile().empty() ? policy.default_profile : requested.profile();
-  if (!Contains(KnownProfiles(), out->profile)) {
-    return InvalidArgument("options.profile '" + out->profile + "' is unknown (profiles: " +
-                           JoinProfiles(KnownProfiles()) + ")");
+  if (requested.profile().empty()) {
+    out->profile = policy.default_profile;
+  } else if (const std::optional<Profile> named =
+                 models::ParseName(kProfileNames, requested.profile())) {
+    out->profile = *named;
+  } else {
+    return InvalidArgument("options.profile '" + requested.profile() +
+                           "' is unknown (profiles: " + JoinProfiles(KnownProfiles()) + ")");
   }
   if (!Contains(policy.allowed, out->profile)) {
-    return InvalidArgument("options.profile '" + out->profile +
+    return InvalidArgument("options.profile '" + ProfileName(out->profile) +
                            "' is not allowed by this daemon (profiles.allowed: " +
                            JoinProfiles(policy.allowed) + ")");
   }
-  if (out->profile == "student" && !model.caps.student) {
+  if (out->profile == Profile::kStudent && !model.caps.student) {
     return InvalidArgument("options.profile 'student' needs a student decoder artifact for " +
                            ModelText(model) + "; none is configured");
   }
@@ -46,7 +50,7 @@ Status ResolveStackTiling(const models::ModelInfo& model, const v1::DecodeOption
   switch (requested.stack_tiling()) {
     case v1::STACK_TILING_UNSPECIFIED:
       out->stack_tiling =
-          out->profile == "safe" ? models::StackTiling::kOff : models::StackTiling::kDefault;
+          out->profile == Profile::kSafe ? models::StackTiling::kOff : models::StackTiling::kDefault;
       return Status::Ok();
     case v1::STACK_TILING_OFF:
       out->stack_tiling = models::StackTiling::kOff;
@@ -79,12 +83,12 @@ Status ResolveCompile(const models::ModelInfo& model, const v1::DecodeOptions& r
                       ResolvedOptions* out) {
   switch (requested.compile()) {
     case v1::COMPILE_UNSPECIFIED:
-      if (out->profile == "safe") {
+      if (out->profile == Profile::kSafe) {
         out->compile_decision = "off (profile safe)";
       } else if (model.caps.compiled_plans) {
         out->compile = models::CompileMode::kAuto;
         out->compile_decision =
-            "auto: compiled plans by shape bucket (profile " + out->profile + ")";
+            "auto: compiled plans by shape bucket (profile " + ProfileName(out->profile) + ")";
       } else {
         out->compile_decision = "off: no compiled-plan backend for " + ModelText(model);
       }
@@ -98,7 +102,7 @@ Status ResolveCompile(const models::ModelInfo& model, const v1::DecodeOptions& r
                                " has no compiled-plan backend in this build (decodes run "
                                "eager); use COMPILE_AUTO or leave it unset");
       }
-      if (out->profile == "safe") {
+      if (out->profile == Profile::kSafe) {
         return InvalidArgument("options.compile is COMPILE_ON but profile 'safe' runs eager; "
                                "use profile optimized or diagnostic");
       }
@@ -106,7 +110,7 @@ Status ResolveCompile(const models::ModelInfo& model, const v1::DecodeOptions& r
       out->compile_decision = "on (requested)";
       return Status::Ok();
     case v1::COMPILE_AUTO:
-      if (model.caps.compiled_plans && out->profile != "safe") {
+      if (model.caps.compiled_plans && out->profile != Profile::kSafe) {
         out->compile = models::CompileMode::kAuto;
         out->compile_decision = "auto: compiled plans by shape bucket";
       } else {
@@ -135,10 +139,10 @@ Status ResolveTiling(const models::ModelInfo& model, const v1::DecodeOptions& re
         (model.caps.tiled ? " tiles as its model semantics (tile size and overlap are fixed)"
                           : " has no tiled decode"));
   }
-  if (out->profile != "diagnostic") {
+  if (out->profile != Profile::kDiagnostic) {
     return InvalidArgument("options.tiling changes the output; only profile 'diagnostic' "
                            "allows it (this request runs under '" +
-                           out->profile + "')");
+                           ProfileName(out->profile) + "')");
   }
   if (t.tile_latent() < 8 || t.tile_latent() > 4096) {
     return InvalidArgument("options.tiling.tile_latent is " + std::to_string(t.tile_latent()) +

@@ -41,7 +41,7 @@ namespace vaed::server {
 
 // What a request will run with.
 struct ResolvedOptions {
-  std::string profile;
+  Profile profile = Profile::kSafe;
   models::StackTiling stack_tiling = models::StackTiling::kOff;
   // Set when the request's stack_tiling resolved without the model, e.g.
   // "auto: off (model 'taef2' (kind taef2) does not decode in tiles)"; the

@@ -166,25 +166,32 @@ std::unique_ptr<spdlog::formatter> MakeJsonLogFormatter() {
   return std::make_unique<JsonFormatter>();
 }
 
-Status SetupLogging(std::string_view format, std::string_view level) {
-  static constexpr std::array<std::string_view, 7> kLevels = {"trace", "debug",    "info", "warn",
-                                                              "error", "critical", "off"};
-  if (std::find(kLevels.begin(), kLevels.end(), level) == kLevels.end()) {
-    return InvalidArgument("log.level '" + std::string(level) +
-                           "' is not one of trace, debug, info, warn, error, critical, off");
+namespace {
+
+spdlog::level::level_enum SpdlogLevel(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace: return spdlog::level::trace;
+    case LogLevel::kDebug: return spdlog::level::debug;
+    case LogLevel::kInfo: return spdlog::level::info;
+    case LogLevel::kWarn: return spdlog::level::warn;
+    case LogLevel::kError: return spdlog::level::err;
+    case LogLevel::kCritical: return spdlog::level::critical;
+    case LogLevel::kOff: return spdlog::level::off;
   }
-  if (format != "text" && format != "json") {
-    return InvalidArgument("log.format '" + std::string(format) + "' is not one of text, json");
-  }
-  spdlog::set_level(spdlog::level::from_str(std::string(level)));
-  if (format == "json") {
+  return spdlog::level::info;
+}
+
+}  // namespace
+
+void SetupLogging(LogFormat format, LogLevel level) {
+  spdlog::set_level(SpdlogLevel(level));
+  if (format == LogFormat::kJson) {
     spdlog::set_formatter(MakeJsonLogFormatter());
     g_json.store(true);
   } else {
     spdlog::set_pattern(kTextPattern);
     g_json.store(false);
   }
-  return Status::Ok();
 }
 
 namespace {

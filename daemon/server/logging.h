@@ -24,16 +24,14 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "vaed/status.h"
+#include "daemon/server/log_options.h"
 
 namespace vaed::server {
 
 // Sets the level and line format of spdlog's default logger (and of every
-// logger registered with spdlog). format: "text" or "json"; level: trace,
-// debug, info, warn, error, critical or off. Text keeps the sink and writes
-// the pattern above. Errors (kInvalidArgument, naming log.format or
-// log.level) leave logging as it was.
-Status SetupLogging(std::string_view format, std::string_view level);
+// logger registered with spdlog). Text keeps the sink and writes the
+// pattern above.
+void SetupLogging(LogFormat format, LogLevel level);
 
 // Logs the record of one decode request at info level. `fields` is a JSON
 // object; the daemon sends request_id, client_id, client, pid, model,

@@ -5,9 +5,15 @@
 
 namespace vaed::server {
 
-std::string JoinProfiles(const std::vector<std::string>& profiles) {
+std::vector<Profile> KnownProfiles() {
+  std::vector<Profile> all;
+  for (const auto& [profile, name] : kProfileNames) all.push_back(profile);
+  return all;
+}
+
+std::string JoinProfiles(const std::vector<Profile>& profiles) {
   std::string s;
-  for (const std::string& p : profiles) s += (s.empty() ? "" : ", ") + p;
+  for (Profile p : profiles) s += (s.empty() ? "" : ", ") + ProfileName(p);
   return s;
 }
 
@@ -16,18 +22,14 @@ Status ValidateProfileOptions(const ProfileOptions& o) {
     return InvalidArgument("profiles.allowed is empty; allow at least one of " +
                            JoinProfiles(KnownProfiles()));
   }
-  std::set<std::string> seen;
-  for (const std::string& p : o.allowed) {
-    if (std::find(KnownProfiles().begin(), KnownProfiles().end(), p) == KnownProfiles().end()) {
-      return InvalidArgument("profiles.allowed lists '" + p + "'; profiles are " +
-                             JoinProfiles(KnownProfiles()));
-    }
+  std::set<Profile> seen;
+  for (Profile p : o.allowed) {
     if (!seen.insert(p).second) {
-      return InvalidArgument("profiles.allowed lists '" + p + "' twice");
+      return InvalidArgument("profiles.allowed lists '" + ProfileName(p) + "' twice");
     }
   }
   if (std::find(o.allowed.begin(), o.allowed.end(), o.default_profile) == o.allowed.end()) {
-    return InvalidArgument("profiles.default '" + o.default_profile +
+    return InvalidArgument("profiles.default '" + ProfileName(o.default_profile) +
                            "' is not in profiles.allowed (" + JoinProfiles(o.allowed) + ")");
   }
   return Status::Ok();

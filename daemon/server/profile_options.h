@@ -9,31 +9,43 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/named_enum.h"
 #include "vaed/status.h"
 
 namespace vaed::server {
 
-// The profile names, in documentation order.
-inline const std::vector<std::string>& KnownProfiles() {
-  static const std::vector<std::string> kProfiles = {"safe", "optimized", "diagnostic", "student"};
-  return kProfiles;
+// The decode profiles (what each does to a request: decode_options.h).
+enum class Profile { kSafe, kOptimized, kDiagnostic, kStudent };
+inline constexpr models::NameTable<Profile, 4> kProfileNames = {{
+    {Profile::kSafe, "safe"},
+    {Profile::kOptimized, "optimized"},
+    {Profile::kDiagnostic, "diagnostic"},
+    {Profile::kStudent, "student"},
+}};
+
+// "safe", "optimized", ... (replies, logs, metrics labels, messages).
+inline std::string ProfileName(Profile profile) {
+  return std::string(models::NameOf(kProfileNames, profile));
 }
 
 // The operator's profile policy (config table [profiles]).
 struct ProfileOptions {
   // Used when a request names no profile. Must be in `allowed`.
-  std::string default_profile = "safe";
-  // Profiles requests may ask for; "student" only makes sense where a model
+  Profile default_profile = Profile::kSafe;
+  // Profiles requests may ask for; student only makes sense where a model
   // has a student decoder.
-  std::vector<std::string> allowed = {"safe", "optimized", "diagnostic"};
+  std::vector<Profile> allowed = {Profile::kSafe, Profile::kOptimized, Profile::kDiagnostic};
 };
 
-// kInvalidArgument naming the key when a name is not a known profile, the
-// list is empty or has duplicates, or the default is not allowed.
+// kInvalidArgument naming the key when the list is empty or has
+// duplicates, or the default is not allowed.
 Status ValidateProfileOptions(const ProfileOptions& options);
 
 // "safe, optimized" (for messages).
-std::string JoinProfiles(const std::vector<std::string>& profiles);
+std::string JoinProfiles(const std::vector<Profile>& profiles);
+
+// Every profile, in documentation order.
+std::vector<Profile> KnownProfiles();
 
 }  // namespace vaed::server
 

@@ -39,8 +39,10 @@ v1::Reply UnregisteredReply(uint64_t request_id) {
 }  // namespace
 
 RequestHandler::RequestHandler(const DaemonOptions& options, models::ModelRegistry* registry,
-                               JobSink* sink, const AccessPolicy* access, PidAlive pid_alive)
+                               JobSink* sink, const AccessPolicy* access, PidAlive pid_alive,
+                               engine::RuntimeFacts facts)
     : options_(options),
+      facts_(std::move(facts)),
       registry_(registry),
       sink_(sink),
       started_(Clock::now()),
@@ -50,7 +52,7 @@ RequestHandler::RequestHandler(const DaemonOptions& options, models::ModelRegist
                                .base_duration = milliseconds(options.quarantine.duration_ms),
                                .max_duration = milliseconds(options.quarantine.max_duration_ms)},
               &clients_, sink, access),
-      admission_(options_, registry, &clients_),
+      admission_(options_, facts_.request_memory, registry, &clients_),
       outcomes_(registry) {}
 
 PeerIdentity RequestHandler::IdentityOf(const Incoming& in) const {
@@ -319,7 +321,7 @@ void RequestHandler::HandleHello(const Incoming& in, const v1::Request& req, Clo
   h->set_client_timeout_ms(options_.server.client_timeout_ms);
   h->set_heartbeat_liveness(options_.server.heartbeat_liveness);
   h->set_max_in_flight(options_.server.max_in_flight_per_client);
-  for (const engine::RankDevice& d : options_.executor.rank_devices) {
+  for (const engine::RankDevice& d : facts_.rank_devices) {
     if (d.is_cuda) h->add_cuda_devices(FormatDeviceUuid(d.cuda.uuid));
   }
 }
@@ -397,7 +399,7 @@ Status RequestHandler::RegisterHostRegion(ClientState* client, const v1::HostShm
 Status RequestHandler::RegisterCudaRegion(ClientState* client, const v1::CudaIpcRegion& cuda,
                                           v1::Reply* reply, std::optional<FaultKind>* kind) {
   VAED_ASSIGN_OR_RETURN(const engine::CudaDevice device,
-                        CudaRegionDevice(cuda, options_.executor.rank_devices));
+                        CudaRegionDevice(cuda, facts_.rank_devices));
   *kind = FaultKind::kRegion;
   if (const ClientState* holder = clients_.CudaHandleHolder(cuda.ipc_handle(), client->identity)) {
     return PermissionDenied("register_region.cuda.ipc_handle is registered by another process "

@@ -59,6 +59,7 @@
 
 #include "daemon/engine/decode_job.h"
 #include "daemon/engine/decode_result.h"
+#include "daemon/engine/runtime_facts.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/server/access_control.h"
 #include "daemon/server/client_registry.h"
@@ -92,9 +93,12 @@ class RequestHandler {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `registry`, `sink` and `access` must outlive the handler.
+  // `registry`, `sink` and `access` must outlive the handler. `facts`: the
+  // ranks' devices (CUDA regions are checked against them) and the request
+  // memory limit (admission); the default is CPU ranks and no limit.
   RequestHandler(const DaemonOptions& options, models::ModelRegistry* registry, JobSink* sink,
-                 const AccessPolicy* access, PidAlive pid_alive = ProcessExists);
+                 const AccessPolicy* access, PidAlive pid_alive = ProcessExists,
+                 engine::RuntimeFacts facts = {});
 
   // Handles one message. Returns the reply to send to in.routing_id now, or
   // nullopt when the request became a job (the sink replies) or is an
@@ -225,6 +229,7 @@ class RequestHandler {
   // Declaration order is construction order: the rooms below borrow the
   // members above them.
   const DaemonOptions options_;
+  const engine::RuntimeFacts facts_;
   models::ModelRegistry* const registry_;
   JobSink* const sink_;
   const Clock::time_point started_;

@@ -127,8 +127,8 @@ void BuildStatus(const StatusSources& src, Clock::time_point now, v1::StatusRepl
   s->set_intra_op_threads(static_cast<uint32_t>(options.executor.intra_op_threads));
   s->set_socket(options.server.socket);
   s->set_pid(getpid());
-  s->set_default_profile(options.profiles.default_profile);
-  for (const std::string& p : options.profiles.allowed) s->add_allowed_profiles(p);
+  s->set_default_profile(ProfileName(options.profiles.default_profile));
+  for (const Profile p : options.profiles.allowed) s->add_allowed_profiles(ProfileName(p));
   s->set_client_faults(src.quarantine.total_faults());
   s->set_quarantine_rejections(counters.quarantine_rejections);
   s->set_busy_rejections(counters.busy_rejections);

@@ -12,10 +12,10 @@ namespace {
 
 // The settings of a request under `profile` that sets no option.
 Result<models::DecodeSettings> ProfileSettings(const models::ModelInfo& info,
-                                               const std::string& profile,
+                                               Profile profile,
                                                const ProfileOptions& policy) {
   v1::DecodeOptions requested;
-  requested.set_profile(profile);
+  requested.set_profile(ProfileName(profile));
   VAED_ASSIGN_OR_RETURN(const ResolvedOptions resolved,
                         ResolveDecodeOptions(info, requested, policy));
   models::DecodeSettings settings;
@@ -31,7 +31,7 @@ bool SchedulesWithAuto(const models::DecodeSettings& s, models::StackTiling mode
           model_default == models::StackTiling::kAuto);
 }
 
-bool Allowed(const ProfileOptions& policy, const std::string& profile) {
+bool Allowed(const ProfileOptions& policy, Profile profile) {
   return std::find(policy.allowed.begin(), policy.allowed.end(), profile) != policy.allowed.end();
 }
 
@@ -44,15 +44,15 @@ Result<std::vector<engine::WarmUpPass>> PassesOf(const models::ModelInfo& info,
                         ProfileSettings(info, policy.default_profile, policy));
   const bool main_eager = main.compile == models::CompileMode::kOff;
   if (!main_eager) main.compile = models::CompileMode::kOn;
-  passes.push_back({.what = "profile " + policy.default_profile, .settings = main});
+  passes.push_back({.what = "profile " + ProfileName(policy.default_profile), .settings = main});
   if (main_eager && info.caps.compiled_plans) {
-    for (const char* profile : {"optimized", "diagnostic"}) {
+    for (const Profile profile : {Profile::kOptimized, Profile::kDiagnostic}) {
       if (!Allowed(policy, profile)) continue;
       VAED_ASSIGN_OR_RETURN(models::DecodeSettings plans, ProfileSettings(info, profile, policy));
       if (plans.compile == models::CompileMode::kOff) continue;
       plans.compile = models::CompileMode::kOn;
       passes.push_back(
-          {.what = std::string("compiled plans (profile ") + profile + ")", .settings = plans});
+          {.what = "compiled plans (profile " + ProfileName(profile) + ")", .settings = plans});
       break;
     }
   }

@@ -23,7 +23,7 @@ class CapturedLog {
   }
   ~CapturedLog() {
     spdlog::set_default_logger(previous_);
-    (void)server::SetupLogging("text", "info");
+    server::SetupLogging(server::LogFormat::kText, server::LogLevel::kInfo);
   }
 
   std::vector<std::string> Lines() {

@@ -161,6 +161,26 @@ TEST(ConfigTableTest, EveryKeyRefusesWrongTypesAndOutOfRangeValues) {
                 .status()
                 .message(),
             "t.toml: models.entry[0].name is required and must not be empty");
+  // Kind, stack_tiling and compute_dtype are enums: the reader refuses any
+  // other name, listing the allowed ones.
+  auto h3_entry = [](const std::string& line) {
+    return ParseConfigToml("[[models.entry]]\nname = \"m\"\nkind = \"h3_video\"\n" + line + "\n",
+                           "t.toml", DaemonOptions{})
+        .status()
+        .message();
+  };
+  EXPECT_EQ(h3_entry("stack_tiling = \"sometimes\""),
+            "t.toml: models.entry[0].stack_tiling is 'sometimes'; must be \"off\", \"on\" or "
+            "\"auto\"");
+  EXPECT_EQ(h3_entry("compute_dtype = \"half\""),
+            "t.toml: models.entry[0].compute_dtype is 'half'; must be \"float32\", \"float16\" "
+            "or \"bfloat16\"");
+  EXPECT_EQ(ParseConfigToml("[[models.entry]]\nname = \"y\"\nkind = \"x\"\n", "t.toml",
+                            DaemonOptions{})
+                .status()
+                .message(),
+            "t.toml: models.entry[0].kind is 'x'; must be \"taef2\", \"demo\", \"h3_video\", "
+            "\"h3_audio\" or \"h3\"");
   EXPECT_THAT(ParseConfigToml("[servers]\n", "t.toml", DaemonOptions{}).status().message(),
               HasSubstr("t.toml: servers is not a known key (known here: executor, group, log, "
                         "metrics, models, profiles, quarantine, server)"));
@@ -177,14 +197,15 @@ TEST(ConfigTableTest, ValidateOptionsChecksEveryKeyRule) {
   DaemonOptions v = *defaults;
   v.metrics.port = 70000;
   EXPECT_EQ(ValidateOptions(v).message(), "metrics.port is 70000; must be 0..65535");
-  v = *defaults;
-  v.group.few_tiles = "grow";
-  EXPECT_EQ(ValidateOptions(v).message(),
-            "group.few_tiles is 'grow'; must be \"pad\" or \"shrink\"");
-  v = *defaults;
-  v.log.level = "loud";
-  EXPECT_THAT(ValidateOptions(v).message(),
-              HasSubstr("log.level is 'loud'; must be \"trace\", \"debug\", \"info\""));
+  // Keys with a closed set of values are enums: code cannot set another
+  // value, and the reader refuses one naming the key and the names.
+  EXPECT_EQ(ParseConfigToml("[group]\nfew_tiles = \"grow\"\n", "t.toml", *defaults)
+                .status()
+                .message(),
+            "t.toml: group.few_tiles is 'grow'; must be \"pad\" or \"shrink\"");
+  EXPECT_THAT(
+      ParseConfigToml("[log]\nlevel = \"loud\"\n", "t.toml", *defaults).status().message(),
+      HasSubstr("log.level is 'loud'; must be \"trace\", \"debug\", \"info\""));
   v = *defaults;
   v.group.qualified_sizes = {1, 65};
   EXPECT_EQ(ValidateOptions(v).message(), "group.qualified_sizes holds 65; values must be 1..64");
@@ -258,8 +279,7 @@ TEST(GroupConfigTest, RanksQualifyPowersOfTwoAndSpanningNeedsAStore) {
   ASSERT_TRUE(no_store.ok());
   EXPECT_THAT(ValidateOptions(*no_store).message(), HasSubstr("need group.store_address"));
   auto backend = ParseConfigToml("[group]\nbackend = \"mpi\"\n", "t.toml", DaemonOptions{});
-  ASSERT_TRUE(backend.ok());
-  EXPECT_THAT(ValidateOptions(*backend).message(), HasSubstr("group.backend is 'mpi'"));
+  EXPECT_THAT(backend.status().message(), HasSubstr("group.backend is 'mpi'"));
 }
 
 // executor.device/devices: checked without a device at configuration time
@@ -279,8 +299,7 @@ TEST(RuntimeConfigTest, DeviceKeysAreCheckedBeforeAnythingLoads) {
   ASSERT_TRUE(listed_for_cpu.ok());
   EXPECT_EQ(ValidateOptions(*listed_for_cpu).field(), "executor.devices");
   auto other = ParseConfigToml("[executor]\ndevice = \"tpu\"\n", "t.toml", DaemonOptions{});
-  ASSERT_TRUE(other.ok());
-  EXPECT_THAT(ValidateOptions(*other).message(), HasSubstr("executor.device is 'tpu'"));
+  EXPECT_THAT(other.status().message(), HasSubstr("executor.device is 'tpu'"));
 }
 
 // Regression: `vaed --model h3=...` kept the
@@ -365,20 +384,35 @@ TEST(RuntimeConfigTest, StackTilingAndBudgetFlags) {
   EXPECT_EQ(cli.options.executor.memory_budget_mib, 512u);
   for (const auto& m : cli.options.models.entries) {
     // Tiled models get it; the demo model (untiled) keeps "off".
-    EXPECT_EQ(m.stack_tiling, m.kind == "h3_video" ? "on" : "off") << m.name;
+    EXPECT_EQ(m.stack_tiling, m.kind == models::ModelKind::kH3Video ? models::StackTiling::kOn
+                                                                     : models::StackTiling::kOff)
+        << m.name;
   }
   Argv auto_argv({"vaed", "--model", "h3=h3_video", "--vae-stack-tiling", "auto"});
   cli = ParseCommandLine(static_cast<int>(auto_argv.pointers.size()), auto_argv.pointers.data());
   ASSERT_FALSE(cli.exit_now);
   for (const auto& m : cli.options.models.entries) {
-    if (m.kind == "h3_video") {
-      EXPECT_EQ(m.stack_tiling, "auto");
+    if (m.kind == models::ModelKind::kH3Video) {
+      EXPECT_EQ(m.stack_tiling, models::StackTiling::kAuto);
     }
   }
   Argv bad({"vaed", "--vae-stack-tiling", "sometimes"});
   cli = ParseCommandLine(static_cast<int>(bad.pointers.size()), bad.pointers.data());
   EXPECT_TRUE(cli.exit_now);
   EXPECT_NE(cli.exit_code, 0);
+}
+
+// --model's KIND is parsed where it enters: an unknown one is refused
+// naming the model and the known kinds.
+TEST(CommandLineTest, ModelFlagRejectsUnknownKindListingKnownKinds) {
+  Argv argv({"vaed", "--model", "y=x"});
+  ::testing::internal::CaptureStderr();
+  CommandLine cli = ParseCommandLine(static_cast<int>(argv.pointers.size()), argv.pointers.data());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(cli.exit_now);
+  EXPECT_EQ(cli.exit_code, 2);
+  EXPECT_EQ(err, "vaed: unknown model kind 'x' for model 'y' (known: taef2, demo, h3_video, "
+                 "h3_audio, h3)\n");
 }
 
 // [metrics] and log.format: defaults, TOML keys, validation naming the key,
@@ -389,7 +423,7 @@ TEST(ObservabilityConfigTest, MetricsAndLogFormatKeysParseValidateAndRoundTrip) 
   EXPECT_TRUE(defaults->metrics.enabled);
   EXPECT_EQ(defaults->metrics.address, "127.0.0.1");
   EXPECT_EQ(defaults->metrics.port, 9464u);
-  EXPECT_EQ(defaults->log.format, "text");
+  EXPECT_EQ(defaults->log.format, LogFormat::kText);
 
   auto o = ParseConfigToml(
       "[metrics]\nenabled = false\naddress = \"0.0.0.0\"\nport = 0\n"
@@ -399,7 +433,7 @@ TEST(ObservabilityConfigTest, MetricsAndLogFormatKeysParseValidateAndRoundTrip) 
   EXPECT_FALSE(o->metrics.enabled);
   EXPECT_EQ(o->metrics.address, "0.0.0.0");
   EXPECT_EQ(o->metrics.port, 0u);
-  EXPECT_EQ(o->log.format, "json");
+  EXPECT_EQ(o->log.format, LogFormat::kJson);
   const std::string toml = ToToml(*o);
   EXPECT_THAT(toml, HasSubstr("[metrics]\naddress = '0.0.0.0'\nenabled = false\nport = 0"));
   EXPECT_THAT(toml, HasSubstr("format = 'json'"));
@@ -408,7 +442,7 @@ TEST(ObservabilityConfigTest, MetricsAndLogFormatKeysParseValidateAndRoundTrip) 
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->metrics.address, "0.0.0.0");
   EXPECT_FALSE(back->metrics.enabled);
-  EXPECT_EQ(back->log.format, "json");
+  EXPECT_EQ(back->log.format, LogFormat::kJson);
 
   auto bad = ParseConfigToml("[metrics]\nport = 65536\n", "t.toml", DaemonOptions{});
   EXPECT_THAT(bad.status().message(), HasSubstr("t.toml: metrics.port is 65536; must be 0..65535"));
@@ -423,9 +457,8 @@ TEST(ObservabilityConfigTest, MetricsAndLogFormatKeysParseValidateAndRoundTrip) 
   EXPECT_TRUE(ValidateOptions(v).ok()) << ValidateOptions(v).ToString();
   v.metrics.address = "";
   EXPECT_THAT(ValidateOptions(v).message(), HasSubstr("metrics.address must not be empty"));
-  v = *defaults;
-  v.log.format = "xml";
-  EXPECT_THAT(ValidateOptions(v).message(), HasSubstr("log.format is 'xml'"));
+  EXPECT_THAT(ParseConfigToml("[log]\nformat = \"xml\"\n", "t.toml", *defaults).status().message(),
+              HasSubstr("log.format is 'xml'"));
 }
 
 TEST(ObservabilityConfigTest, MetricsAndLogFormatFlags) {
@@ -435,7 +468,7 @@ TEST(ObservabilityConfigTest, MetricsAndLogFormatFlags) {
   EXPECT_TRUE(cli.options.metrics.enabled);
   EXPECT_EQ(cli.options.metrics.address, "::1");
   EXPECT_EQ(cli.options.metrics.port, 0u);
-  EXPECT_EQ(cli.options.log.format, "json");
+  EXPECT_EQ(cli.options.log.format, LogFormat::kJson);
 
   Argv host({"vaed", "--metrics-address", "localhost:19464"});
   cli = ParseCommandLine(static_cast<int>(host.pointers.size()), host.pointers.data());
@@ -447,7 +480,7 @@ TEST(ObservabilityConfigTest, MetricsAndLogFormatFlags) {
   cli = ParseCommandLine(static_cast<int>(off.pointers.size()), off.pointers.data());
   ASSERT_FALSE(cli.exit_now);
   EXPECT_FALSE(cli.options.metrics.enabled);
-  EXPECT_EQ(cli.options.log.format, "text");
+  EXPECT_EQ(cli.options.log.format, LogFormat::kText);
 
   for (const char* spec : {"9464", "127.0.0.1", ":9464", "127.0.0.1:", "127.0.0.1:65536",
                            "::1:9464", "[::1:9464", "h:12x"}) {

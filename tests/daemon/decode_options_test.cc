@@ -154,7 +154,7 @@ TEST(ResolveDecodeOptionsTest, EveryCapabilityOptionAndValue) {
     }
     ASSERT_TRUE(r.ok()) << c.what << ": " << r.status().ToString();
     EXPECT_EQ(r->stack_tiling, c.stack) << c.what;
-    EXPECT_EQ(r->profile, c.profile) << c.what;
+    EXPECT_EQ(ProfileName(r->profile), c.profile) << c.what;
     EXPECT_EQ(r->compile, c.compile) << c.what;
     if (!c.compile_decision.empty()) {
       EXPECT_EQ(r->compile_decision, c.compile_decision) << c.what;
@@ -185,7 +185,7 @@ TEST(ResolveDecodeOptionsTest, StudentNeedsAnArtifactAndFaultsAreCounted) {
   EXPECT_EQ(untiled_auto->stack_decision,
             "auto: off (model 'taef2' (kind taef2) does not decode in tiles)");
 
-  policy.allowed.push_back("student");
+  policy.allowed.push_back(Profile::kStudent);
   auto student = ResolveDecodeOptions(m, Options("student"), policy);
   EXPECT_THAT(student.status().message(),
               HasSubstr("options.profile 'student' needs a student decoder artifact for model "
@@ -197,17 +197,20 @@ TEST(ResolveDecodeOptionsTest, StudentNeedsAnArtifactAndFaultsAreCounted) {
 TEST(ProfileOptionsTest, ValidateNamesTheKey) {
   ProfileOptions p;
   EXPECT_TRUE(ValidateProfileOptions(p).ok());
-  p.default_profile = "diagnostic";
-  p.allowed = {"safe"};
+  p.default_profile = Profile::kDiagnostic;
+  p.allowed = {Profile::kSafe};
   EXPECT_EQ(ValidateProfileOptions(p).message(),
             "profiles.default 'diagnostic' is not in profiles.allowed (safe)");
   p.allowed = {};
   EXPECT_THAT(ValidateProfileOptions(p).message(), HasSubstr("profiles.allowed is empty"));
-  p.allowed = {"safe", "fast"};
-  p.default_profile = "safe";
-  EXPECT_THAT(ValidateProfileOptions(p).message(),
-              HasSubstr("profiles.allowed lists 'fast'; profiles are safe, optimized"));
-  p.allowed = {"safe", "safe"};
+  // A name outside the set is the reader's to refuse (Profile is an enum).
+  EXPECT_THAT(ParseConfigToml("[profiles]\nallowed = [\"safe\", \"fast\"]\n", "t.toml",
+                              DaemonOptions{})
+                  .status()
+                  .message(),
+              HasSubstr("profiles.allowed lists 'fast'; values must be \"safe\", \"optimized\""));
+  p.default_profile = Profile::kSafe;
+  p.allowed = {Profile::kSafe, Profile::kSafe};
   EXPECT_THAT(ValidateProfileOptions(p).message(), HasSubstr("lists 'safe' twice"));
 }
 
@@ -216,8 +219,8 @@ TEST(ProfileOptionsTest, ConfigTableParsesAndRoundTrips) {
                            "\"safe\"]\n",
                            "t.toml", DaemonOptions{});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->profiles.default_profile, "optimized");
-  EXPECT_EQ(o->profiles.allowed, (std::vector<std::string>{"optimized", "safe"}));
+  EXPECT_EQ(o->profiles.default_profile, Profile::kOptimized);
+  EXPECT_EQ(o->profiles.allowed, (std::vector<Profile>{Profile::kOptimized, Profile::kSafe}));
   EXPECT_THAT(ToToml(*o), HasSubstr("allowed = [ 'optimized', 'safe' ]"));
   auto bad = ParseConfigToml("[profiles]\nallowed = \"safe\"\n", "t.toml", DaemonOptions{});
   EXPECT_THAT(bad.status().message(), HasSubstr("t.toml: profiles.allowed must be an array"));

@@ -3,6 +3,8 @@
 // holds, and the per-request decode record reads as key=value (text) or as
 // keys of the line's object (JSON).
 #include "daemon/server/logging.h"
+
+#include "daemon/server/config.h"
 #include "daemon/server/refusal_rate_limit.h"
 
 #include <gmock/gmock.h>
@@ -52,7 +54,7 @@ nlohmann::json Record() {
 
 TEST(LoggingTest, TextLinesKeepTheDaemonPattern) {
   CapturedLog log;
-  ASSERT_TRUE(SetupLogging("text", "info").ok());
+  SetupLogging(LogFormat::kText, LogLevel::kInfo);
   spdlog::info("vaed {} starting", "0.1.0");
   spdlog::debug("not shown at info");
   const auto lines = log.Lines();
@@ -64,7 +66,7 @@ TEST(LoggingTest, TextLinesKeepTheDaemonPattern) {
 
 TEST(LoggingTest, JsonLinesParseWithTimestampLevelAndMessage) {
   CapturedLog log;
-  ASSERT_TRUE(SetupLogging("json", "debug").ok());
+  SetupLogging(LogFormat::kJson, LogLevel::kDebug);
   spdlog::info("plain");
   spdlog::warn("quote \" backslash \\ newline\n tab\t end");
   spdlog::debug("invalid utf-8: \xff\xfe");
@@ -95,7 +97,7 @@ TEST(LoggingTest, JsonLinesParseWithTimestampLevelAndMessage) {
 
 TEST(LoggingTest, JsonDecodeRecordMergesItsFields) {
   CapturedLog log;
-  ASSERT_TRUE(SetupLogging("json", "info").ok());
+  SetupLogging(LogFormat::kJson, LogLevel::kInfo);
   nlohmann::json record = Record();
   record["msg"] = "must not replace the message";
   LogDecodeRecord(record);
@@ -119,7 +121,7 @@ TEST(LoggingTest, JsonDecodeRecordMergesItsFields) {
 
 TEST(LoggingTest, TextDecodeRecordIsOneKeyValueLine) {
   CapturedLog log;
-  ASSERT_TRUE(SetupLogging("text", "info").ok());
+  SetupLogging(LogFormat::kText, LogLevel::kInfo);
   LogDecodeRecord(Record());
   const auto lines = log.Lines();
   ASSERT_EQ(lines.size(), 1u);
@@ -138,7 +140,7 @@ TEST(LoggingTest, TextDecodeRecordIsOneKeyValueLine) {
 
 TEST(LoggingTest, TextDecodeRecordQuotesAwkwardValues) {
   CapturedLog log;
-  ASSERT_TRUE(SetupLogging("text", "info").ok());
+  SetupLogging(LogFormat::kText, LogLevel::kInfo);
   LogDecodeRecord({{"request_id", 9},
                    {"outcome", "validation_error"},
                    {"error", "invalid_argument: latent.shape[1] is 16; \"x\"=y"},
@@ -154,7 +156,7 @@ TEST(LoggingTest, TextDecodeRecordQuotesAwkwardValues) {
 
 TEST(LoggingTest, DecodeRecordFollowsTheLevel) {
   CapturedLog log;
-  ASSERT_TRUE(SetupLogging("json", "warn").ok());
+  SetupLogging(LogFormat::kJson, LogLevel::kWarn);
   LogDecodeRecord(Record());
   EXPECT_TRUE(log.Lines().empty());
 }
@@ -163,13 +165,13 @@ TEST(LoggingTest, DecodeRecordFollowsTheLevel) {
 // not logged at all. Their record has its own event and warning level.
 TEST(LoggingTest, RefusalRecordIsAWarningWithItsOwnEvent) {
   CapturedLog log;
-  ASSERT_TRUE(SetupLogging("json", "info").ok());
+  SetupLogging(LogFormat::kJson, LogLevel::kInfo);
   LogRefusalRecord({{"request", "unparsable"},
                     {"outcome", "validation_error"},
                     {"uid", 1000},
                     {"pid", 77},
                     {"error", "protocol_error: message of 5 bytes is not a valid vaed.v1.Request"}});
-  ASSERT_TRUE(SetupLogging("text", "info").ok());
+  SetupLogging(LogFormat::kText, LogLevel::kInfo);
   LogRefusalRecord({{"request_id", 4}, {"request", "register_region"}, {"outcome", "busy"}});
   const auto lines = log.Lines();
   ASSERT_EQ(lines.size(), 2u);
@@ -182,7 +184,7 @@ TEST(LoggingTest, RefusalRecordIsAWarningWithItsOwnEvent) {
   EXPECT_THAT(lines[1], HasSubstr("refusal: request_id=4 outcome=busy request=register_region"))
       << lines[1];
   // A decode record after it is a decode record again.
-  ASSERT_TRUE(SetupLogging("json", "info").ok());
+  SetupLogging(LogFormat::kJson, LogLevel::kInfo);
   LogDecodeRecord(Record());
   EXPECT_EQ(nlohmann::json::parse(log.Lines().back())["event"], "decode");
 }
@@ -205,13 +207,25 @@ TEST(RefusalRateLimitTest, BurstPerWindowThenCountsWhatItSuppressed) {
   EXPECT_EQ(suppressed, 0u);
 }
 
+// log.format and log.level are parsed where they enter (the config reader,
+// the flags); a value outside their sets never reaches SetupLogging.
 TEST(LoggingTest, BadFormatOrLevelNamesTheKey) {
+  const auto format = ParseConfigToml("[log]\nformat = \"xml\"\n", "t.toml", DaemonOptions{});
+  EXPECT_EQ(format.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(format.status().message(), HasSubstr("log.format is 'xml'"));
+  const auto level = ParseConfigToml("[log]\nlevel = \"loud\"\n", "t.toml", DaemonOptions{});
+  EXPECT_THAT(level.status().message(), HasSubstr("log.level is 'loud'"));
+}
+
+// Every level name sets the spdlog level of the same name.
+TEST(LoggingTest, EachLevelNameSetsThatSpdlogLevel) {
   CapturedLog log;
-  const Status format = SetupLogging("xml", "info");
-  EXPECT_EQ(format.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(format.message(), HasSubstr("log.format 'xml'"));
-  const Status level = SetupLogging("text", "loud");
-  EXPECT_THAT(level.message(), HasSubstr("log.level 'loud'"));
+  for (const auto& [level, name] : kLogLevelNames) {
+    SetupLogging(LogFormat::kText, level);
+    EXPECT_EQ(spdlog::level::to_string_view(spdlog::get_level()),
+              name == "warn" ? std::string_view("warning") : name);
+  }
+  SetupLogging(LogFormat::kText, LogLevel::kInfo);
 }
 
 }  // namespace

@@ -244,7 +244,7 @@ models::ModelRegistry* DemoRegistry() {
   static models::ModelRegistry* registry = [] {
     models::ModelConfig demo;
     demo.name = "demo";
-    demo.kind = "demo";
+    demo.kind = models::ModelKind::kDemo;
     auto r = models::ModelRegistry::Create({demo}, "demo");
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? std::move(r).value().release() : nullptr;
@@ -280,7 +280,7 @@ class RequestHandlerTest : public ::testing::Test {
     ASSERT_TRUE(access.ok());
     access_ = std::move(access).value();
     handler_ = std::make_unique<RequestHandler>(options_, DemoRegistry(), &sink_, &access_,
-                                                [](int32_t) { return true; });
+                                                [](int32_t) { return true; }, facts_);
   }
 
   // A peer of this test's uid with a made-up pid (distinct processes).
@@ -378,6 +378,7 @@ class RequestHandlerTest : public ::testing::Test {
   }
 
   DaemonOptions options_;
+  engine::RuntimeFacts facts_;  // CPU ranks, no request memory limit unless a test sets them
   AccessPolicy access_;
   HoldingSink sink_;
   std::unique_ptr<RequestHandler> handler_;
@@ -748,7 +749,7 @@ class CudaRegionTest : public RequestHandlerTest {
       d.cuda.ordinal = i;
       d.cuda.uuid = *ParseDeviceUuid(i == 0 ? kUuid0 : kUuid1, "test");
       d.cuda.name = "fake";
-      options_.executor.rank_devices.push_back(d);
+      facts_.rank_devices.push_back(d);
     }
     Rebuild();
   }

@@ -27,10 +27,10 @@ std::string TinyConfig() {
 
 // A registry of one h3_video model "h3" with `stack_tiling` and the warm
 // shapes 16x16 and 20x8.
-std::unique_ptr<models::ModelRegistry> Registry(const std::string& stack_tiling) {
+std::unique_ptr<models::ModelRegistry> Registry(models::StackTiling stack_tiling) {
   models::ModelConfig c;
   c.name = "h3";
-  c.kind = "h3_video";
+  c.kind = models::ModelKind::kH3Video;
   c.config_path = TinyConfig();
   c.seed = 1;
   c.stack_tiling = stack_tiling;
@@ -76,7 +76,7 @@ class WarmUpPlanTest : public ::testing::Test {
 };
 
 TEST_F(WarmUpPlanTest, EveryWarmShapeOfTheModelIsPlannedWithItsLatentAndEntry) {
-  auto registry = Registry("off");
+  auto registry = Registry(models::StackTiling::kOff);
   ASSERT_NE(registry, nullptr);
   auto plan = PlanWarmUps(*registry, ProfileOptions{});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -96,7 +96,7 @@ TEST_F(WarmUpPlanTest, EveryWarmShapeOfTheModelIsPlannedWithItsLatentAndEntry) {
 // at start-up instead of being refused. Now a warm shape is planned and
 // checked against what one request may use, naming the entry.
 TEST_F(WarmUpPlanTest, RegressionAWarmShapeNoRequestCouldDecodeIsRefusedNamingTheEntry) {
-  auto registry = Registry("off");
+  auto registry = Registry(models::StackTiling::kOff);
   ASSERT_NE(registry, nullptr);
   const engine::RequestMemory tiny{.known = true, .bytes = 1 << 20,
                                    .source = "executor.memory_budget_mib = 1 MiB"};
@@ -113,7 +113,7 @@ TEST_F(WarmUpPlanTest, RegressionAWarmShapeNoRequestCouldDecodeIsRefusedNamingTh
 }
 
 TEST_F(WarmUpPlanTest, SafeDefaultRunsEagerThenBuildsThePlansOptimizedWouldUse) {
-  auto registry = Registry("off");
+  auto registry = Registry(models::StackTiling::kOff);
   ASSERT_NE(registry, nullptr);
   auto plan = PlanWarmUps(*registry, ProfileOptions{});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -123,15 +123,16 @@ TEST_F(WarmUpPlanTest, SafeDefaultRunsEagerThenBuildsThePlansOptimizedWouldUse) 
 }
 
 TEST_F(WarmUpPlanTest, NoPlansWhenNoAllowedProfileUsesThem) {
-  auto registry = Registry("off");
+  auto registry = Registry(models::StackTiling::kOff);
   ASSERT_NE(registry, nullptr);
   auto plan =
-      PlanWarmUps(*registry, ProfileOptions{.default_profile = "safe", .allowed = {"safe"}});
+      PlanWarmUps(*registry, ProfileOptions{.default_profile = Profile::kSafe, .allowed = {Profile::kSafe}});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_THAT(Passes((*plan)[0]), ::testing::ElementsAre("profile safe: off off"));
   // Diagnostic alone still uses plans.
   plan = PlanWarmUps(*registry,
-                     ProfileOptions{.default_profile = "safe", .allowed = {"safe", "diagnostic"}});
+                     ProfileOptions{.default_profile = Profile::kSafe,
+                                    .allowed = {Profile::kSafe, Profile::kDiagnostic}});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_THAT(Passes((*plan)[0]),
               ::testing::ElementsAre("profile safe: off off",
@@ -139,9 +140,9 @@ TEST_F(WarmUpPlanTest, NoPlansWhenNoAllowedProfileUsesThem) {
 }
 
 TEST_F(WarmUpPlanTest, OptimizedDefaultBuildsItsPlansInOnePass) {
-  auto registry = Registry("on");
+  auto registry = Registry(models::StackTiling::kOn);
   ASSERT_NE(registry, nullptr);
-  auto plan = PlanWarmUps(*registry, ProfileOptions{.default_profile = "optimized"});
+  auto plan = PlanWarmUps(*registry, ProfileOptions{.default_profile = Profile::kOptimized});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_THAT(Passes((*plan)[0]), ::testing::ElementsAre("profile optimized: default on"));
 }
@@ -150,9 +151,9 @@ TEST_F(WarmUpPlanTest, StackAutoFirstMeasuresTilePeaksSequentially) {
   // auto decides from peaks measured on earlier calls: without the
   // measuring pass the warm-up would decode sequentially and the first
   // request stack (another decoder-call shape, a plan not built yet).
-  auto registry = Registry("auto");
+  auto registry = Registry(models::StackTiling::kAuto);
   ASSERT_NE(registry, nullptr);
-  auto plan = PlanWarmUps(*registry, ProfileOptions{.default_profile = "optimized"});
+  auto plan = PlanWarmUps(*registry, ProfileOptions{.default_profile = Profile::kOptimized});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_THAT(Passes((*plan)[0]),
               ::testing::ElementsAre("tile peaks for stack_tiling auto: off off",
@@ -168,7 +169,7 @@ TEST_F(WarmUpPlanTest, StackAutoFirstMeasuresTilePeaksSequentially) {
 TEST_F(WarmUpPlanTest, NoWarmShapesNoWarmUps) {
   models::ModelConfig demo;
   demo.name = "demo";
-  demo.kind = "demo";
+  demo.kind = models::ModelKind::kDemo;
   auto registry = models::ModelRegistry::Create({demo}, "demo");
   ASSERT_TRUE(registry.ok()) << registry.status().ToString();
   auto plan = PlanWarmUps(**registry, ProfileOptions{});

@@ -162,7 +162,7 @@ WarmUp DemoWarmUp(int64_t h, int64_t w, int64_t latent_channels) {
 models::ModelConfig DemoConfig() {
   models::ModelConfig demo;
   demo.name = "demo";
-  demo.kind = "demo";
+  demo.kind = models::ModelKind::kDemo;
   return demo;
 }
 

@@ -104,7 +104,7 @@ TEST(RankDevicesTest, RegressionNcclDeviceOfARankIsItsUuidOrderedDeviceNotItsInd
 }
 
 TEST(RankDevicesTest, CpuRanksNeedNoDevice) {
-  auto r = ResolveRankDevices("cpu", {}, 3);
+  auto r = ResolveRankDevices(DeviceKind::kCpu, {}, 3);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->size(), 3u);
   for (const RankDevice& d : *r) {
@@ -124,7 +124,7 @@ TEST(RankDevicesTest, TorchDeviceIsTheCpuOrTheOrdinalThisProcessSees) {
 
 TEST(RankDevicesTest, CudaRanksInACpuBuildAreRefusedNamingExecutorDevice) {
   if (CudaDevicesAvailable()) GTEST_SKIP() << "a GPU build";
-  auto r = ResolveRankDevices("cuda", {}, 1);
+  auto r = ResolveRankDevices(DeviceKind::kCuda, {}, 1);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(r.status().field(), "executor.device");

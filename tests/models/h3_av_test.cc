@@ -177,7 +177,7 @@ h3::AudioVaeOptions GoldenAudio() {
 ModelConfig GoldenAvConfig() {
   ModelConfig av;
   av.name = "av";
-  av.kind = "h3";
+  av.kind = models::ModelKind::kH3;
   av.weights_path = GoldenPath("video_tiny_weights.safetensors");
   av.config_path = GoldenPath("video_tiny_config.json");
   av.audio_weights_path = GoldenPath("audio_tiny_weights.safetensors");
@@ -393,7 +393,7 @@ TEST_F(H3VaeTest, RegistryPlacesEveryModelOnItsDevice) {
   const ModelConfig av = GoldenAvConfig();
   ModelConfig demo;
   demo.name = "demo";
-  demo.kind = "demo";
+  demo.kind = models::ModelKind::kDemo;
   auto r = ModelRegistry::Create({av, demo}, "av", torch::Device(torch::kMeta));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)->device(), torch::Device(torch::kMeta));
@@ -420,7 +420,7 @@ TEST_F(H3VaeTest, RegistryBuildsH3KindsFromConfig) {
   const ModelConfig av = GoldenAvConfig();
   ModelConfig audio;
   audio.name = "audio";
-  audio.kind = "h3_audio";
+  audio.kind = models::ModelKind::kH3Audio;
   audio.audio_weights_path = av.audio_weights_path;
   audio.audio_config_path = av.audio_config_path;
   auto r = ModelRegistry::Create({av, audio}, "av");

@@ -29,7 +29,7 @@ constexpr char kZeros[] = "00000000000000000000000000000000000000000000000000000
 ModelConfig Taef2At(const std::string& path) {
   ModelConfig c;
   c.name = "t";
-  c.kind = "taef2";
+  c.kind = models::ModelKind::kTaef2;
   c.weights_path = path;
   return c;
 }
@@ -153,7 +153,7 @@ TEST(VerifyWeightsTest, TheKeyAndSha256sumsMustBothMatch) {
 TEST(VerifyWeightsTest, GeneratedWeightsHaveNoFiles) {
   ModelConfig c;
   c.name = "d";
-  c.kind = "demo";
+  c.kind = models::ModelKind::kDemo;
   Result<WeightsVerification> v = VerifyWeights(c, 0);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->state, kWeightsGenerated);
@@ -181,7 +181,7 @@ TEST(VerifyWeightsTest, AShardedIndexChecksTheIndexAndEveryShard) {
   const std::string index_sha = *Sha256File(index);
   ModelConfig c;
   c.name = "h";
-  c.kind = "h3_video";
+  c.kind = models::ModelKind::kH3Video;
   c.weights_path = index;
   // The index and s1 listed, s2 not: unverified, naming s2.
   dir.Write("SHA256SUMS", index_sha + "  model.safetensors.index.json\n" + kAbc +
@@ -220,7 +220,7 @@ TEST(WeightVerificationRegistryTest, TheRegistryKeepsEachModelsState) {
   ModelConfig real = Taef2At(weights);  // ../shared/data/taef2/SHA256SUMS lists it
   ModelConfig demo;
   demo.name = "d";
-  demo.kind = "demo";
+  demo.kind = models::ModelKind::kDemo;
   Result<std::unique_ptr<ModelRegistry>> r = ModelRegistry::Create({real, demo}, "t");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_NE((*r)->weights_verification("t"), nullptr);
@@ -238,7 +238,7 @@ TEST(WeightVerificationRegistryTest, DigestKeysAreCheckedNamingTheKey) {
 
   ModelConfig h;
   h.name = "h";
-  h.kind = "h3";
+  h.kind = models::ModelKind::kH3;
   h.audio_weights_sha256 = kAbc;
   s = ModelRegistry::Validate({h}, "h");
   EXPECT_THAT(s.message(), HasSubstr("models.entry[0].audio_weights_sha256 is set but "

@@ -58,9 +58,9 @@ struct H3VaeOptions {
   std::optional<VideoVaeOptions> video;
   // Audio decoder; unset for a video-only model.
   std::optional<AudioVaeOptions> audio;
-  // Where both decoders run (RankDevice, device_placement.h);
+  // Where both decoders run (ModelDevice, device_placement.h);
   // video->device is replaced by it.
-  RankDevice device = torch::kCPU;
+  ModelDevice device = torch::kCPU;
 };
 
 class H3Vae final : public VaeModel {

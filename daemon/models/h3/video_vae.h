@@ -96,8 +96,8 @@ struct VideoVaeOptions {
   // `warm_shapes`, engine/warm_up.h, builds them that way before READY).
   size_t plan_cache_capacity = 8;
   int plan_after_sightings = 2;
-  // Where the model runs (RankDevice, device_placement.h).
-  RankDevice device = torch::kCPU;
+  // Where the model runs (ModelDevice, device_placement.h).
+  ModelDevice device = torch::kCPU;
 };
 
 class VideoVae final : public VaeModel {
