@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,8 @@ struct Flags {
 };
 
 // --vae-stack-tiling's values: the config's names, and true / false for on /
-// off.
+// off. For parsing only: on and off have two names each, so NameOf would
+// not give the config's name back (kConfiguredStackTilingNames does).
 constexpr models::NameTable<models::StackTiling, 5> kStackTilingFlagNames = {{
     {models::StackTiling::kAuto, "auto"},
     {models::StackTiling::kOn, "true"},
@@ -168,8 +170,8 @@ Result<models::ModelConfig> ParseModelFlag(const std::string& spec) {
     for (const std::string& k : models::NamesOf(models::kModelKindNames)) {
       known += (known.empty() ? "" : ", ") + k;
     }
-    return InvalidArgument("unknown model kind '" + fields[0] + "' for model '" + m.name +
-                           "' (known: " + known + ")");
+    return InvalidArgument("--model '" + spec + "': unknown model kind '" + fields[0] +
+                           "' for model '" + m.name + "' (known: " + known + ")");
   }
   m.kind = *kind;
   if (fields.size() > 5) {
@@ -295,15 +297,15 @@ Status ApplyModelFlags(const Flags& f, ModelsOptions* o) {
   return Status::Ok();
 }
 
-// The flags given, over the options of the config files.
-Status ApplyFlags(const Flags& f, DaemonOptions* o) {
+// The flags given, over the options of the config files. `sizes_listed`:
+// the --config file lists group.qualified_sizes (which --group-ranks then
+// keeps).
+Status ApplyFlags(const Flags& f, bool sizes_listed, DaemonOptions* o) {
   if (!f.socket.empty()) o->server.socket = f.socket;
   if (f.threads > 0) o->executor.intra_op_threads = f.threads;
   if (f.group_ranks > 0) {
     o->group.ranks = f.group_ranks;
-    if (o->group.qualified_sizes == std::vector<uint32_t>{1}) {
-      o->group.qualified_sizes = engine::DefaultQualifiedSizes(o->group);
-    }
+    if (!sizes_listed) o->group.qualified_sizes = engine::DefaultQualifiedSizes(o->group);
   }
   if (f.group_size > 0) o->group.size = f.group_size;
   if (f.queue_capacity > 0) o->executor.queue_capacity = f.queue_capacity;
@@ -328,16 +330,16 @@ Result<DaemonOptions> ResolveOptions(const Flags& f) {
   // The default before the flags: the --config file's models.default, else
   // its first real entry, else the embedded one.
   std::string file_default = o.models.default_model;
+  std::set<std::string> file_keys;  // the keys the --config file sets
   if (!f.config_path.empty()) {
-    o.models.default_model.clear();  // set again only by a file that names one
-    VAED_ASSIGN_OR_RETURN(o, LoadConfigFile(f.config_path, std::move(o)));
-    if (!o.models.default_model.empty()) {
+    VAED_ASSIGN_OR_RETURN(o, LoadConfigFile(f.config_path, std::move(o), &file_keys));
+    if (file_keys.count("models.default") > 0 && !o.models.default_model.empty()) {
       file_default = o.models.default_model;
     } else if (std::string first = FirstRealModel(o.models.entries); !first.empty()) {
       file_default = first;
     }
   }
-  VAED_RETURN_IF_ERROR(ApplyFlags(f, &o));
+  VAED_RETURN_IF_ERROR(ApplyFlags(f, file_keys.count("group.qualified_sizes") > 0, &o));
   VAED_ASSIGN_OR_RETURN(o.models.default_model, DecideDefaultModel(f, o.models, file_default));
   VAED_RETURN_IF_ERROR(ValidateOptions(o));
   return o;

@@ -29,12 +29,13 @@ kind = "demo"
 seed = 20261130
 )toml";
 
-Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base) {
+Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base,
+                                     std::set<std::string>* keys_set) {
   std::ifstream in(path);
   if (!in) return ErrnoStatus(errno, "reading config file '" + path + "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  VAED_ASSIGN_OR_RETURN(DaemonOptions o, ParseConfigToml(ss.str(), path, std::move(base)));
+  VAED_ASSIGN_OR_RETURN(DaemonOptions o, ParseConfigToml(ss.str(), path, std::move(base), keys_set));
   o.source = path;
   return o;
 }

@@ -16,6 +16,7 @@
 #define VAED_DAEMON_SERVER_CONFIG_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -154,13 +155,19 @@ extern const char* const kDefaultConfigToml;
 // are errors (kInvalidArgument) that name the source and the key, e.g.
 // "vaed.toml: executor.intra_op_threads is 0; must be 1..256",
 // "vaed.toml: group.backend is 'mpi'; must be \"gloo\" or \"nccl\"".
-// Whole-config rules are ValidateOptions' (config.cc).
+// Whole-config rules are ValidateOptions' (config.cc). `keys_set`, when
+// given, receives the dotted keys the text sets ("group.ranks",
+// "models.default"; [[models.entry]] as "models.entry"), so that later
+// sources can tell a value the text chose from one it left as it was.
 Result<DaemonOptions> ParseConfigToml(std::string_view toml, std::string_view source_name,
-                                      DaemonOptions base);
+                                      DaemonOptions base,
+                                      std::set<std::string>* keys_set = nullptr);
 
 // Reads and parses a TOML file on top of `base`; the result's source is
 // `path`. Errors: the file's errno (reading), or ParseConfigToml's.
-Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base);
+// `keys_set`: as ParseConfigToml's.
+Result<DaemonOptions> LoadConfigFile(const std::string& path, DaemonOptions base,
+                                     std::set<std::string>* keys_set = nullptr);
 
 // Checks options however they were set (TOML, flags, code) before anything
 // starts: every key's rule (CheckKeyRules: ranges, allowed strings), then

@@ -423,7 +423,7 @@ std::string FirstBrokenRule(const std::string& prefix, const auto& keys, const a
 }  // namespace
 
 Result<DaemonOptions> ParseConfigToml(std::string_view text, std::string_view source_name,
-                                      DaemonOptions base) {
+                                      DaemonOptions base, std::set<std::string>* keys_set) {
   const std::string source(source_name);
   toml::table root;
   try {
@@ -453,6 +453,14 @@ Result<DaemonOptions> ParseConfigToml(std::string_view text, std::string_view so
     if (!n->is_table()) return At{source, name}.Error("must be a table");
     return ReadTable(At{source, name}, *n->as_table(), keys, &(base.*member));
   }));
+  if (keys_set) {
+    for (const auto& [section, node] : root) {
+      const toml::table* t = node.as_table();
+      for (const auto& [key, value] : t ? *t : toml::table{}) {
+        keys_set->insert(std::string(section.str()) + "." + std::string(key.str()));
+      }
+    }
+  }
   // group.ranks without a list of sizes: the default sizes of its ranks.
   if (const toml::table* group = root["group"].as_table();
       group && group->contains("ranks") && !group->contains("qualified_sizes")) {

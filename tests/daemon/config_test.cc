@@ -325,6 +325,38 @@ TEST(RuntimeConfigTest, RegressionModelFlagsMakeTheFirstRealModelTheDefault) {
   EXPECT_EQ(cli.options.models.default_model, "demo");
 }
 
+// Regression: --group-ranks recomputed the qualified sizes only when the
+// list was still {1}, so with a config file setting group.ranks (whose
+// reader had already derived sizes from it) the flag kept the file's sizes
+// ([group] ranks = 2 + --group-ranks 4 gave [1, 2]; ranks = 4 +
+// --group-ranks 2 failed on size 4), and it overwrote an explicit
+// qualified_sizes = [1]. The flag now derives them unless the file lists
+// group.qualified_sizes.
+TEST(CommandLineTest, RegressionGroupRanksFlagDerivesSizesUnlessTheFileListsThem) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "vaed-group-ranks";
+  std::filesystem::create_directories(dir);
+  auto sizes = [&](const std::string& toml, const std::string& ranks) {
+    std::ofstream(dir / "vaed.toml") << toml;
+    Argv argv({"vaed", "--config", (dir / "vaed.toml").string(), "--group-ranks", ranks});
+    ::testing::internal::CaptureStderr();
+    CommandLine cli =
+        ParseCommandLine(static_cast<int>(argv.pointers.size()), argv.pointers.data());
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(cli.exit_now) << toml << " --group-ranks " << ranks << ": " << err;
+    return cli.options.group.qualified_sizes;
+  };
+  EXPECT_EQ(sizes("[group]\nranks = 2\n", "4"), (std::vector<uint32_t>{1, 2, 4}));
+  EXPECT_EQ(sizes("[group]\nranks = 4\n", "2"), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(sizes("[group]\nqualified_sizes = [1]\n", "4"), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(sizes("[group]\nranks = 2\nqualified_sizes = [1, 2]\n", "4"),
+            (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(sizes("[group]\nranks = 2\nworld_nodes = 2\nstore_address = \"127.0.0.1:1\"\n",
+                  "4"),
+            (std::vector<uint32_t>{1, 2, 4, 8}));
+  EXPECT_EQ(sizes("[executor]\nintra_op_threads = 1\n", "4"), (std::vector<uint32_t>{1, 2, 4}));
+  std::filesystem::remove_all(dir);
+}
+
 // Regression: usage errors exited with CLI11's own codes
 // (105 for `--config /nonexistent`, 109 for an unknown flag), which the
 // docs did not list; an invalid config exits 2, and so does every usage
@@ -411,8 +443,8 @@ TEST(CommandLineTest, ModelFlagRejectsUnknownKindListingKnownKinds) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_TRUE(cli.exit_now);
   EXPECT_EQ(cli.exit_code, 2);
-  EXPECT_EQ(err, "vaed: unknown model kind 'x' for model 'y' (known: taef2, demo, h3_video, "
-                 "h3_audio, h3)\n");
+  EXPECT_EQ(err, "vaed: --model 'y=x': unknown model kind 'x' for model 'y' (known: taef2, "
+                 "demo, h3_video, h3_audio, h3)\n");
 }
 
 // [metrics] and log.format: defaults, TOML keys, validation naming the key,
