@@ -141,13 +141,29 @@ const char* GateTaskName(GateTask task) {
   return "?";
 }
 
+// Every gate by name: the one table --gate is checked and resolved against.
+struct NamedGate {
+  const char* name;
+  const std::vector<GateCell>& (*cells)();
+};
+const std::vector<NamedGate>& Gates() {
+  static const std::vector<NamedGate> kGates = {{"h3", &H3Cells}};
+  return kGates;
+}
+
 const std::vector<std::string>& GateNames() {
-  static const std::vector<std::string> kNames = {"h3"};
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const NamedGate& g : Gates()) names.emplace_back(g.name);
+    return names;
+  }();
   return kNames;
 }
 
 const std::vector<GateCell>* FindGateCells(const std::string& name) {
-  if (name == "h3") return &H3Cells();
+  for (const NamedGate& g : Gates()) {
+    if (name == g.name) return &g.cells();
+  }
   return nullptr;
 }
 

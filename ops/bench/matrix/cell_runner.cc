@@ -83,7 +83,7 @@ void CellRunner::AddModes(const v1::DecodeReply& plan) {
   // Eager first: its first output is the reference for every mode.
   std::vector<std::string> order = o_.modes;
   std::stable_partition(order.begin(), order.end(),
-                        [](const std::string& m) { return m == "eager"; });
+                        [](const std::string& m) { return IsBaselineMode(m); });
   // Each mode at each group size, the baseline size first: eager at it
   // is the byte reference.
   std::vector<uint32_t> sizes = o_.group_sizes;
@@ -184,7 +184,7 @@ void CellRunner::CompareOutput(ModeResult* m, Phase phase) {
     const uint64_t diff = CountDifferingBytes(out, reference_.data(), n);
     m->max_bytes_differing = std::max(m->max_bytes_differing, diff);
     ++m->runs_compared;
-  } else if (std::string(m->spec->name) == "eager" && phase == Phase::kFirst) {
+  } else if (m->spec->baseline && phase == Phase::kFirst) {
     reference_.assign(out, out + n);
   }
 }
@@ -237,7 +237,7 @@ void CellRunner::Summarize() {
     const ModeResult* baseline = nullptr;
     for (const ModeResult& other : cell_->modes) {
       if (!other.measured()) continue;
-      if (std::string(other.spec->name) == "eager" && other.group_size == m.group_size) {
+      if (other.spec->baseline && other.group_size == m.group_size) {
         eager = &other;
       }
       if (!o_.group_sizes.empty() && other.spec == m.spec &&

@@ -171,7 +171,7 @@ class GateCellRun {
     OutputComparison c;
     c.video_bytes = video_out_->size();
     c.audio_bytes = audio_out_ ? audio_out_->size() : 0;
-    if (std::string(m.name) == "eager" && !have_reference_) {
+    if (m.baseline && !have_reference_) {
       video_reference_.assign(video_out_->data(), video_out_->data() + video_out_->size());
       if (audio_out_) {
         audio_reference_.assign(audio_out_->data(), audio_out_->data() + audio_out_->size());
@@ -254,7 +254,7 @@ std::vector<const ModeSpec*> GateModes(const MatrixOptions& o) {
   std::vector<const ModeSpec*> modes;
   for (const std::string& name : o.modes) modes.push_back(FindMode(name));
   std::stable_partition(modes.begin(), modes.end(),
-                        [](const ModeSpec* m) { return std::string(m->name) == "eager"; });
+                        [](const ModeSpec* m) { return m->baseline; });
   return modes;
 }
 

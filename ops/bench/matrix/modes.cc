@@ -5,7 +5,8 @@ namespace vaed::bench {
 const std::vector<ModeSpec>& KnownModes() {
   static const std::vector<ModeSpec> kModes = {
       {"eager", "safe", client::StackTiling::kOff, client::Compile::kOff,
-       "profile safe, stack_tiling OFF, compile OFF: eager sequential tiles (the baseline)"},
+       "profile safe, stack_tiling OFF, compile OFF: eager sequential tiles (the baseline)",
+       /*baseline=*/true},
       {"stacked", "diagnostic", client::StackTiling::kOn, client::Compile::kOff,
        "profile diagnostic, stack_tiling ON, compile OFF"},
       {"compiled", "optimized", client::StackTiling::kOff, client::Compile::kOn,
@@ -23,6 +24,11 @@ const ModeSpec* FindMode(const std::string& name) {
     if (name == m.name) return &m;
   }
   return nullptr;
+}
+
+bool IsBaselineMode(const std::string& name) {
+  const ModeSpec* m = FindMode(name);
+  return m != nullptr && m->baseline;
 }
 
 std::vector<std::string> KnownModeNames() {

@@ -21,6 +21,9 @@ struct ModeSpec {
   client::StackTiling stack_tiling;
   client::Compile compile;
   const char* summary;  // one line for --help
+  // The byte reference every other mode is compared with (eager); exactly
+  // one mode is.
+  bool baseline = false;
 };
 
 // Every mode, eager (the baseline) first. The table lives as long as the
@@ -29,6 +32,9 @@ const std::vector<ModeSpec>& KnownModes();
 
 // The mode called `name`, or nullptr when there is none.
 const ModeSpec* FindMode(const std::string& name);
+
+// Whether `name` is the baseline mode's name (false for an unknown name).
+bool IsBaselineMode(const std::string& name);
 
 // The names of KnownModes(), in order.
 std::vector<std::string> KnownModeNames();

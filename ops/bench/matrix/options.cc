@@ -249,7 +249,7 @@ Status ValidateGateOptions(const MatrixOptions& o) {
   if (o.dtypes.size() != 1) {
     return InvalidArgument("--gate runs one compute dtype; run it once per dtype");
   }
-  if (std::find(o.modes.begin(), o.modes.end(), "eager") == o.modes.end()) {
+  if (std::none_of(o.modes.begin(), o.modes.end(), IsBaselineMode)) {
     return InvalidArgument("--gate needs eager among --modes (the byte reference)");
   }
   if (o.gate_scale < 1) return InvalidArgument("--gate-scale must be >= 1");

@@ -87,7 +87,7 @@ void PrintModeTable(const MatrixOptions& o, const CellResult& cell, std::ostream
     }
     std::string first = OrDash(m.first_request_s, 3) + (m.first_request_warm ? " (warm)" : "");
     std::string speed = "-";
-    if (std::string(m.spec->name) == "eager") {
+    if (m.spec->baseline) {
       speed = "baseline";
     } else if (m.vae_speedup) {
       speed = FormatSpeedup(*m.vae_speedup);
@@ -129,7 +129,7 @@ void PrintAmdahl(const MatrixOptions& o, const CellResult& cell, std::ostream& o
   bool any = false;
   ops::TextTable a({"mode", "vae speedup", "vae share", "end-to-end"}, {false, true, true, false});
   for (const ModeResult& m : cell.modes) {
-    if (!m.vae_speedup || std::string(m.spec->name) == "eager") continue;
+    if (!m.vae_speedup || m.spec->baseline) continue;
     for (double s : o.vae_shares) {
       any = true;
       a.AddRow({m.name(), FormatFixed(*m.vae_speedup, 3), FormatFixed(s, 2),

@@ -33,7 +33,7 @@ double EndToEndSpeedup(double vae_share, double vae_speedup) {
 }
 
 bool IsReference(const MatrixOptions& o, const ModeResult& m) {
-  return std::string(m.spec->name) == "eager" &&
+  return m.spec->baseline &&
          m.group_size == (o.group_sizes.empty() ? 0 : o.group_sizes.front());
 }
 
