@@ -279,7 +279,7 @@ void InitGlobal() {
 
   vaed::models::ModelConfig demo;
   demo.name = "demo";
-  demo.kind = models::ModelKind::kDemo;
+  demo.kind = vaed::models::ModelKind::kDemo;
   auto registry = vaed::models::ModelRegistry::Create({demo}, "demo");
   if (!registry.ok()) {
     std::fprintf(stderr, "vaed-fuzz: demo model: %s\n", registry.status().ToString().c_str());
