@@ -279,6 +279,43 @@ Result<std::vector<WarmShape>> WarmShapesOf(const ModelConfig& c, size_t index) 
   return out;
 }
 
+// The model of entry `c` on `device`, built by its kind's factory.
+Result<std::unique_ptr<VaeModel>> BuildModel(const ModelConfig& c, const torch::Device& device) {
+  switch (c.kind) {
+    case ModelKind::kTaef2: {
+      Taef2Options options;
+      options.name = c.name;
+      options.weights_path = c.weights_path;
+      options.frame_batch = c.frame_batch.value_or(kDefaultFrameBatch);
+      options.device = device;
+      VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model, Taef2Decoder::Create(options));
+      return std::unique_ptr<VaeModel>(std::move(model));
+    }
+    case ModelKind::kDemo: {
+      VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model,
+                            Taef2Decoder::CreateDemo(c.name, c.seed.value_or(0), device));
+      return std::unique_ptr<VaeModel>(std::move(model));
+    }
+    case ModelKind::kH3Video: {
+      VAED_ASSIGN_OR_RETURN(std::unique_ptr<h3::VideoVae> model,
+                            h3::VideoVae::Create(VideoOptionsOf(c, device)));
+      return std::unique_ptr<VaeModel>(std::move(model));
+    }
+    case ModelKind::kH3:
+    case ModelKind::kH3Audio: {
+      h3::H3VaeOptions options;
+      options.name = c.name;
+      options.device = device;
+      if (c.kind == ModelKind::kH3) options.video = VideoOptionsOf(c, device);
+      options.audio = h3::AudioVaeOptions{c.audio_config_path, c.audio_weights_path,
+                                          c.seed.value_or(0)};
+      VAED_ASSIGN_OR_RETURN(std::unique_ptr<h3::H3Vae> model, h3::H3Vae::Create(options));
+      return std::unique_ptr<VaeModel>(std::move(model));
+    }
+  }
+  return InvalidArgument("model '" + c.name + "' has no kind");
+}
+
 }  // namespace
 
 ModelRegistry::ModelRegistry(std::vector<std::unique_ptr<VaeModel>> models,
@@ -328,32 +365,8 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::Create(
     VAED_ASSIGN_OR_RETURN(verifications, VerifyAll(configs));
   }
   for (const ModelConfig& c : configs) {
-    if (c.kind == ModelKind::kTaef2) {
-      Taef2Options options;
-      options.name = c.name;
-      options.weights_path = c.weights_path;
-      options.frame_batch = c.frame_batch.value_or(kDefaultFrameBatch);
-      options.device = device;
-      VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model, Taef2Decoder::Create(options));
-      models.push_back(std::move(model));
-    } else if (c.kind == ModelKind::kH3Video) {
-      const h3::VideoVaeOptions options = VideoOptionsOf(c, device);
-      VAED_ASSIGN_OR_RETURN(std::unique_ptr<h3::VideoVae> model, h3::VideoVae::Create(options));
-      models.push_back(std::move(model));
-    } else if (c.kind == ModelKind::kH3 || c.kind == ModelKind::kH3Audio) {
-      h3::H3VaeOptions options;
-      options.name = c.name;
-      options.device = device;
-      if (c.kind == ModelKind::kH3) options.video = VideoOptionsOf(c, device);
-      options.audio = h3::AudioVaeOptions{c.audio_config_path, c.audio_weights_path,
-                                          c.seed.value_or(0)};
-      VAED_ASSIGN_OR_RETURN(std::unique_ptr<h3::H3Vae> model, h3::H3Vae::Create(options));
-      models.push_back(std::move(model));
-    } else {
-      VAED_ASSIGN_OR_RETURN(std::unique_ptr<Taef2Decoder> model,
-                            Taef2Decoder::CreateDemo(c.name, c.seed.value_or(0), device));
-      models.push_back(std::move(model));
-    }
+    VAED_ASSIGN_OR_RETURN(std::unique_ptr<VaeModel> model, BuildModel(c, device));
+    models.push_back(std::move(model));
   }
   return std::unique_ptr<ModelRegistry>(
       new ModelRegistry(std::move(models), std::move(default_model), std::move(warm_shapes),
