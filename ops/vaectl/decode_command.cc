@@ -121,7 +121,7 @@ Status CheckDecodeFlags(const DecodeCommandOptions& options) {
                            " names the WAV of the decoded audio, and this decode has no audio "
                            "latent: give --audio-latent FILE or --random-audio-latent C,32,T");
   }
-  const std::string format = NameOf(VideoFileFormatNames(), options.format);
+  const std::string format = ops::NameOf(VideoFileFormatNames(), options.format);
   if (options.no_stream && options.format != VideoFileFormat::kMp4) {
     return InvalidArgument(
         "--no-stream applies to --format mp4 (whose frames are otherwise "

@@ -95,7 +95,7 @@ nlohmann::json ReplyJson(const DecodeReport& report) {
       {"nonfinite_outputs", r.nonfinite_outputs()},
       {"peak_rss_bytes", r.peak_rss_bytes()},
       {"tiling", r.has_tiling() ? TilingJson(r.tiling()) : nlohmann::json(nullptr)},
-      {"format", NameOf(VideoFileFormatNames(), report.format)},
+      {"format", ops::NameOf(VideoFileFormatNames(), report.format)},
       {"outputs", report.outputs},
       {"original_key", StringOrNull(q.original_key)},
       {"reference_key", StringOrNull(q.reference_key)},
@@ -178,7 +178,7 @@ nlohmann::json AudioJson(const AudioReport& a, const v1::AudioInfo& info) {
                               : nlohmann::json(a.quality.values_compared)},
       {"reference_key", StringOrNull(a.quality.reference_key)},
       {"wav", StringOrNull(a.wav)},
-      {"wav_format", NameOf(WavSampleFormatNames(), a.wav_format)},
+      {"wav_format", ops::NameOf(WavSampleFormatNames(), a.wav_format)},
   };
   if (info.has_sanity()) {
     const v1::OutputSanity& sanity = info.sanity();

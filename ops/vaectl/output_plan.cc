@@ -24,16 +24,16 @@ std::string InDirectory(const std::string& dir, const std::string& file) {
 
 }  // namespace
 
-const EnumNames<VideoFileFormat>& VideoFileFormatNames() {
-  static const EnumNames<VideoFileFormat> kNames = {{"png", VideoFileFormat::kPng},
+const ops::EnumNames<VideoFileFormat>& VideoFileFormatNames() {
+  static const ops::EnumNames<VideoFileFormat> kNames = {{"png", VideoFileFormat::kPng},
                                                     {"mp4", VideoFileFormat::kMp4},
                                                     {"raw", VideoFileFormat::kRaw},
                                                     {"none", VideoFileFormat::kNone}};
   return kNames;
 }
 
-const EnumNames<ops::WavSampleFormat>& WavSampleFormatNames() {
-  static const EnumNames<ops::WavSampleFormat> kNames = {
+const ops::EnumNames<ops::WavSampleFormat>& WavSampleFormatNames() {
+  static const ops::EnumNames<ops::WavSampleFormat> kNames = {
       {"pcm16", ops::WavSampleFormat::kPcm16}, {"float32", ops::WavSampleFormat::kFloat32}};
   return kNames;
 }

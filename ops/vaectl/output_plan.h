@@ -18,20 +18,15 @@
 
 namespace vaed::vaectl {
 
-// vaectl's name tables use the ops tools' shared helpers.
-using ops::EnumNames;
-using ops::FromName;
-using ops::NameOf;
-
 // `vaectl decode --format`: what is written of the video (kNone: nothing,
 // and no WAV unless --audio-out names one).
 enum class VideoFileFormat { kPng, kMp4, kRaw, kNone };
 // The names of --format: png, mp4, raw, none (also the report's "format").
-const EnumNames<VideoFileFormat>& VideoFileFormatNames();
+const ops::EnumNames<VideoFileFormat>& VideoFileFormatNames();
 
 // `vaectl decode --wav-format`: pcm16, float32 (also the report's
 // "wav_format").
-const EnumNames<ops::WavSampleFormat>& WavSampleFormatNames();
+const ops::EnumNames<ops::WavSampleFormat>& WavSampleFormatNames();
 
 // The outputs PlanOutput resolves --format to.
 enum class OutputKind { kPngSequence, kPngImage, kMp4, kRaw, kNone };

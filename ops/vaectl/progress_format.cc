@@ -33,8 +33,8 @@ int Percent(const v1::Progress& p) {
 
 }  // namespace
 
-const EnumNames<ProgressChoice>& ProgressChoiceNames() {
-  static const EnumNames<ProgressChoice> kNames = {{"auto", ProgressChoice::kAuto},
+const ops::EnumNames<ProgressChoice>& ProgressChoiceNames() {
+  static const ops::EnumNames<ProgressChoice> kNames = {{"auto", ProgressChoice::kAuto},
                                                    {"bar", ProgressChoice::kBar},
                                                    {"lines", ProgressChoice::kLines},
                                                    {"none", ProgressChoice::kNone}};

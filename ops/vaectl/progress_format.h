@@ -12,18 +12,13 @@
 
 namespace vaed::vaectl {
 
-// vaectl's name tables use the ops tools' shared helpers.
-using ops::EnumNames;
-using ops::FromName;
-using ops::NameOf;
-
 // `vaectl decode --progress`: how Progress messages are shown (on stderr).
 enum class ProgressMode { kNone, kBar, kLines };
 // What --progress asks for: kAuto (a bar when stderr is a terminal and the
 // report is not --json, else none) or one ProgressMode.
 enum class ProgressChoice { kAuto, kBar, kLines, kNone };
 // The names of --progress: auto, bar, lines, none.
-const EnumNames<ProgressChoice>& ProgressChoiceNames();
+const ops::EnumNames<ProgressChoice>& ProgressChoiceNames();
 // The mode `choice` means where stderr is (not) a terminal and the report is
 // (not) --json.
 ProgressMode ResolveProgressMode(ProgressChoice choice, bool stderr_is_tty, bool json);

@@ -86,7 +86,7 @@ TEST(PlanOutputTest, NoneWritesNothingAndUnknownFormatFails) {
   ASSERT_TRUE(w.ok());
   EXPECT_TRUE(w->empty());
   // --format parses names at the flag; "gif" is not one of them.
-  EXPECT_FALSE(FromName(VideoFileFormatNames(), "gif").has_value());
+  EXPECT_FALSE(ops::FromName(VideoFileFormatNames(), "gif").has_value());
 }
 
 TEST(CheckOutputToolsTest, PngAndMp4NeedFfmpegRawDoesNot) {
@@ -143,7 +143,7 @@ TEST(PlanAudioOutputTest, WavOfAPngDirectoryIsNamedAfterTheAudioLatent) {
 TEST(PlanAudioOutputTest, AudioOnlyDefaultsToTheAudioStemWhateverTheVideoFormat) {
   for (VideoFileFormat format :
        {VideoFileFormat::kPng, VideoFileFormat::kMp4, VideoFileFormat::kRaw}) {
-    const std::string name = NameOf(VideoFileFormatNames(), format);
+    const std::string name = ops::NameOf(VideoFileFormatNames(), format);
     auto p = PlanAudio(format, "", "", /*frames=*/0);
     ASSERT_TRUE(p.ok()) << name;
     EXPECT_EQ(p->kind, OutputKind::kNone) << name;
@@ -187,9 +187,9 @@ TEST(PlanAudioOutputTest, WavThatWouldOverwriteTheVideoIsRejected) {
 // --wav-format's names (the flag's error for "mp3" is checked in
 // vaectl_cli_test.cc).
 TEST(WavSampleFormatNamesTest, KnowsPcm16AndFloat32Only) {
-  EXPECT_EQ(FromName(WavSampleFormatNames(), "pcm16").value(), ops::WavSampleFormat::kPcm16);
-  EXPECT_EQ(FromName(WavSampleFormatNames(), "float32").value(), ops::WavSampleFormat::kFloat32);
-  EXPECT_FALSE(FromName(WavSampleFormatNames(), "mp3").has_value());
+  EXPECT_EQ(ops::FromName(WavSampleFormatNames(), "pcm16").value(), ops::WavSampleFormat::kPcm16);
+  EXPECT_EQ(ops::FromName(WavSampleFormatNames(), "float32").value(), ops::WavSampleFormat::kFloat32);
+  EXPECT_FALSE(ops::FromName(WavSampleFormatNames(), "mp3").has_value());
 }
 
 // Stereo test audio: a ramp on the left, its negation on the right.

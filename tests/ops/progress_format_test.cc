@@ -23,7 +23,7 @@ v1::Progress VideoWindow(uint32_t done, uint32_t total, double fraction) {
 
 // The mode `--progress name` means (the name parsed as the flag parses it).
 ProgressMode Mode(const std::string& name, bool stderr_is_tty, bool json) {
-  return ResolveProgressMode(FromName(ProgressChoiceNames(), name).value(), stderr_is_tty, json);
+  return ResolveProgressMode(ops::FromName(ProgressChoiceNames(), name).value(), stderr_is_tty, json);
 }
 
 TEST(ResolveProgressModeTest, AutoIsABarOnlyOnATerminalWithoutJson) {
@@ -37,7 +37,7 @@ TEST(ResolveProgressModeTest, AutoIsABarOnlyOnATerminalWithoutJson) {
 
 // The flag's error for "fancy" is checked in vaectl_cli_test.cc.
 TEST(ProgressChoiceNamesTest, KnowsNoOtherModes) {
-  EXPECT_FALSE(FromName(ProgressChoiceNames(), "fancy").has_value());
+  EXPECT_FALSE(ops::FromName(ProgressChoiceNames(), "fancy").has_value());
 }
 
 TEST(FormatProgressLineTest, NamesStageUnitTilesAndTimes) {
