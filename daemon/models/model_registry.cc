@@ -17,13 +17,6 @@ constexpr int64_t kDefaultFrameBatch = 4;
 
 std::string KindName(ModelKind kind) { return std::string(NameOf(kModelKindNames, kind)); }
 
-// "taef2, demo, h3_video, h3_audio, h3".
-std::string KnownKinds() {
-  std::string s;
-  for (const auto& [kind, name] : kModelKindNames) s += (s.empty() ? "" : ", ") + std::string(name);
-  return s;
-}
-
 // Which [[models.entry]] keys a kind takes.
 struct KindKeys {
   bool video_weights;      // `weights` / `config` (video or image decoder)
@@ -226,7 +219,7 @@ Status ValidateEntry(const ModelConfig& c, const std::string& where) {
 Status ValidateConfig(const std::vector<ModelConfig>& configs, const std::string& default_model) {
   if (configs.empty()) {
     return InvalidArgument("models: no model is configured; add at least one (kinds: " +
-                           KnownKinds() + ")");
+                           JoinedNames(kModelKindNames) + ")");
   }
   std::set<std::string> seen;
   std::vector<std::string> names;

@@ -62,6 +62,18 @@ std::vector<std::string> NamesOf(const NameTable<E, N>& table) {
   return names;
 }
 
+// The names of `table` joined with ", " ("taef2, demo, h3_video"), for
+// messages that list what is allowed.
+template <typename E, size_t N>
+std::string JoinedNames(const NameTable<E, N>& table) {
+  std::string joined;
+  for (const EnumName<E>& e : table) {
+    if (!joined.empty()) joined += ", ";
+    joined += e.name;
+  }
+  return joined;
+}
+
 }  // namespace vaed::models
 
 #endif  // VAED_DAEMON_MODELS_NAMED_ENUM_H_

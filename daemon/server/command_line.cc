@@ -166,12 +166,9 @@ Result<models::ModelConfig> ParseModelFlag(const std::string& spec) {
   if (fields[0].empty()) return InvalidArgument("--model '" + spec + "' has an empty KIND");
   const std::optional<models::ModelKind> kind = models::ParseName(models::kModelKindNames, fields[0]);
   if (!kind) {
-    std::string known;
-    for (const std::string& k : models::NamesOf(models::kModelKindNames)) {
-      known += (known.empty() ? "" : ", ") + k;
-    }
     return InvalidArgument("--model '" + spec + "': unknown model kind '" + fields[0] +
-                           "' for model '" + m.name + "' (known: " + known + ")");
+                           "' for model '" + m.name +
+                           "' (known: " + models::JoinedNames(models::kModelKindNames) + ")");
   }
   m.kind = *kind;
   if (fields.size() > 5) {

@@ -28,7 +28,7 @@ Status ResolveProfile(const models::ModelInfo& model, const v1::DecodeOptions& r
     out->profile = *named;
   } else {
     return InvalidArgument("options.profile '" + requested.profile() +
-                           "' is unknown (profiles: " + JoinProfiles(KnownProfiles()) + ")");
+                           "' is unknown (profiles: " + models::JoinedNames(kProfileNames) + ")");
   }
   if (!Contains(policy.allowed, out->profile)) {
     return InvalidArgument("options.profile '" + ProfileName(out->profile) +

@@ -5,12 +5,6 @@
 
 namespace vaed::server {
 
-std::vector<Profile> KnownProfiles() {
-  std::vector<Profile> all;
-  for (const auto& [profile, name] : kProfileNames) all.push_back(profile);
-  return all;
-}
-
 std::string JoinProfiles(const std::vector<Profile>& profiles) {
   std::string s;
   for (Profile p : profiles) s += (s.empty() ? "" : ", ") + ProfileName(p);
@@ -20,7 +14,7 @@ std::string JoinProfiles(const std::vector<Profile>& profiles) {
 Status ValidateProfileOptions(const ProfileOptions& o) {
   if (o.allowed.empty()) {
     return InvalidArgument("profiles.allowed is empty; allow at least one of " +
-                           JoinProfiles(KnownProfiles()));
+                           models::JoinedNames(kProfileNames));
   }
   std::set<Profile> seen;
   for (Profile p : o.allowed) {

@@ -44,9 +44,6 @@ Status ValidateProfileOptions(const ProfileOptions& options);
 // "safe, optimized" (for messages).
 std::string JoinProfiles(const std::vector<Profile>& profiles);
 
-// Every profile, in documentation order.
-std::vector<Profile> KnownProfiles();
-
 }  // namespace vaed::server
 
 #endif  // VAED_DAEMON_SERVER_PROFILE_OPTIONS_H_
