@@ -61,30 +61,36 @@ vaed::client::TensorView ToView(const vaed_tensor& t) {
           std::vector<int64_t>(t.shape, t.shape + t.ndim)};
 }
 
+// The first VAED_MAX_DIMS dimensions of `from`; returns how many.
+int32_t CopyShape(const std::vector<int64_t>& from, int64_t (&to)[VAED_MAX_DIMS]) {
+  const int n = std::min(static_cast<int>(from.size()), VAED_MAX_DIMS);
+  for (int i = 0; i < n; ++i) to[i] = from[i];
+  return n;
+}
+
 // The fields vaed_decode_result (frozen) and vaed_reply share, by name:
 // output geometry, warm/demo flags and the timings.
 template <typename Out>
-void FillCommon(const vaed::v1::DecodeReply& r, Out* out) {
-  out->output_ndim = std::min(r.output_shape_size(), VAED_MAX_DIMS);
-  for (int i = 0; i < out->output_ndim; ++i) out->output_shape[i] = r.output_shape(i);
-  out->output_dtype = r.output_dtype();
-  out->output_bytes = r.output_bytes();
-  out->frames = r.frames();
-  out->height_px = r.height_px();
-  out->width_px = r.width_px();
-  out->warm = r.warm() ? 1 : 0;
-  out->demo_weights = r.demo_weights() ? 1 : 0;
-  out->num_timings = std::min(r.timings_size(), VAED_MAX_TIMINGS);
+void FillCommon(const vaed::client::DecodeReply& r, Out* out) {
+  out->output_ndim = CopyShape(r.output_shape, out->output_shape);
+  out->output_dtype = static_cast<int32_t>(r.output_dtype);
+  out->output_bytes = r.output_bytes;
+  out->frames = r.frames;
+  out->height_px = r.height_px;
+  out->width_px = r.width_px;
+  out->warm = r.warm ? 1 : 0;
+  out->demo_weights = r.demo_weights ? 1 : 0;
+  out->num_timings = std::min(static_cast<int>(r.timings.size()), VAED_MAX_TIMINGS);
   for (int i = 0; i < out->num_timings; ++i) {
-    const std::string& name = r.timings(i).component();
+    const std::string& name = r.timings[i].component;
     const size_t n = std::min(name.size(), sizeof(out->timings[i].component) - 1);
     std::memcpy(out->timings[i].component, name.data(), n);
     out->timings[i].component[n] = '\0';
-    out->timings[i].seconds = r.timings(i).seconds();
+    out->timings[i].seconds = r.timings[i].seconds;
   }
 }
 
-void FillResult(const vaed::v1::DecodeReply& r, vaed_decode_result* out) {
+void FillResult(const vaed::client::DecodeReply& r, vaed_decode_result* out) {
   if (!out) return;
   std::memset(out, 0, sizeof(*out));
   FillCommon(r, out);
@@ -184,58 +190,53 @@ void CopyString(const std::string& from, char (&to)[N]) {
   to[n] = '\0';
 }
 
-template <typename Repeated>
-int32_t CopyShape(const Repeated& from, int64_t (&to)[VAED_MAX_DIMS]) {
-  const int n = std::min(static_cast<int>(from.size()), VAED_MAX_DIMS);
-  for (int i = 0; i < n; ++i) to[i] = from.Get(i);
-  return n;
-}
-
-void FillReply(const vaed::v1::DecodeReply& r, vaed_reply* out) {
+void FillReply(const vaed::client::DecodeReply& r, vaed_reply* out) {
   std::memset(out, 0, sizeof(*out));
   out->struct_size = sizeof(*out);
   FillCommon(r, out);
-  out->planned_only = r.planned_only() ? 1 : 0;
-  out->independent_lengths = r.independent_lengths() ? 1 : 0;
-  out->nonfinite_outputs = r.nonfinite_outputs();
-  out->fps = r.fps();
-  out->video_seconds = r.video_seconds();
-  out->expected_audio_latent_frames = r.expected_audio_latent_frames();
-  if (r.has_audio()) {
-    const vaed::v1::AudioInfo& a = r.audio();
+  out->planned_only = r.planned_only ? 1 : 0;
+  out->independent_lengths = r.independent_lengths ? 1 : 0;
+  out->nonfinite_outputs = r.nonfinite_outputs;
+  out->fps = r.fps;
+  out->video_seconds = r.video_seconds;
+  out->expected_audio_latent_frames = r.expected_audio_latent_frames;
+  if (r.audio) {
+    const vaed::client::AudioInfo& a = *r.audio;
+    const vaed::client::OutputSanity sanity = a.sanity.value_or(vaed::client::OutputSanity{});
     out->has_audio = 1;
-    out->audio_output_ndim = CopyShape(a.output_shape(), out->audio_output_shape);
-    out->audio_output_bytes = a.output_bytes();
-    out->audio_channels = a.channels();
-    out->audio_sample_rate_hz = a.sample_rate_hz();
-    out->audio_latent_frames = a.latent_frames();
-    out->audio_samples = a.samples();
-    out->audio_seconds = a.seconds();
-    out->audio_nonfinite = a.sanity().nonfinite();
-    out->audio_constant = a.sanity().constant() ? 1 : 0;
-    out->audio_rms = a.sanity().rms();
-    out->audio_peak_abs = a.sanity().peak_abs();
-    out->audio_clipped_fraction = a.sanity().clipped_fraction();
+    out->audio_output_ndim = CopyShape(a.output_shape, out->audio_output_shape);
+    out->audio_output_bytes = a.output_bytes;
+    out->audio_channels = a.channels;
+    out->audio_sample_rate_hz = a.sample_rate_hz;
+    out->audio_latent_frames = a.latent_frames;
+    out->audio_samples = a.samples;
+    out->audio_seconds = a.seconds;
+    out->audio_nonfinite = sanity.nonfinite;
+    out->audio_constant = sanity.constant ? 1 : 0;
+    out->audio_rms = sanity.rms;
+    out->audio_peak_abs = sanity.peak_abs;
+    out->audio_clipped_fraction = sanity.clipped_fraction;
   }
-  CopyString(r.model(), out->model);
-  CopyString(r.profile(), out->profile);
-  CopyString(r.compile_decision(), out->compile_decision);
-  CopyString(r.has_tiling() && !r.tiling().stack_decision().empty() ? r.tiling().stack_decision()
-                                                                    : r.stack_decision(),
+  CopyString(r.model, out->model);
+  CopyString(r.profile, out->profile);
+  CopyString(r.compile_decision, out->compile_decision);
+  const vaed::client::TilingInfo tiling = r.tiling.value_or(vaed::client::TilingInfo{});
+  CopyString(r.tiling && !tiling.stack_decision.empty() ? tiling.stack_decision : r.stack_decision,
              out->stack_decision);
-  out->tile_rows = r.tiling().tile_rows();
-  out->tile_cols = r.tiling().tile_cols();
-  out->windows = r.tiling().windows();
-  out->decoder_calls = r.tiling().decoder_calls();
-  out->group_size = r.group().size();
-  out->group_ranks = static_cast<uint32_t>(r.group().ranks_size());
-  out->group_imbalance = r.group().imbalance();
-  CopyString(r.group().name(), out->group_name);
-  CopyString(r.group().fallback(), out->group_fallback);
-  out->peak_rss_bytes = r.peak_rss_bytes();
-  out->peak_device_bytes = r.peak_device_bytes();
-  out->host_copy_bytes = r.host_copy_bytes();
-  out->host_copies = r.host_copies();
+  out->tile_rows = tiling.tile_rows;
+  out->tile_cols = tiling.tile_cols;
+  out->windows = tiling.windows;
+  out->decoder_calls = tiling.decoder_calls;
+  const vaed::client::GroupReport group = r.group.value_or(vaed::client::GroupReport{});
+  out->group_size = group.size;
+  out->group_ranks = static_cast<uint32_t>(group.ranks.size());
+  out->group_imbalance = group.imbalance;
+  CopyString(group.name, out->group_name);
+  CopyString(group.fallback, out->group_fallback);
+  out->peak_rss_bytes = r.peak_rss_bytes;
+  out->peak_device_bytes = r.peak_device_bytes;
+  out->host_copy_bytes = r.host_copy_bytes;
+  out->host_copies = r.host_copies;
 }
 
 vaed::Status CheckEnum(const char* field, int32_t value, int32_t max, const char* names) {
@@ -309,34 +310,35 @@ vaed::Status ToDecodeRequest(const vaed_request& c, bool decode, vaed::client::D
                           : vaed::client::LatentSpace::kNormalized;
   req->cuda_stream = c.cuda_stream;
   if (decode && c.progress) {
-    req->progress = [fn = c.progress, user = c.progress_user_data](const vaed::v1::Progress& p) {
+    req->progress = [fn = c.progress,
+                     user = c.progress_user_data](const vaed::client::Progress& p) {
       vaed_progress e;
       std::memset(&e, 0, sizeof(e));
       e.struct_size = sizeof(e);
-      e.done = p.done();
-      e.total = p.total();
-      e.tiles_done = p.tiles_done();
-      e.tiles_total = p.tiles_total();
-      CopyString(p.stage(), e.stage);
-      CopyString(p.unit(), e.unit);
-      e.fraction = p.fraction();
-      e.elapsed_seconds = p.elapsed_seconds();
-      e.eta_seconds = p.eta_seconds();
+      e.done = p.done;
+      e.total = p.total;
+      e.tiles_done = p.tiles_done;
+      e.tiles_total = p.tiles_total;
+      CopyString(p.stage, e.stage);
+      CopyString(p.unit, e.unit);
+      e.fraction = p.fraction;
+      e.elapsed_seconds = p.elapsed_seconds;
+      e.eta_seconds = p.eta_seconds;
       fn(&e, user);
     };
   }
   if (decode && c.final_range) {
     req->final_range = [fn = c.final_range,
-                        user = c.final_range_user_data](const vaed::v1::FinalRange& r) {
+                        user = c.final_range_user_data](const vaed::client::FinalRange& r) {
       vaed_final_range e;
       std::memset(&e, 0, sizeof(e));
       e.struct_size = sizeof(e);
       // Valid during the call only (vaed_c.h): `r` outlives it.
-      e.stage = r.stage().c_str();
-      e.unit = r.unit().c_str();
-      e.begin = r.begin();
-      e.end = r.end();
-      e.total = r.total();
+      e.stage = r.stage.c_str();
+      e.unit = r.unit.c_str();
+      e.begin = r.begin;
+      e.end = r.end;
+      e.total = r.total;
       fn(&e, user);
     };
   }

@@ -14,6 +14,8 @@
 #include "daemon_access.h"
 #include "decode_request.h"
 #include "exception_status.h"
+#include "reply_conversion.h"
+#include "vaed/client_protocol.h"
 
 namespace vaed::client {
 
@@ -100,7 +102,7 @@ Client::~Client() {
 }
 
 uint64_t Client::client_id() const { return impl_->client_id.load(); }
-const v1::HelloReply& Client::hello() const { return *impl_->hello.load(); }
+const HelloReply& Client::hello() const { return impl_->hello.load()->reply; }
 uint64_t Client::reconnects() const { return impl_->reconnects.load(); }
 
 std::string Client::Impl::Region::Describe() const {
@@ -149,7 +151,7 @@ Result<CudaRegion> Client::RegisterCudaRegion(const void* device_ptr, uint64_t b
     VAED_RETURN_IF_ERROR(impl_->CheckProcess());
     // Before the driver is loaded: a CPU-only daemon needs nothing of CUDA
     // from this process, and its users may have no driver at all.
-    if (hello().cuda_devices().empty()) {
+    if (hello().cuda_devices.empty()) {
       return FailedPrecondition(
                  "register_cuda_region: this daemon has no CUDA ranks (its Hello lists no "
                  "cuda_devices: a CPU build, or executor.device = \"cpu\"); pass host memory "
@@ -230,40 +232,41 @@ bool Client::Impl::NamesCudaRegion(const DecodeRequest& request) const {
   return false;
 }
 
-Result<v1::DecodeReply> Client::PlanDecode(const std::string& model, DType latent_dtype,
-                                           const std::vector<int64_t>& latent_shape,
-                                           OutputFormat format) {
+Result<v1::DecodeReply> ClientProtocol::PlanDecode(Client& client, const std::string& model,
+                                                   DType latent_dtype,
+                                                   const std::vector<int64_t>& latent_shape,
+                                                   OutputFormat format) {
   return Guarded("vaed Client::PlanDecode", [&]() -> Result<v1::DecodeReply> {
     DecodeRequest request;
     request.model = model;
     request.latent.dtype = latent_dtype;
     request.latent.shape = latent_shape;
     request.format = format;
-    return PlanDecode(request);
+    return PlanDecode(client, request);
   });
 }
 
-Result<v1::DecodeReply> Client::PlanDecode(const DecodeRequest& request) {
+Result<v1::DecodeReply> ClientProtocol::PlanDecode(Client& client, const DecodeRequest& request) {
   return Guarded("vaed Client::PlanDecode", [&]() -> Result<v1::DecodeReply> {
     auto build = [&](v1::Request* req) {
       return BuildDecode(request, /*plan_only=*/true, nullptr, req->mutable_decode());
     };
     VAED_ASSIGN_OR_RETURN(
         v1::DecodeReply plan,
-        impl_->CallForBody(build, v1::Reply::kDecode, "plan decode", &v1::Reply::decode));
+        client.impl_->CallForBody(build, v1::Reply::kDecode, "plan decode", &v1::Reply::decode));
     VAED_RETURN_IF_ERROR(CheckLatentSpaceHonoured(request, plan));
     return plan;
   });
 }
 
-Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
+Result<v1::DecodeReply> ClientProtocol::Decode(Client& client, const DecodeRequest& request) {
   // What request.progress threw, taken out of the Impl under its lock and
   // rethrown here, after the lock is released.
   std::exception_ptr progress_error;
   Result<v1::DecodeReply> decoded =
       Guarded("vaed Client::Decode", [&]() -> Result<v1::DecodeReply> {
-        VAED_RETURN_IF_ERROR(impl_->CheckProcess());
-        Impl* impl = impl_.get();
+        VAED_RETURN_IF_ERROR(client.impl_->CheckProcess());
+        Client::Impl* impl = client.impl_.get();
         MutexLock lock(&impl->mu);
         // A CUDA region (latent or output): the daemon's stream waits for
         // the work enqueued on the caller's stream before it reads or
@@ -298,7 +301,7 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
             impl->options.request_timeout_ms);
         impl->on_progress = nullptr;
         progress_error = std::exchange(impl->progress_error, nullptr);
-        const Impl::FinalRangeDelivery streamed = std::exchange(impl->streamed, {});
+        const Client::Impl::FinalRangeDelivery streamed = std::exchange(impl->streamed, {});
         if (!called.ok() && request.final_range && called.status().final_frames() == 0 &&
             called.status().final_samples() == 0) {
           // Failed in this library or the connection: what was delivered
@@ -327,38 +330,83 @@ Result<v1::DecodeReply> Client::Decode(const DecodeRequest& request) {
   return decoded;
 }
 
-Result<v1::StatusReply> Client::GetStatus() {
+Result<v1::StatusReply> ClientProtocol::GetStatus(Client& client) {
   return Guarded("vaed Client::GetStatus", [&] {
     auto build = [](v1::Request* req) {
       req->mutable_status();
       return Status::Ok();
     };
-    return impl_->CallForBody(build, v1::Reply::kStatus, "status", &v1::Reply::status);
+    return client.impl_->CallForBody(build, v1::Reply::kStatus, "status", &v1::Reply::status);
   });
 }
 
-Result<v1::ReleaseQuarantineReply> Client::ReleaseQuarantine(const std::string& client) {
+Result<v1::ReleaseQuarantineReply> ClientProtocol::ReleaseQuarantine(Client& client,
+                                                                     const std::string& target) {
   return Guarded("vaed Client::ReleaseQuarantine", [&] {
     auto build = [&](v1::Request* req) {
-      req->mutable_release_quarantine()->set_client(client);
+      req->mutable_release_quarantine()->set_client(target);
       return Status::Ok();
     };
-    return impl_->CallForBody(build, v1::Reply::kReleaseQuarantine, "release_quarantine",
-                              &v1::Reply::release_quarantine);
+    return client.impl_->CallForBody(build, v1::Reply::kReleaseQuarantine, "release_quarantine",
+                                     &v1::Reply::release_quarantine);
   });
 }
 
-Result<v1::Reply> Client::SendRaw(const std::string& bytes) {
-  return Guarded("vaed Client::SendRaw", [&]() -> Result<v1::Reply> {
-    VAED_RETURN_IF_ERROR(impl_->CheckProcess());
-    MutexLock lock(&impl_->mu);
-    if (impl_->broken && impl_->MayReconnect()) VAED_RETURN_IF_ERROR(impl_->Reconnect());
+Result<v1::Reply> ClientProtocol::SendRaw(Client& client, const std::string& bytes) {
+  return Guarded("vaed ClientProtocol::SendRaw", [&]() -> Result<v1::Reply> {
+    VAED_RETURN_IF_ERROR(client.impl_->CheckProcess());
+    MutexLock lock(&client.impl_->mu);
+    if (client.impl_->broken && client.impl_->MayReconnect())
+      VAED_RETURN_IF_ERROR(client.impl_->Reconnect());
     // Match the reply by the message's own request id when it has one.
     uint64_t expect_id = 0;
     v1::Request parsed;
     if (parsed.ParseFromString(bytes)) expect_id = parsed.request_id();
-    return impl_->Exchange(bytes, expect_id, impl_->options.request_timeout_ms, /*ping=*/true);
+    return client.impl_->Exchange(bytes, expect_id, client.impl_->options.request_timeout_ms,
+                                  /*ping=*/true);
   });
+}
+
+const v1::HelloReply& ClientProtocol::Hello(const Client& client) {
+  return client.impl_->hello.load()->message;
+}
+
+namespace {
+
+// A protocol reply copied into the client's own type; running out of
+// memory while copying comes back as a Status naming `call`.
+template <typename Message>
+auto Copied(std::string_view call, Result<Message> message)
+    -> Result<decltype(FromProtocol(*message))> {
+  if (!message.ok()) return message.status();
+  return Guarded(
+      call, [&]() -> Result<decltype(FromProtocol(*message))> { return FromProtocol(*message); });
+}
+
+}  // namespace
+
+Result<DecodeReply> Client::PlanDecode(const std::string& model, DType latent_dtype,
+                                       const std::vector<int64_t>& latent_shape,
+                                       OutputFormat format) {
+  return Copied("vaed Client::PlanDecode",
+                ClientProtocol::PlanDecode(*this, model, latent_dtype, latent_shape, format));
+}
+
+Result<DecodeReply> Client::PlanDecode(const DecodeRequest& request) {
+  return Copied("vaed Client::PlanDecode", ClientProtocol::PlanDecode(*this, request));
+}
+
+Result<DecodeReply> Client::Decode(const DecodeRequest& request) {
+  // Not guarded as a whole: what request.progress threw passes through.
+  return Copied("vaed Client::Decode", ClientProtocol::Decode(*this, request));
+}
+
+Result<StatusReply> Client::GetStatus() {
+  return Copied("vaed Client::GetStatus", ClientProtocol::GetStatus(*this));
+}
+
+Result<ReleaseQuarantineReply> Client::ReleaseQuarantine(const std::string& client) {
+  return Copied("vaed Client::ReleaseQuarantine", ClientProtocol::ReleaseQuarantine(*this, client));
 }
 
 }  // namespace vaed::client

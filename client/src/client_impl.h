@@ -42,6 +42,7 @@
 #include "vaed/client.h"
 #include "vaed/framing.h"
 #include "vaed/mutex.h"
+#include "vaed/v1/vaed.pb.h"
 
 namespace vaed::client {
 
@@ -90,8 +91,14 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // the daemon the attempt goes to. A builder lambda that reads guarded
   // state is declared VAED_REQUIRES(<impl>->mu) (client.cc).
   using Builder = std::function<Status(v1::Request*)>;
-  using ProgressCallback = std::function<void(const v1::Progress&)>;
-  using FinalRangeCallback = std::function<void(const v1::FinalRange&)>;
+  using ProgressCallback = std::function<void(const Progress&)>;
+  using FinalRangeCallback = std::function<void(const FinalRange&)>;
+  // A Hello reply as the protocol sent it (ClientProtocol::Hello) and as
+  // Client::hello() hands it out.
+  struct HelloRecord {
+    v1::HelloReply message;
+    HelloReply reply;
+  };
 
   // The running streamed Decode (DecodeRequest::final_range): its callback
   // (null once it threw or a CUDA wait failed), the caller's stream for
@@ -218,8 +225,8 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   std::unique_ptr<internal::CudaStreamSync> cuda_sync VAED_GUARDED_BY(mu);
   uint64_t next_synthetic_region_id VAED_GUARDED_BY(mu) = kFirstSyntheticRegionId;
   // Every Hello reply, latest last, so hello() references stay valid.
-  std::vector<std::unique_ptr<v1::HelloReply>> hellos VAED_GUARDED_BY(mu);
-  std::atomic<const v1::HelloReply*> hello{nullptr};
+  std::vector<std::unique_ptr<const HelloRecord>> hellos VAED_GUARDED_BY(mu);
+  std::atomic<const HelloRecord*> hello{nullptr};
   std::atomic<uint64_t> client_id{0};
   std::atomic<uint64_t> reconnects{0};
   std::atomic<uint32_t> heartbeat_interval_ms{0};
@@ -246,7 +253,8 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
   // mu held. Exchange() without its exception guard.
   Result<v1::Reply> ExchangeOrThrow(const std::string& bytes, uint64_t expect_id, int timeout_ms,
                                     bool ping) VAED_REQUIRES(mu);
-  // mu held. Calls on_progress with `progress`; if it throws, keeps the
+  // mu held. Calls on_progress with `progress` (copied into the client's
+  // own type, vaed/replies.h); if it throws, keeps the
   // exception in progress_error and stops calling it.
   void ReportProgress(const v1::Progress& progress) VAED_REQUIRES(mu);
   // mu held. Passes the part of `range` past what was delivered to

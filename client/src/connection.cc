@@ -8,6 +8,7 @@
 #include "client_impl.h"
 #include "exception_status.h"
 #include "fault_points.h"
+#include "reply_conversion.h"
 #include "vaed/raw_socket.h"
 #include "vaed/wire.h"
 #include "vaed/zmq_status.h"
@@ -46,8 +47,9 @@ Status Client::Impl::CheckProcess() const {
 }
 
 uint32_t Client::Impl::Liveness() const {
-  const v1::HelloReply* h = hello.load();
-  return h != nullptr && h->heartbeat_liveness() > 0 ? h->heartbeat_liveness() : kDefaultLiveness;
+  const HelloRecord* h = hello.load();
+  return h != nullptr && h->reply.heartbeat_liveness > 0 ? h->reply.heartbeat_liveness
+                                                         : kDefaultLiveness;
 }
 
 milliseconds Client::Impl::WaitPingInterval() const {
@@ -115,7 +117,7 @@ uint64_t Client::Impl::SendPing() {
 
 void Client::Impl::ReportProgress(const v1::Progress& progress) {
   try {
-    (*on_progress)(progress);
+    (*on_progress)(FromProtocol(progress));
   } catch (...) {
     // Decode() rethrows it once the reply is in and the lock released;
     // unwinding from here would leave the request's reply unread.
@@ -143,9 +145,9 @@ void Client::Impl::ReportFinalRange(const v1::FinalRange& range) {
       return;
     }
   }
-  v1::FinalRange part = range;
-  part.set_begin(delivered);
   try {
+    FinalRange part = FromProtocol(range);
+    part.begin = delivered;
     (*streamed.callback)(part);
     delivered = range.end();
   } catch (...) {
@@ -286,7 +288,8 @@ Status Client::Impl::HelloOnFreshSocket(int connect_ms, int reply_ms) {
   VAED_ASSIGN_OR_RETURN(v1::Reply reply, Exchange(req.SerializeAsString(), req.request_id(),
                                                   reply_ms, /*ping=*/false));
   VAED_RETURN_IF_ERROR(CheckReply(reply, v1::Reply::kHello, "hello"));
-  hellos.push_back(std::make_unique<v1::HelloReply>(reply.hello()));
+  hellos.push_back(
+      std::make_unique<const HelloRecord>(HelloRecord{reply.hello(), FromProtocol(reply.hello())}));
   hello.store(hellos.back().get());
   client_id.store(reply.hello().client_id());
   heartbeat_interval_ms.store(reply.hello().heartbeat_interval_ms());

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "vaed/client.h"
+#include "vaed/v1/vaed.pb.h"
 
 namespace vaed::client {
 

@@ -35,8 +35,11 @@
 #include "ops/common/sample_stats.h"
 #include "ops/common/text_format.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/safetensors.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace {
 
@@ -147,10 +150,11 @@ class DaemonPath {
     copts.client_name = "vaed_bench_decode";
     std::unique_ptr<DaemonPath> p(new DaemonPath);
     VAED_ASSIGN_OR_RETURN(p->client_, vaed::client::Client::Connect(copts));
-    VAED_ASSIGN_OR_RETURN(p->status_, p->client_->GetStatus());
-    VAED_ASSIGN_OR_RETURN(const vaed::v1::DecodeReply plan,
-                          p->client_->PlanDecode(o.model, vaed::DType::kFloat32, latent.shape,
-                                                 vaed::client::OutputFormat::kUInt8NHWC));
+    VAED_ASSIGN_OR_RETURN(p->status_, ClientProtocol::GetStatus(*p->client_));
+    VAED_ASSIGN_OR_RETURN(
+        const vaed::v1::DecodeReply plan,
+        ClientProtocol::PlanDecode(*p->client_, o.model, vaed::DType::kFloat32, latent.shape,
+                                   vaed::client::OutputFormat::kUInt8NHWC));
     const auto latent_bytes = static_cast<uint64_t>(latent.tensor.nbytes());
     VAED_ASSIGN_OR_RETURN(p->in_, vaed::client::SharedRegion::Create(latent_bytes));
     VAED_ASSIGN_OR_RETURN(p->out_, vaed::client::SharedRegion::Create(plan.output_bytes()));
@@ -169,7 +173,8 @@ class DaemonPath {
   // One Decode() round trip; `timed` records it.
   Status RunOnce(bool timed) {
     const auto start = Clock::now();
-    VAED_ASSIGN_OR_RETURN(const vaed::v1::DecodeReply reply, client_->Decode(request_));
+    VAED_ASSIGN_OR_RETURN(const vaed::v1::DecodeReply reply,
+                          ClientProtocol::Decode(*client_, request_));
     const double s = std::chrono::duration<double>(Clock::now() - start).count();
     model_ = reply.model();
     demo_weights_ = reply.demo_weights();

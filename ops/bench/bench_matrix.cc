@@ -58,6 +58,9 @@
 #include "ops/bench/matrix/report_text.h"
 #include "ops/bench/matrix/results.h"
 #include "ops/common/text_format.h"
+#include "vaed/client_protocol.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed::bench {
 namespace {
@@ -96,7 +99,7 @@ std::optional<int> LoadLatents(const MatrixOptions& o, std::vector<Latent>* late
 // the status cannot be had); warns about demo weights.
 std::vector<std::string> ModelCapabilities(BenchDaemon& daemon) {
   std::vector<std::string> caps;
-  auto status = daemon.client().GetStatus();
+  auto status = ClientProtocol::GetStatus(daemon.client());
   if (!status.ok()) {
     spdlog::warn("status: {}", status.status().ToString());
     return caps;
@@ -139,7 +142,7 @@ bool RunDtype(const MatrixOptions& o, ComputeDtype dtype, const std::vector<Late
   }
   std::unique_ptr<BenchDaemon> daemon = std::move(started).value();
   run->cold_start_s[dtype] = daemon->cold_start_s();
-  run->daemon_version = daemon->client().hello().daemon_version();
+  run->daemon_version = ClientProtocol::Hello(daemon->client()).daemon_version();
   spdlog::info("{} daemon ready in {} s (cold start); log {}", name,
                ops::FormatFixed(daemon->cold_start_s(), 3), daemon->log_path());
   const std::vector<std::string> caps = ModelCapabilities(*daemon);

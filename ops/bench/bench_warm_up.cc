@@ -37,7 +37,10 @@
 #include "ops/common/sample_stats.h"
 #include "ops/common/text_format.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed::bench {
 namespace {
@@ -125,8 +128,9 @@ Result<Sample> MeasureDaemon(const Options& o, const Latent& latent, bool warmed
   Sample s;
   s.start_s = daemon->cold_start_s();
   client::Client& c = daemon->client();
-  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan, c.PlanDecode(kModel, DType::kFloat32, latent.shape,
-                                                           client::OutputFormat::kUInt8NHWC));
+  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan,
+                        ClientProtocol::PlanDecode(c, kModel, DType::kFloat32, latent.shape,
+                                                   client::OutputFormat::kUInt8NHWC));
   const uint64_t bytes = latent.values.size() * sizeof(float);
   VAED_ASSIGN_OR_RETURN(auto in, client::SharedRegion::Create(bytes));
   VAED_ASSIGN_OR_RETURN(auto out, client::SharedRegion::Create(plan.output_bytes()));
@@ -142,7 +146,7 @@ Result<Sample> MeasureDaemon(const Options& o, const Latent& latent, bool warmed
   request.profile = ops::NameOf(kProfileNames, o.profile);
   for (RequestSample* sample : {&s.first, &s.second}) {
     const auto t0 = Clock::now();
-    VAED_ASSIGN_OR_RETURN(v1::DecodeReply r, c.Decode(request));
+    VAED_ASSIGN_OR_RETURN(v1::DecodeReply r, ClientProtocol::Decode(c, request));
     sample->wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     sample->decode_s = DecodeSeconds(r);
     sample->warm = r.warm();

@@ -15,8 +15,8 @@
 #include "ops/vaectl/output_plan.h"
 #include "ops/vaectl/progress_format.h"
 #include "ops/vaectl/streamed_mp4.h"
+#include "vaed/replies.h"
 #include "vaed/tensor_ref.h"
-#include "vaed/wire.h"
 
 namespace vaed::vaectl {
 namespace {
@@ -58,23 +58,19 @@ Result<RegionPair> CreateRegions(client::Client& client, const LatentInput& late
   return p;
 }
 
-std::vector<int64_t> Shape(const google::protobuf::RepeatedField<int64_t>& shape) {
-  return {shape.begin(), shape.end()};
-}
-
 // The planned audio output: float32 [channels, samples], and its bytes
 // consistent with that (a daemon bug must not become a buffer overrun).
-Result<uint64_t> CheckAudioPlan(const v1::AudioInfo& audio) {
-  const std::vector<int64_t> shape = Shape(audio.output_shape());
+Result<uint64_t> CheckAudioPlan(const client::AudioInfo& audio) {
+  const std::vector<int64_t>& shape = audio.output_shape;
   if (shape.size() != 2) {
     return Internal("daemon planned audio output " + ShapeToString(shape) +
                     "; expected [channels, samples]");
   }
   VAED_ASSIGN_OR_RETURN(const uint64_t bytes,
                         ContiguousBytes(DType::kFloat32, shape, "audio_output"));
-  if (bytes != audio.output_bytes()) {
+  if (bytes != audio.output_bytes) {
     return Internal("daemon planned audio output " + ShapeToString(shape) + " as " +
-                    std::to_string(audio.output_bytes()) + " bytes; float32 needs " +
+                    std::to_string(audio.output_bytes) + " bytes; float32 needs " +
                     std::to_string(bytes));
   }
   return bytes;
@@ -196,11 +192,11 @@ void PrintFlagHint(const DecodeCommandOptions& options, const DecodeInputs& in,
 // Where the outputs go, checked before decoding: the tools they need are
 // present and no output overwrites an input.
 Result<OutputPlan> PlanFiles(const DecodeCommandOptions& options, const DecodeInputs& in,
-                             const v1::DecodeReply& plan) {
+                             const client::DecodeReply& plan) {
   OutputPlan outputs;
   if (in.video) {
     VAED_ASSIGN_OR_RETURN(outputs,
-                          PlanOutput(options.format, options.out, in.video->stem, plan.frames()));
+                          PlanOutput(options.format, options.out, in.video->stem, plan.frames));
   }
   if (in.audio) {
     VAED_ASSIGN_OR_RETURN(outputs, PlanAudioOutput(outputs, options.format, options.audio_out,
@@ -221,22 +217,21 @@ Result<OutputPlan> PlanFiles(const DecodeCommandOptions& options, const DecodeIn
 // Creates and registers the regions of each latent and its output, copies
 // the latents in and points `request` at them.
 Result<DecodeRegions> AttachRegions(client::Client& client, const DecodeInputs& in,
-                                    const v1::DecodeReply& plan, uint64_t audio_output_bytes,
+                                    const client::DecodeReply& plan, uint64_t audio_output_bytes,
                                     client::DecodeRequest* request) {
   DecodeRegions regions;
   if (in.video) {
-    VAED_ASSIGN_OR_RETURN(
-        regions.video, CreateRegions(client, *in.video, plan.output_bytes(), "latent", "output"));
+    VAED_ASSIGN_OR_RETURN(regions.video,
+                          CreateRegions(client, *in.video, plan.output_bytes, "latent", "output"));
     request->latent.region_id = regions.video->latent.id;
-    request->output = {regions.video->output.id, 0, FromProto(plan.output_dtype()),
-                       Shape(plan.output_shape())};
+    request->output = {regions.video->output.id, 0, plan.output_dtype, plan.output_shape};
   }
   if (in.audio) {
     VAED_ASSIGN_OR_RETURN(regions.audio, CreateRegions(client, *in.audio, audio_output_bytes,
                                                        "audio latent", "audio output"));
     request->audio_latent.region_id = regions.audio->latent.id;
     request->audio_output = {regions.audio->output.id, 0, DType::kFloat32,
-                             Shape(plan.audio().output_shape())};
+                             plan.audio.value_or(client::AudioInfo{}).output_shape};
   }
   return regions;
 }
@@ -246,47 +241,48 @@ Result<DecodeRegions> AttachRegions(client::Client& client, const DecodeInputs& 
 // `bar_open` must outlive the request's Decode().
 void ShowProgress(ProgressMode mode, bool* bar_open, client::DecodeRequest* request) {
   if (mode == ProgressMode::kNone) return;
-  request->progress = [mode, bar_open](const v1::Progress& p) {
+  request->progress = [mode, bar_open](const client::Progress& p) {
     if (mode == ProgressMode::kLines) {
       std::fprintf(stderr, "%s\n", FormatProgressLine(p).c_str());
     } else {
       // Redrawn in place; "\x1b[K" clears what a longer line left.
       std::fprintf(stderr, "\r%s\x1b[K", FormatProgressBar(p, 30).c_str());
-      *bar_open = p.fraction() < 1.0;
+      *bar_open = p.fraction < 1.0;
       if (!*bar_open) std::fputc('\n', stderr);
     }
     std::fflush(stderr);
   };
 }
 
-Result<DecodedViews> ViewOutputs(const v1::DecodeReply& reply, const DecodeRegions& regions) {
+Result<DecodedViews> ViewOutputs(const client::DecodeReply& reply, const DecodeRegions& regions) {
   DecodedViews views;
   if (regions.video) {
     const client::SharedRegion& region = *regions.video->output.region;
-    if (reply.output_bytes() > region.size()) {
-      return Internal("daemon reported " + std::to_string(reply.output_bytes()) +
+    if (reply.output_bytes > region.size()) {
+      return Internal("daemon reported " + std::to_string(reply.output_bytes) +
                       " output bytes, the region holds " + std::to_string(region.size()));
     }
-    views.frames = ops::RgbFrames{std::span<const uint8_t>(region.data(), reply.output_bytes()),
-                                  static_cast<int64_t>(reply.frames()),
-                                  static_cast<int64_t>(reply.height_px()),
-                                  static_cast<int64_t>(reply.width_px())};
+    views.frames =
+        ops::RgbFrames{std::span<const uint8_t>(region.data(), reply.output_bytes),
+                       static_cast<int64_t>(reply.frames), static_cast<int64_t>(reply.height_px),
+                       static_cast<int64_t>(reply.width_px)};
   }
   if (regions.audio) {
-    const v1::AudioInfo& info = reply.audio();
+    // A reply without its audio part reads as an empty AudioInfo (zeros).
+    const client::AudioInfo info = reply.audio.value_or(client::AudioInfo{});
     const client::SharedRegion& region = *regions.audio->output.region;
-    const uint64_t values = info.channels() * info.samples();
-    if (info.output_bytes() != values * sizeof(float) || info.output_bytes() > region.size()) {
-      return Internal("daemon reported " + std::to_string(info.output_bytes()) +
-                      " audio output bytes for " + std::to_string(info.channels()) + " x " +
-                      std::to_string(info.samples()) + " float32 samples; the region holds " +
+    const uint64_t values = info.channels * info.samples;
+    if (info.output_bytes != values * sizeof(float) || info.output_bytes > region.size()) {
+      return Internal("daemon reported " + std::to_string(info.output_bytes) +
+                      " audio output bytes for " + std::to_string(info.channels) + " x " +
+                      std::to_string(info.samples) + " float32 samples; the region holds " +
                       std::to_string(region.size()));
     }
     // The region is page-aligned, so it may be read as float32.
     views.audio = ops::PlanarAudio{
         std::span<const float>(reinterpret_cast<const float*>(region.data()), values),
-        static_cast<int64_t>(info.channels()), static_cast<int64_t>(info.samples()),
-        static_cast<int64_t>(info.sample_rate_hz())};
+        static_cast<int64_t>(info.channels), static_cast<int64_t>(info.samples),
+        static_cast<int64_t>(info.sample_rate_hz)};
   }
   return views;
 }
@@ -312,16 +308,16 @@ void CompareWithInputs(const DecodeCommandOptions& options, const DecodeInputs& 
 
 // The uint8 NHWC video output region as the plan sizes it, before the
 // decode (the streamed MP4 reads announced frames from it).
-Result<ops::RgbFrames> PlannedFrames(const v1::DecodeReply& plan, const DecodeRegions& regions) {
+Result<ops::RgbFrames> PlannedFrames(const client::DecodeReply& plan,
+                                     const DecodeRegions& regions) {
   const client::SharedRegion& region = *regions.video->output.region;
-  if (plan.output_bytes() > region.size()) {
-    return Internal("daemon planned " + std::to_string(plan.output_bytes()) +
+  if (plan.output_bytes > region.size()) {
+    return Internal("daemon planned " + std::to_string(plan.output_bytes) +
                     " output bytes, the region holds " + std::to_string(region.size()));
   }
-  const ops::RgbFrames frames{std::span<const uint8_t>(region.data(), plan.output_bytes()),
-                              static_cast<int64_t>(plan.frames()),
-                              static_cast<int64_t>(plan.height_px()),
-                              static_cast<int64_t>(plan.width_px())};
+  const ops::RgbFrames frames{
+      std::span<const uint8_t>(region.data(), plan.output_bytes), static_cast<int64_t>(plan.frames),
+      static_cast<int64_t>(plan.height_px), static_cast<int64_t>(plan.width_px)};
   Status s = ops::CheckRgbFrames(frames);
   if (!s.ok()) return Internal("daemon planned an inconsistent video output: " + s.message());
   return frames;
@@ -334,14 +330,16 @@ Result<ops::RgbFrames> PlannedFrames(const v1::DecodeReply& plan, const DecodeRe
 // Errors: the decode's (a streamed MP4 is then removed: nothing partial is
 // left) and the writers'.
 Result<DecodedViews> DecodeAndWrite(client::Client& client, const DecodeCommandOptions& options,
-                                    const v1::DecodeReply& plan, const OutputPlan& outputs,
+                                    const client::DecodeReply& plan, const OutputPlan& outputs,
                                     const DecodeRegions& regions, client::DecodeRequest* request,
                                     bool* bar_open, DecodeReport* report) {
   std::unique_ptr<StreamedMp4Output> streamed;
   if (outputs.kind == OutputKind::kMp4 && !options.no_stream) {
     VAED_ASSIGN_OR_RETURN(const ops::RgbFrames planned, PlannedFrames(plan, regions));
     VAED_ASSIGN_OR_RETURN(streamed, StreamedMp4Output::Start(outputs, planned, options.fps));
-    request->final_range = [s = streamed.get()](const v1::FinalRange& r) { s->OnFinalRange(r); };
+    request->final_range = [s = streamed.get()](const client::FinalRange& r) {
+      s->OnFinalRange(r);
+    };
   }
   const auto start = std::chrono::steady_clock::now();
   auto reply = client.Decode(*request);
@@ -387,8 +385,8 @@ Result<DecodedViews> DecodeAndWrite(client::Client& client, const DecodeCommandO
 
 void PrintReport(const GlobalOptions& global, const DecodeReport& report) {
   if (global.json) {
-    if (report.reply.demo_weights()) {
-      std::cerr << "vaectl: WARNING: model '" << report.reply.model()
+    if (report.reply.demo_weights) {
+      std::cerr << "vaectl: WARNING: model '" << report.reply.model
                 << "' has DEMO weights (deterministic random, not a trained decoder)\n";
     }
     std::cout << DecodeReportToJson(report).dump(2) << "\n";
@@ -421,7 +419,7 @@ int RunDecode(const GlobalOptions& global, const DecodeCommandOptions& options) 
   }
   uint64_t audio_output_bytes = 0;
   if (in->audio) {
-    auto bytes = CheckAudioPlan(plan->audio());
+    auto bytes = CheckAudioPlan(plan->audio.value_or(client::AudioInfo{}));
     if (!bytes.ok()) return ReportFailure("decode (plan)", bytes.status());
     audio_output_bytes = *bytes;
   }

@@ -16,8 +16,8 @@
 #include "ops/common/audio_writer.h"
 #include "ops/vaectl/decode_quality.h"
 #include "ops/vaectl/output_plan.h"
+#include "vaed/replies.h"
 #include "vaed/tensor_ref.h"
-#include "vaed/v1/vaed.pb.h"
 
 namespace vaed::vaectl {
 
@@ -44,7 +44,7 @@ struct Mp4Report {
 // Everything `vaectl decode` reports. A request without a video latent
 // (audio-only) has an empty reply.latent_shape and latent_source.
 struct DecodeReport {
-  v1::DecodeReply reply;
+  client::DecodeReply reply;
   std::string latent_source;      // "video_bikes.safetensors:latent" or "random(seed=0)"
   double round_trip_seconds = 0;  // Decode() as seen by the client
   VideoFileFormat format = VideoFileFormat::kPng;  // --format
@@ -55,7 +55,7 @@ struct DecodeReport {
 
   // Whether the request had a video latent (the reply then has a latent
   // shape; audio-only replies do not).
-  bool has_video() const { return reply.latent_shape_size() > 0; }
+  bool has_video() const { return !reply.latent_shape.empty(); }
 };
 
 // One JSON object with the stable keys: model, frames, height_px, width_px,

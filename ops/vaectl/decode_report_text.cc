@@ -6,7 +6,7 @@
 
 #include "ops/common/text_format.h"
 #include "ops/vaectl/decode_report.h"
-#include "vaed/wire.h"
+#include "vaed/tensor_ref.h"
 
 namespace vaed::vaectl {
 namespace {
@@ -34,9 +34,9 @@ std::string Scientific(double x) {
 }
 
 // The loud banner of a decode by demo (random) weights.
-void PrintDemoBanner(const v1::DecodeReply& r, std::ostream& out) {
-  if (!r.demo_weights()) return;
-  out << "!!! DEMO WEIGHTS: model '" << r.model()
+void PrintDemoBanner(const client::DecodeReply& r, std::ostream& out) {
+  if (!r.demo_weights) return;
+  out << "!!! DEMO WEIGHTS: model '" << r.model
       << "' has deterministic random weights, not a trained decoder.\n"
       << "!!! Its outputs are not images or sound; use them to test plumbing, not quality.\n\n";
 }
@@ -45,28 +45,26 @@ void PrintDemoBanner(const v1::DecodeReply& r, std::ostream& out) {
 // for an output with no finite value (rms and peak NaN, postprocess.h)
 // "every value non-finite (NaN/Inf)" instead of figures that would read as
 // silence.
-std::string ValueFigures(const v1::OutputSanity& s) {
-  if (std::isnan(s.rms()) && s.nonfinite() > 0) {
-    return "every value non-finite (NaN/Inf): " + std::to_string(s.nonfinite()) +
+std::string ValueFigures(const client::OutputSanity& s) {
+  if (std::isnan(s.rms) && s.nonfinite > 0) {
+    return "every value non-finite (NaN/Inf): " + std::to_string(s.nonfinite) +
            " non-finite, no rms or peak";
   }
-  return std::to_string(s.nonfinite()) + " non-finite, rms " + ops::FormatFixed(s.rms(), 4) +
-         ", peak |x| " + ops::FormatFixed(s.peak_abs(), 4);
+  return std::to_string(s.nonfinite) + " non-finite, rms " + ops::FormatFixed(s.rms, 4) +
+         ", peak |x| " + ops::FormatFixed(s.peak_abs, 4);
 }
 
 // The video latent, output and raw-output check lines.
 void PrintVideo(const DecodeReport& report, std::ostream& out, std::vector<std::string>* warnings) {
-  const v1::DecodeReply& r = report.reply;
-  const std::vector<int64_t> latent_shape(r.latent_shape().begin(), r.latent_shape().end());
-  out << "latent       " << report.latent_source << "  " << DTypeName(FromProto(r.latent_dtype()))
-      << " " << ShapeToString(latent_shape) << "\n"
-      << "output       " << Plural(r.frames(), "frame") << ", " << r.width_px() << "x"
-      << r.height_px() << " px (WxH), uint8 NHWC RGB, " << ops::HumanBytes(r.output_bytes())
-      << "\n";
-  if (r.has_video_sanity()) {
-    const v1::OutputSanity& s = r.video_sanity();
+  const client::DecodeReply& r = report.reply;
+  out << "latent       " << report.latent_source << "  " << DTypeName(r.latent_dtype) << " "
+      << ShapeToString(r.latent_shape) << "\n"
+      << "output       " << Plural(r.frames, "frame") << ", " << r.width_px << "x" << r.height_px
+      << " px (WxH), uint8 NHWC RGB, " << ops::HumanBytes(r.output_bytes) << "\n";
+  if (r.video_sanity) {
+    const client::OutputSanity& s = *r.video_sanity;
     out << "video check  " << ValueFigures(s) << " (raw decoder output)\n";
-    if (s.constant()) {
+    if (s.constant) {
       warnings->push_back("the video is constant (every value equal): a blank or railed decode");
     }
   }
@@ -74,28 +72,27 @@ void PrintVideo(const DecodeReport& report, std::ostream& out, std::vector<std::
 
 // The audio latent, output and check lines.
 void PrintAudio(const DecodeReport& report, std::ostream& out, std::vector<std::string>* warnings) {
-  const v1::AudioInfo& a = report.reply.audio();
-  const std::vector<int64_t> latent_shape(a.latent_shape().begin(), a.latent_shape().end());
-  const std::vector<int64_t> output_shape(a.output_shape().begin(), a.output_shape().end());
+  // A reply without its audio part reads as an empty AudioInfo (zeros).
+  const client::AudioInfo a = report.reply.audio.value_or(client::AudioInfo{});
   out << "audio latent " << report.audio->latent_source << "  "
-      << DTypeName(report.audio->latent_dtype) << " " << ShapeToString(latent_shape) << ", "
-      << Plural(a.latent_frames(), "latent frame") << "\n"
-      << "audio        " << Plural(a.channels(), "channel")
-      << (a.channels() == 1   ? " (mono)"
-          : a.channels() == 2 ? " (stereo L,R)"
-                              : "")
-      << ", " << a.samples() << " samples at " << a.sample_rate_hz()
-      << " Hz = " << ops::FormatFixed(a.seconds(), 3) << " s, float32 planar "
-      << ShapeToString(output_shape) << ", " << ops::HumanBytes(a.output_bytes()) << "\n";
-  if (!a.has_sanity()) return;
-  const v1::OutputSanity& s = a.sanity();
+      << DTypeName(report.audio->latent_dtype) << " " << ShapeToString(a.latent_shape) << ", "
+      << Plural(a.latent_frames, "latent frame") << "\n"
+      << "audio        " << Plural(a.channels, "channel")
+      << (a.channels == 1   ? " (mono)"
+          : a.channels == 2 ? " (stereo L,R)"
+                            : "")
+      << ", " << a.samples << " samples at " << a.sample_rate_hz
+      << " Hz = " << ops::FormatFixed(a.seconds, 3) << " s, float32 planar "
+      << ShapeToString(a.output_shape) << ", " << ops::HumanBytes(a.output_bytes) << "\n";
+  if (!a.sanity) return;
+  const client::OutputSanity& s = *a.sanity;
   out << "audio check  " << ValueFigures(s) << ", clipped "
-      << ops::FormatFixed(100.0 * s.clipped_fraction(), 2) << " %\n";
-  if (s.nonfinite() != 0) {
-    warnings->push_back(std::to_string(s.nonfinite()) + " non-finite (NaN/Inf) audio samples");
+      << ops::FormatFixed(100.0 * s.clipped_fraction, 2) << " %\n";
+  if (s.nonfinite != 0) {
+    warnings->push_back(std::to_string(s.nonfinite) + " non-finite (NaN/Inf) audio samples");
   }
-  if (s.constant()) {
-    warnings->push_back("the audio is constant (every sample " + ops::FormatFixed(s.peak_abs(), 4) +
+  if (s.constant) {
+    warnings->push_back("the audio is constant (every sample " + ops::FormatFixed(s.peak_abs, 4) +
                         " in magnitude): silent or railed, not sound");
   }
 }
@@ -103,18 +100,19 @@ void PrintAudio(const DecodeReport& report, std::ostream& out, std::vector<std::
 // The A/V line: video and audio lengths against the model's rule (when it
 // states one, for a request with video).
 void PrintAvLengths(const DecodeReport& report, std::ostream& out) {
-  const v1::DecodeReply& r = report.reply;
-  if (!report.has_video() || r.expected_audio_latent_frames() == 0) return;
-  out << "A/V          video " << ops::FormatFixed(r.video_seconds(), 3) << " s ("
-      << Plural(r.frames(), "frame") << " at " << FormatFps(r.fps()) << " fps)";
-  const uint64_t expected = r.expected_audio_latent_frames();
+  const client::DecodeReply& r = report.reply;
+  if (!report.has_video() || r.expected_audio_latent_frames == 0) return;
+  out << "A/V          video " << ops::FormatFixed(r.video_seconds, 3) << " s ("
+      << Plural(r.frames, "frame") << " at " << FormatFps(r.fps) << " fps)";
+  const uint64_t expected = r.expected_audio_latent_frames;
   if (report.audio) {
-    const uint64_t given = r.audio().latent_frames();
-    out << ", audio " << ops::FormatFixed(r.audio().seconds(), 3) << " s ("
+    const client::AudioInfo audio = r.audio.value_or(client::AudioInfo{});
+    const uint64_t given = audio.latent_frames;
+    out << ", audio " << ops::FormatFixed(audio.seconds, 3) << " s ("
         << Plural(given, "latent frame") << "); the video needs "
         << Plural(expected, "audio latent frame") << ": ";
     if (given == expected) {
-      out << "match" << (r.independent_lengths() ? " (independent lengths requested)" : "");
+      out << "match" << (r.independent_lengths ? " (independent lengths requested)" : "");
     } else {
       out << (given > expected ? "+" : "-")
           << (given > expected ? given - expected : expected - given)
@@ -127,65 +125,64 @@ void PrintAvLengths(const DecodeReport& report, std::ostream& out) {
 }
 
 // The compute, profile and output-changing lines: how the daemon decoded.
-void PrintDecisions(const v1::DecodeReply& r, std::ostream& out) {
-  out << "compute      " << (r.compute_dtype().empty() ? "?" : r.compute_dtype()) << ", "
-      << (r.warm() ? "warm" : "cold (first decode of this shape bucket on its rank)");
-  if (r.peak_rss_bytes() != 0) out << ", peak RSS " << ops::HumanBytes(r.peak_rss_bytes());
-  if (r.peak_tensor_bytes() != 0) {
-    out << ", peak tensors " << ops::HumanBytes(r.peak_tensor_bytes());
-    if (r.memory_budget_bytes() != 0) {
-      out << " of a " << ops::HumanBytes(r.memory_budget_bytes()) << " budget";
+void PrintDecisions(const client::DecodeReply& r, std::ostream& out) {
+  out << "compute      " << (r.compute_dtype.empty() ? "?" : r.compute_dtype) << ", "
+      << (r.warm ? "warm" : "cold (first decode of this shape bucket on its rank)");
+  if (r.peak_rss_bytes != 0) out << ", peak RSS " << ops::HumanBytes(r.peak_rss_bytes);
+  if (r.peak_tensor_bytes != 0) {
+    out << ", peak tensors " << ops::HumanBytes(r.peak_tensor_bytes);
+    if (r.memory_budget_bytes != 0) {
+      out << " of a " << ops::HumanBytes(r.memory_budget_bytes) << " budget";
     }
   }
   out << "\n";
-  out << "profile      " << (r.profile().empty() ? "?" : r.profile()) << "; compile "
-      << (r.compile_decision().empty() ? "-" : r.compile_decision());
-  if (!r.stack_decision().empty()) out << "; tiles " << r.stack_decision();
+  out << "profile      " << (r.profile.empty() ? "?" : r.profile) << "; compile "
+      << (r.compile_decision.empty() ? "-" : r.compile_decision);
+  if (!r.stack_decision.empty()) out << "; tiles " << r.stack_decision;
   out << "\n";
-  for (const auto& k : r.output_changing()) out << "OUTPUT       changed by " << k << "\n";
+  for (const auto& k : r.output_changing) out << "OUTPUT       changed by " << k << "\n";
 }
 
 // The tiling, plans and tiling fallback lines.
-void PrintTiling(const v1::TilingInfo& t, std::ostream& out) {
-  out << "tiling       " << t.tile_rows() << "x" << t.tile_cols()
-      << (t.tile_rows() * t.tile_cols() == 1 ? " tile x " : " tiles x ")
-      << Plural(t.windows(), "window") << ", " << Plural(t.decoder_calls(), "decoder call")
-      << ", up to " << Plural(t.max_tiles_per_call(), "tile") << " per call (" << t.stack_decision()
-      << ")\n";
-  if (!t.plan_decision().empty()) {
-    out << "plans        " << t.plan_decision() << " (" << t.planned_calls() << " planned, "
-        << t.eager_calls() << " eager calls)\n";
+void PrintTiling(const client::TilingInfo& t, std::ostream& out) {
+  out << "tiling       " << t.tile_rows << "x" << t.tile_cols
+      << (t.tile_rows * t.tile_cols == 1 ? " tile x " : " tiles x ") << Plural(t.windows, "window")
+      << ", " << Plural(t.decoder_calls, "decoder call") << ", up to "
+      << Plural(t.max_tiles_per_call, "tile") << " per call (" << t.stack_decision << ")\n";
+  if (!t.plan_decision.empty()) {
+    out << "plans        " << t.plan_decision << " (" << t.planned_calls << " planned, "
+        << t.eager_calls << " eager calls)\n";
   }
-  for (const auto& f : t.fallbacks()) out << "FALLBACK     " << f << "\n";
+  for (const auto& f : t.fallbacks) out << "FALLBACK     " << f << "\n";
 }
 
 // The group line (each rank's tiles and decode seconds) and its fallback.
-void PrintGroup(const v1::GroupReport& g, std::ostream& out) {
-  out << "group        " << g.name() << " (" << Plural(g.size(), "rank") << ", generation "
-      << g.generation() << "):";
+void PrintGroup(const client::GroupReport& g, std::ostream& out) {
+  out << "group        " << g.name << " (" << Plural(g.size, "rank") << ", generation "
+      << g.generation << "):";
   const char* sep = " ";
-  for (const v1::RankReport& k : g.ranks()) {
-    out << sep << "rank " << k.rank() << " " << Plural(k.tiles(), "tile") << " "
-        << ops::FormatFixed(k.decode_seconds(), 2) << " s";
+  for (const client::RankReport& k : g.ranks) {
+    out << sep << "rank " << k.rank << " " << Plural(k.tiles, "tile") << " "
+        << ops::FormatFixed(k.decode_seconds, 2) << " s";
     sep = ", ";
   }
-  out << "; imbalance " << ops::FormatFixed(g.imbalance(), 2) << "\n";
-  if (!g.fallback().empty()) out << "FALLBACK     group: " << g.fallback() << "\n";
+  out << "; imbalance " << ops::FormatFixed(g.imbalance, 2) << "\n";
+  if (!g.fallback.empty()) out << "FALLBACK     group: " << g.fallback << "\n";
 }
 
 // The summary above the timing table, ending with its WARNING lines.
 void PrintSummary(const DecodeReport& report, std::ostream& out) {
-  const v1::DecodeReply& r = report.reply;
+  const client::DecodeReply& r = report.reply;
   std::vector<std::string> warnings;
-  out << "model        " << r.model() << (r.demo_weights() ? " (DEMO weights)" : "") << "\n";
+  out << "model        " << r.model << (r.demo_weights ? " (DEMO weights)" : "") << "\n";
   if (report.has_video()) PrintVideo(report, out, &warnings);
   if (report.audio) PrintAudio(report, out, &warnings);
   PrintAvLengths(report, out);
   PrintDecisions(r, out);
-  if (r.has_tiling()) PrintTiling(r.tiling(), out);
-  if (r.has_group()) PrintGroup(r.group(), out);
-  if (r.nonfinite_outputs() != 0) {
-    out << "WARNING      " << r.nonfinite_outputs() << " non-finite (NaN/Inf) output values\n";
+  if (r.tiling) PrintTiling(*r.tiling, out);
+  if (r.group) PrintGroup(*r.group, out);
+  if (r.nonfinite_outputs != 0) {
+    out << "WARNING      " << r.nonfinite_outputs << " non-finite (NaN/Inf) output values\n";
   }
   for (const auto& w : warnings) out << "WARNING      " << w << "\n";
   out << "\n";
@@ -195,9 +192,9 @@ void PrintSummary(const DecodeReport& report, std::ostream& out) {
 // and, for an MP4, the seconds from the reply to the complete file.
 void PrintTimings(const DecodeReport& report, std::ostream& out) {
   ops::TextTable timings({"component", "seconds", "ms"}, {false, true, true});
-  for (const auto& t : report.reply.timings()) {
+  for (const auto& t : report.reply.timings) {
     timings.AddRow(
-        {t.component(), ops::FormatFixed(t.seconds(), 4), ops::FormatFixed(t.seconds() * 1e3, 1)});
+        {t.component, ops::FormatFixed(t.seconds, 4), ops::FormatFixed(t.seconds * 1e3, 1)});
   }
   timings.AddRow({"(client round trip)", ops::FormatFixed(report.round_trip_seconds, 4),
                   ops::FormatFixed(report.round_trip_seconds * 1e3, 1)});

@@ -8,14 +8,10 @@
 #include "ops/common/text_format.h"
 #include "ops/vaectl/connect.h"
 #include "vaed/client.h"
-#include "vaed/wire.h"
+#include "vaed/tensor_ref.h"
 
 namespace vaed::vaectl {
 namespace {
-
-std::vector<int64_t> Shape(const google::protobuf::RepeatedField<int64_t>& dims) {
-  return {dims.begin(), dims.end()};
-}
 
 Result<client::DecodeRequest> PlanRequest(const PlanCommandOptions& options) {
   if (options.shape.empty() && options.audio_shape.empty()) {
@@ -43,63 +39,62 @@ Result<client::DecodeRequest> PlanRequest(const PlanCommandOptions& options) {
 
 }  // namespace
 
-std::string FormatPlan(const v1::DecodeReply& plan) {
+std::string FormatPlan(const client::DecodeReply& plan) {
   std::ostringstream out;
-  out << "model        " << plan.model() << " (" << plan.compute_dtype() << ")\n";
-  if (plan.latent_shape_size() > 0) {
-    out << "latent       " << DTypeName(FromProto(plan.latent_dtype())) << " "
-        << ShapeToString(Shape(plan.latent_shape())) << "\n"
-        << "output       " << plan.frames() << (plan.frames() == 1 ? " frame, " : " frames, ")
-        << plan.width_px() << "x" << plan.height_px() << " px (WxH), uint8 NHWC RGB "
-        << ShapeToString(Shape(plan.output_shape())) << ", " << ops::HumanBytes(plan.output_bytes())
-        << "\n";
+  out << "model        " << plan.model << " (" << plan.compute_dtype << ")\n";
+  if (!plan.latent_shape.empty()) {
+    out << "latent       " << DTypeName(plan.latent_dtype) << " "
+        << ShapeToString(plan.latent_shape) << "\n"
+        << "output       " << plan.frames << (plan.frames == 1 ? " frame, " : " frames, ")
+        << plan.width_px << "x" << plan.height_px << " px (WxH), uint8 NHWC RGB "
+        << ShapeToString(plan.output_shape) << ", " << ops::HumanBytes(plan.output_bytes) << "\n";
   }
-  if (plan.has_tiling()) {
-    const v1::TilingInfo& t = plan.tiling();
-    const uint64_t tiles = uint64_t{t.tile_rows()} * t.tile_cols() * t.windows();
-    out << "tiles        " << t.tile_rows() << "x" << t.tile_cols() << " tiles per window x "
-        << t.windows() << (t.windows() == 1 ? " temporal window" : " temporal windows") << " = "
+  if (plan.tiling) {
+    const client::TilingInfo& t = *plan.tiling;
+    const uint64_t tiles = uint64_t{t.tile_rows} * t.tile_cols * t.windows;
+    out << "tiles        " << t.tile_rows << "x" << t.tile_cols << " tiles per window x "
+        << t.windows << (t.windows == 1 ? " temporal window" : " temporal windows") << " = "
         << tiles << (tiles == 1 ? " tile\n" : " tiles\n");
-  } else if (plan.latent_shape_size() > 0) {
+  } else if (!plan.latent_shape.empty()) {
     out << "tiles        none (the model decodes untiled)\n";
   }
-  if (plan.has_audio()) {
-    const v1::AudioInfo& a = plan.audio();
-    out << "audio        " << ShapeToString(Shape(a.latent_shape())) << " -> " << a.channels()
-        << (a.channels() == 1 ? " channel, " : " channels, ") << a.samples() << " samples at "
-        << a.sample_rate_hz() << " Hz = " << ops::FormatFixed(a.seconds(), 3)
-        << " s, float32 planar " << ShapeToString(Shape(a.output_shape())) << "\n";
+  if (plan.audio) {
+    const client::AudioInfo& a = *plan.audio;
+    out << "audio        " << ShapeToString(a.latent_shape) << " -> " << a.channels
+        << (a.channels == 1 ? " channel, " : " channels, ") << a.samples << " samples at "
+        << a.sample_rate_hz << " Hz = " << ops::FormatFixed(a.seconds, 3) << " s, float32 planar "
+        << ShapeToString(a.output_shape) << "\n";
   }
   return out.str();
 }
 
-nlohmann::json PlanToJson(const v1::DecodeReply& plan) {
-  nlohmann::json j = {{"model", plan.model()}, {"compute_dtype", plan.compute_dtype()}};
-  if (plan.latent_shape_size() > 0) {
-    j["latent_shape"] = Shape(plan.latent_shape());
-    j["output_shape"] = Shape(plan.output_shape());
-    j["output_bytes"] = plan.output_bytes();
-    j["frames"] = plan.frames();
-    j["width_px"] = plan.width_px();
-    j["height_px"] = plan.height_px();
+nlohmann::json PlanToJson(const client::DecodeReply& plan) {
+  nlohmann::json j = {{"model", plan.model}, {"compute_dtype", plan.compute_dtype}};
+  if (!plan.latent_shape.empty()) {
+    j["latent_shape"] = plan.latent_shape;
+    j["output_shape"] = plan.output_shape;
+    j["output_bytes"] = plan.output_bytes;
+    j["frames"] = plan.frames;
+    j["width_px"] = plan.width_px;
+    j["height_px"] = plan.height_px;
   }
   j["tiling"] = nullptr;
-  if (plan.has_tiling()) {
-    const v1::TilingInfo& t = plan.tiling();
-    j["tiling"] = {{"tile_rows", t.tile_rows()},
-                   {"tile_cols", t.tile_cols()},
-                   {"windows", t.windows()},
-                   {"tiles", uint64_t{t.tile_rows()} * t.tile_cols() * t.windows()}};
+  if (plan.tiling) {
+    const client::TilingInfo& t = *plan.tiling;
+    j["tiling"] = {{"tile_rows", t.tile_rows},
+                   {"tile_cols", t.tile_cols},
+                   {"windows", t.windows},
+                   {"tiles", uint64_t{t.tile_rows} * t.tile_cols * t.windows}};
   }
   j["audio"] = nullptr;
-  if (plan.has_audio()) {
-    const v1::AudioInfo& a = plan.audio();
-    j["audio"] = {{"latent_shape", Shape(a.latent_shape())},
-                  {"output_shape", Shape(a.output_shape())},
-                  {"channels", a.channels()},
-                  {"samples", a.samples()},
-                  {"sample_rate_hz", a.sample_rate_hz()},
-                  {"seconds", a.seconds()}};
+  if (plan.audio) {
+    const client::AudioInfo& a = *plan.audio;
+    j["audio"] = {{"latent_shape", a.latent_shape},
+                  {"output_shape", a.output_shape},
+                  {"channels", a.channels},
+                  {"samples", a.samples},
+                  {"sample_rate_hz", a.sample_rate_hz},
+                  {"seconds", a.seconds}};
   }
   return j;
 }

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "ops/vaectl/commands.h"
-#include "vaed/v1/vaed.pb.h"
+#include "vaed/replies.h"
 
 namespace vaed::vaectl {
 
@@ -33,11 +33,11 @@ int RunPlan(const GlobalOptions& global, const PlanCommandOptions& options);
 //   output       111 frames, 2688x1536 px (WxH), uint8 NHWC RGB, 1.3 GiB
 //   tiles        4x4 tiles per window x 7 temporal windows = 112 tiles
 //   audio        ...
-std::string FormatPlan(const v1::DecodeReply& plan);
+std::string FormatPlan(const client::DecodeReply& plan);
 // The same as one JSON object: model, compute_dtype, latent_shape,
 // output_shape, output_bytes, frames, width_px, height_px, tiling
 // ({tile_rows, tile_cols, windows, tiles} or null), audio (or null).
-nlohmann::json PlanToJson(const v1::DecodeReply& plan);
+nlohmann::json PlanToJson(const client::DecodeReply& plan);
 
 }  // namespace vaed::vaectl
 

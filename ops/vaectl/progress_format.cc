@@ -9,26 +9,25 @@ namespace vaed::vaectl {
 namespace {
 
 // "video window 2/4 (8/16 tiles)", "video frames 4/16", "audio".
-std::string ProgressWhat(const v1::Progress& p) {
-  std::string what = p.stage();
-  if (p.unit() != "audio") {
-    what += " " + p.unit() + " " + std::to_string(p.done()) + "/" + std::to_string(p.total());
+std::string ProgressWhat(const client::Progress& p) {
+  std::string what = p.stage;
+  if (p.unit != "audio") {
+    what += " " + p.unit + " " + std::to_string(p.done) + "/" + std::to_string(p.total);
   }
-  if (p.tiles_total() > 0) {
-    what +=
-        " (" + std::to_string(p.tiles_done()) + "/" + std::to_string(p.tiles_total()) + " tiles)";
+  if (p.tiles_total > 0) {
+    what += " (" + std::to_string(p.tiles_done) + "/" + std::to_string(p.tiles_total) + " tiles)";
   }
   return what;
 }
 
-std::string ProgressTimes(const v1::Progress& p) {
-  std::string out = ops::HumanDuration(p.elapsed_seconds()) + " elapsed";
-  if (p.fraction() < 1.0) out += ", ETA " + ops::HumanDuration(p.eta_seconds());
+std::string ProgressTimes(const client::Progress& p) {
+  std::string out = ops::HumanDuration(p.elapsed_seconds) + " elapsed";
+  if (p.fraction < 1.0) out += ", ETA " + ops::HumanDuration(p.eta_seconds);
   return out;
 }
 
-int Percent(const v1::Progress& p) {
-  return static_cast<int>(std::clamp(p.fraction(), 0.0, 1.0) * 100.0 + 1e-9);
+int Percent(const client::Progress& p) {
+  return static_cast<int>(std::clamp(p.fraction, 0.0, 1.0) * 100.0 + 1e-9);
 }
 
 }  // namespace
@@ -55,15 +54,15 @@ ProgressMode ResolveProgressMode(ProgressChoice choice, bool stderr_is_tty, bool
   return ProgressMode::kNone;
 }
 
-std::string FormatProgressLine(const v1::Progress& p) {
+std::string FormatProgressLine(const client::Progress& p) {
   char pct[8];
   std::snprintf(pct, sizeof(pct), "%3d%%", Percent(p));
   return std::string("progress ") + pct + "  " + ProgressWhat(p) + "  " + ProgressTimes(p);
 }
 
-std::string FormatProgressBar(const v1::Progress& p, int width) {
+std::string FormatProgressBar(const client::Progress& p, int width) {
   width = std::max(width, 1);
-  const int filled = static_cast<int>(std::clamp(p.fraction(), 0.0, 1.0) * width + 1e-9);
+  const int filled = static_cast<int>(std::clamp(p.fraction, 0.0, 1.0) * width + 1e-9);
   char pct[8];
   std::snprintf(pct, sizeof(pct), "%3d%%", Percent(p));
   return "[" + std::string(static_cast<size_t>(filled), '#') +

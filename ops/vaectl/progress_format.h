@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ops/common/enum_names.h"
-#include "vaed/v1/vaed.pb.h"
+#include "vaed/replies.h"
 
 namespace vaed::vaectl {
 
@@ -24,10 +24,10 @@ const ops::EnumNames<ProgressChoice>& ProgressChoiceNames();
 ProgressMode ResolveProgressMode(ProgressChoice choice, bool stderr_is_tty, bool json);
 // One progress line, e.g. "progress  50%  video window 2/4 (8/16 tiles)
 // elapsed 1.2 s, ETA 1.2 s".
-std::string FormatProgressLine(const v1::Progress& p);
+std::string FormatProgressLine(const client::Progress& p);
 // A terminal progress bar `width` cells wide, without the leading '\r':
 // "[##########----------]  50% video window 2/4  1.2 s elapsed, ETA 1.2 s".
-std::string FormatProgressBar(const v1::Progress& p, int width);
+std::string FormatProgressBar(const client::Progress& p, int width);
 
 }  // namespace vaed::vaectl
 

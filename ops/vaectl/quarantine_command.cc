@@ -14,10 +14,10 @@ int RunQuarantineList(const GlobalOptions& global) {
   if (!status.ok()) return ReportFailure("quarantine list", status.status());
   if (global.json) {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& q : status->quarantined()) list.push_back(QuarantineToJson(q));
+    for (const auto& q : status->quarantined) list.push_back(QuarantineToJson(q));
     std::cout << nlohmann::json{{"quarantined", list},
-                                {"quarantines", status->quarantines()},
-                                {"client_faults", status->client_faults()}}
+                                {"quarantines", status->quarantines},
+                                {"client_faults", status->client_faults}}
                      .dump(2)
               << "\n";
   } else {
@@ -34,13 +34,13 @@ int RunQuarantineRelease(const GlobalOptions& global, const std::string& target)
   if (!released.ok()) return ReportFailure("quarantine release", released.status());
   if (global.json) {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& q : released->released()) list.push_back(QuarantineToJson(q));
+    for (const auto& q : released->released) list.push_back(QuarantineToJson(q));
     std::cout << nlohmann::json{{"released", list}}.dump(2) << "\n";
     return kExitOk;
   }
-  for (const auto& q : released->released()) {
-    std::cout << "released pid " << q.pid() << " uid " << q.uid() << " ('" << q.client_name()
-              << "', offence " << q.offences() << ")\n";
+  for (const auto& q : released->released) {
+    std::cout << "released pid " << q.pid << " uid " << q.uid << " ('" << q.client_name
+              << "', offence " << q.offences << ")\n";
   }
   return kExitOk;
 }

@@ -17,7 +17,7 @@ int RunStatus(const GlobalOptions& global) {
   } else {
     std::cout << FormatStatus(*status);
   }
-  return status->healthy() ? kExitOk : kExitUnhealthy;
+  return status->healthy ? kExitOk : kExitUnhealthy;
 }
 
 }  // namespace vaed::vaectl

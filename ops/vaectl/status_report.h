@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "vaed/v1/vaed.pb.h"
+#include "vaed/replies.h"
 
 namespace vaed::vaectl {
 
@@ -31,22 +31,22 @@ namespace vaed::vaectl {
 // when the Prometheus endpoint is off). Imbalances are max / mean rank
 // decode time (1.0 = even; 0 = no grouped run yet). Sizes in bytes,
 // durations in seconds.
-nlohmann::json StatusToJson(const v1::StatusReply& status);
+nlohmann::json StatusToJson(const client::StatusReply& status);
 
 // {uid, pid, client_name, offences, remaining_seconds, duration_seconds,
 // last_fault, faults_in_window}.
-nlohmann::json QuarantineToJson(const v1::QuarantineEntry& entry);
+nlohmann::json QuarantineToJson(const client::QuarantineEntry& entry);
 
 // `vaectl quarantine list`: the quarantined processes (pid, uid, client
 // name, offence number, time remaining of the total, last fault) and the
 // connected clients with their recent fault counts.
-std::string FormatQuarantine(const v1::StatusReply& status);
+std::string FormatQuarantine(const client::StatusReply& status);
 
 // The daemon's VAE groups as a table headed "VAE groups (N ranks)": group,
 // size, ranks ("0-1"), generation, state, runs, failures, and a "last
 // failure" column only when some group has one. Empty when the reply lists
 // no groups (a daemon older than VAE groups).
-std::string FormatGroups(const v1::StatusReply& status);
+std::string FormatGroups(const client::StatusReply& status);
 
 // "1.07x" for a max / mean imbalance, "-" for 0 (no grouped run yet) or a
 // value that is not finite.
@@ -54,19 +54,19 @@ std::string FormatImbalance(double imbalance);
 
 // "ok 120, busy 1, deadline 2": the reply's outcome counts in its order,
 // those with a zero count left out except "ok"; "-" when it has none.
-std::string FormatOutcomes(const v1::StatusReply& status);
+std::string FormatOutcomes(const client::StatusReply& status);
 
 // Per-component latency over the daemon's lifetime as a table headed
 // "latency (since start)": component, count, p50, p95, mean (human
 // durations). Empty when the reply has no components.
-std::string FormatLatency(const v1::StatusReply& status);
+std::string FormatLatency(const client::StatusReply& status);
 
 // A few lines of summary (requests, outcomes, in flight, resident weights,
 // plan-cache entries, peak RSS, metrics endpoint), a table of models
 // (human-readable durations and sizes; demo models are flagged),
 // FormatLatency, per-rank busy time, tiles and last imbalance, and
 // FormatGroups.
-std::string FormatStatus(const v1::StatusReply& status);
+std::string FormatStatus(const client::StatusReply& status);
 
 }  // namespace vaed::vaectl
 

@@ -56,23 +56,23 @@ uint64_t StreamedMp4Output::announced_frames() const {
   return announced_end_;
 }
 
-void StreamedMp4Output::OnFinalRange(const v1::FinalRange& range) {
-  if (range.stage() != "video") return;
+void StreamedMp4Output::OnFinalRange(const client::FinalRange& range) {
+  if (range.stage != "video") return;
   const uint64_t frames = static_cast<uint64_t>(output_.frames);
   MutexLock lock(&mu_);
   if (!range_error_.ok() || closed_) return;
-  if (range.unit() != "frames" || range.begin() != announced_end_ || range.end() < range.begin() ||
-      range.end() > frames) {
-    range_error_ = Internal("the daemon announced video " + range.unit() + " [" +
-                            std::to_string(range.begin()) + ", " + std::to_string(range.end()) +
-                            ") final after [0, " + std::to_string(announced_end_) + ") of " +
-                            std::to_string(frames) + " frames; expected a range of frames from " +
-                            std::to_string(announced_end_));
+  if (range.unit != "frames" || range.begin != announced_end_ || range.end < range.begin ||
+      range.end > frames) {
+    range_error_ =
+        Internal("the daemon announced video " + range.unit + " [" + std::to_string(range.begin) +
+                 ", " + std::to_string(range.end) + ") final after [0, " +
+                 std::to_string(announced_end_) + ") of " + std::to_string(frames) +
+                 " frames; expected a range of frames from " + std::to_string(announced_end_));
     return;
   }
-  if (range.end() == range.begin()) return;
-  announced_end_ = range.end();
-  queue_.emplace_back(range.begin(), range.end());
+  if (range.end == range.begin) return;
+  announced_end_ = range.end;
+  queue_.emplace_back(range.begin, range.end);
   cv_.notify_one();
 }
 

@@ -20,8 +20,8 @@
 #include "ops/common/mp4_stream.h"
 #include "ops/vaectl/output_plan.h"
 #include "vaed/mutex.h"
+#include "vaed/replies.h"
 #include "vaed/status.h"
-#include "vaed/v1/vaed.pb.h"
 
 namespace vaed::vaectl {
 
@@ -61,7 +61,7 @@ class StreamedMp4Output {
   // audio is written after the decode). A range that does not continue
   // the previous one, or ends past the planned frames, is not queued; the
   // inconsistency is what Finish() returns.
-  void OnFinalRange(const v1::FinalRange& range);
+  void OnFinalRange(const client::FinalRange& range);
 
   // After a successful Decode(): queues the frames not announced yet (all
   // of them, from a daemon that does not stream), waits until the writer

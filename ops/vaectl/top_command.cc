@@ -180,8 +180,8 @@ class StatusPoller {
  public:
   explicit StatusPoller(const GlobalOptions& global) : global_(global) {}
 
-  Result<v1::StatusReply> Poll() {
-    Result<v1::StatusReply> status = PollOnce();
+  Result<client::StatusReply> Poll() {
+    Result<client::StatusReply> status = PollOnce();
     // Without heartbeats the daemon forgets a client idle for longer than
     // its server.client_timeout_ms (an --interval that long): say Hello
     // again at once rather than show one frame as unavailable.
@@ -190,7 +190,7 @@ class StatusPoller {
   }
 
  private:
-  Result<v1::StatusReply> PollOnce() {
+  Result<client::StatusReply> PollOnce() {
     if (client_ == nullptr) {
       client::ClientOptions options;
       options.socket = global_.socket;
@@ -206,7 +206,7 @@ class StatusPoller {
       if (!connected.ok()) return connected.status();
       client_ = std::move(connected).value();
     }
-    Result<v1::StatusReply> status = client_->GetStatus();
+    Result<client::StatusReply> status = client_->GetStatus();
     if (!status.ok()) client_.reset();
     return status;
   }
@@ -275,12 +275,12 @@ int RunTop(const GlobalOptions& global, const TopCommandOptions& options) {
 
   bool watch_keys = keys.active();
   StatusPoller poller(global);
-  std::optional<v1::StatusReply> previous;
+  std::optional<client::StatusReply> previous;
   Clock::time_point previous_at;
   int exit_code = kExitOk;
   Clock::time_point tick = Clock::now();
   for (int64_t frame_no = 1;; ++frame_no) {
-    Result<v1::StatusReply> status = poller.Poll();
+    Result<client::StatusReply> status = poller.Poll();
     // A signal during the call may have cut it short: no frame from that.
     if (signals.Stopped()) break;
     const Clock::time_point polled_at = Clock::now();
@@ -291,8 +291,8 @@ int RunTop(const GlobalOptions& global, const TopCommandOptions& options) {
       if (previous.has_value()) {
         // The daemon's own clock times its snapshots without our round
         // trips; wall time is the fallback (another process answered).
-        between = status->uptime_seconds() - previous->uptime_seconds();
-        if (!(between > 0) || status->pid() != previous->pid()) {
+        between = status->uptime_seconds - previous->uptime_seconds;
+        if (!(between > 0) || status->pid != previous->pid) {
           between = std::chrono::duration<double>(polled_at - previous_at).count();
         }
       }

@@ -11,14 +11,14 @@
 namespace vaed::vaectl {
 namespace {
 
-uint64_t Requests(const v1::StatusReply& s) { return s.requests_served() + s.requests_failed(); }
+uint64_t Requests(const client::StatusReply& s) { return s.requests_served + s.requests_failed; }
 
 // Whether `previous` is an earlier snapshot of the same daemon process, so
 // that differences of its lifetime counters are rates.
-bool UsableBaseline(const v1::StatusReply& now, const v1::StatusReply* previous,
+bool UsableBaseline(const client::StatusReply& now, const client::StatusReply* previous,
                     double seconds_between) {
   return previous != nullptr && seconds_between > 0 && std::isfinite(seconds_between) &&
-         previous->pid() == now.pid() && previous->uptime_seconds() <= now.uptime_seconds() &&
+         previous->pid == now.pid && previous->uptime_seconds <= now.uptime_seconds &&
          Requests(*previous) <= Requests(now);
 }
 
@@ -53,20 +53,20 @@ std::string ClipLines(const std::string& text, int width) {
   return out;
 }
 
-std::string RenderTop(const v1::StatusReply& now, const v1::StatusReply* previous,
+std::string RenderTop(const client::StatusReply& now, const client::StatusReply* previous,
                       double seconds_between, int width) {
   const bool live = UsableBaseline(now, previous, seconds_between);
   // The span rates are taken over, and what to call it.
-  const double span = live ? seconds_between : now.uptime_seconds();
+  const double span = live ? seconds_between : now.uptime_seconds;
   const std::string basis =
       live ? "last " + ops::HumanDuration(seconds_between) : std::string("since start");
 
   std::ostringstream out;
-  out << "vaed " << now.daemon_version() << "  pid " << now.pid() << "  up "
-      << ops::HumanDuration(now.uptime_seconds()) << "  "
-      << (now.healthy() ? std::string("healthy")
-                        : "UNHEALTHY" + (now.health().empty() ? "" : ": " + now.health()))
-      << "  " << now.socket() << "\n";
+  out << "vaed " << now.daemon_version << "  pid " << now.pid << "  up "
+      << ops::HumanDuration(now.uptime_seconds) << "  "
+      << (now.healthy ? std::string("healthy")
+                      : "UNHEALTHY" + (now.health.empty() ? "" : ": " + now.health))
+      << "  " << now.socket << "\n";
 
   const uint64_t requests = Requests(now);
   const uint64_t new_requests = live ? requests - Requests(*previous) : requests;
@@ -74,74 +74,72 @@ std::string RenderTop(const v1::StatusReply& now, const v1::StatusReply* previou
       span > 0 ? ops::FormatFixed(static_cast<double>(new_requests) / span, 2) : "-";
   ops::TextTable summary(std::vector<std::string>{});
   summary.AddRow({"requests/s", rate + " (" + basis + ")  total " + std::to_string(requests) +
-                                    ": " + std::to_string(now.requests_served()) + " served, " +
-                                    std::to_string(now.requests_failed()) + " failed"});
+                                    ": " + std::to_string(now.requests_served) + " served, " +
+                                    std::to_string(now.requests_failed) + " failed"});
   summary.AddRow({"outcomes", FormatOutcomes(now)});
-  summary.AddRow({"queue", std::to_string(now.queue_depth()) + "  in flight " +
-                               std::to_string(now.in_flight()) + "  clients " +
-                               std::to_string(now.clients()) + "  quarantined " +
-                               std::to_string(now.quarantined_size())});
-  summary.AddRow({"memory", "resident weights " + ops::HumanBytes(now.resident_weight_bytes()) +
-                                ", " + std::to_string(now.plan_cache_entries()) +
+  summary.AddRow({"queue", std::to_string(now.queue_depth) + "  in flight " +
+                               std::to_string(now.in_flight) + "  clients " +
+                               std::to_string(now.clients) + "  quarantined " +
+                               std::to_string(now.quarantined.size())});
+  summary.AddRow({"memory", "resident weights " + ops::HumanBytes(now.resident_weight_bytes) +
+                                ", " + std::to_string(now.plan_cache_entries) +
                                 " plan-cache entries, peak RSS " +
-                                ops::HumanBytes(now.peak_rss_bytes())});
+                                ops::HumanBytes(now.peak_rss_bytes)});
   summary.AddRow(
-      {"metrics", now.metrics_url().empty() ? std::string("endpoint: off") : now.metrics_url()});
+      {"metrics", now.metrics_url.empty() ? std::string("endpoint: off") : now.metrics_url});
   out << summary.Render();
 
-  if (now.components_size() > 0) {
-    std::map<std::string, const v1::ComponentStats*> before;
+  if (!now.components.empty()) {
+    std::map<std::string, const client::ComponentStats*> before;
     if (live) {
-      for (const auto& c : previous->components()) before[c.component()] = &c;
+      for (const auto& c : previous->components) before[c.component] = &c;
     }
     ops::TextTable t({"component", "count", "new", "p50", "p95", "mean", "recent"},
                      {false, true, true, true, true, true, true});
-    for (const auto& c : now.components()) {
+    for (const auto& c : now.components) {
       std::string fresh = "-", recent = "-";
       if (live) {
-        const auto it = before.find(c.component());
-        const uint64_t count_before = it == before.end() ? 0 : it->second->count();
-        const double sum_before = it == before.end() ? 0.0 : it->second->sum_seconds();
-        if (c.count() >= count_before) {
-          const uint64_t added = c.count() - count_before;
+        const auto it = before.find(c.component);
+        const uint64_t count_before = it == before.end() ? 0 : it->second->count;
+        const double sum_before = it == before.end() ? 0.0 : it->second->sum_seconds;
+        if (c.count >= count_before) {
+          const uint64_t added = c.count - count_before;
           fresh = std::to_string(added);
           if (added > 0) {
-            recent =
-                ops::HumanDuration((c.sum_seconds() - sum_before) / static_cast<double>(added));
+            recent = ops::HumanDuration((c.sum_seconds - sum_before) / static_cast<double>(added));
           }
         }
       }
-      const double mean = c.count() > 0 ? c.sum_seconds() / static_cast<double>(c.count()) : -1.0;
-      t.AddRow({c.component(), std::to_string(c.count()), fresh,
-                ops::HumanDuration(c.p50_seconds()), ops::HumanDuration(c.p95_seconds()),
-                ops::HumanDuration(mean), recent});
+      const double mean = c.count > 0 ? c.sum_seconds / static_cast<double>(c.count) : -1.0;
+      t.AddRow({c.component, std::to_string(c.count), fresh, ops::HumanDuration(c.p50_seconds),
+                ops::HumanDuration(c.p95_seconds), ops::HumanDuration(mean), recent});
     }
     out << "\n" << t.Render();
   }
 
-  if (now.rank_status_size() > 0) {
+  if (!now.rank_status.empty()) {
     std::map<uint32_t, double> busy_before;
     if (live) {
-      for (const auto& r : previous->rank_status()) busy_before[r.rank()] = r.busy_seconds();
+      for (const auto& r : previous->rank_status) busy_before[r.rank] = r.busy_seconds;
     }
     ops::TextTable t({"rank", "util", "busy", "tiles", "last imbalance"},
                      {true, true, true, true, true});
-    for (const auto& r : now.rank_status()) {
-      const auto it = busy_before.find(r.rank());
-      const double gained = r.busy_seconds() - (it == busy_before.end() ? 0.0 : it->second);
-      t.AddRow({std::to_string(r.rank()), span > 0 ? Percent(gained / span) : "-",
-                ops::HumanDuration(r.busy_seconds()), std::to_string(r.tiles()),
-                FormatImbalance(r.last_imbalance())});
+    for (const auto& r : now.rank_status) {
+      const auto it = busy_before.find(r.rank);
+      const double gained = r.busy_seconds - (it == busy_before.end() ? 0.0 : it->second);
+      t.AddRow({std::to_string(r.rank), span > 0 ? Percent(gained / span) : "-",
+                ops::HumanDuration(r.busy_seconds), std::to_string(r.tiles),
+                FormatImbalance(r.last_imbalance)});
     }
     out << "\n" << t.Render();
   }
 
-  if (now.groups_size() > 0) {
+  if (!now.groups.empty()) {
     ops::TextTable t({"group", "state", "generation", "runs", "last imbalance"},
                      {false, false, true, true, true});
-    for (const auto& g : now.groups()) {
-      t.AddRow({g.name(), g.state(), std::to_string(g.generation()), std::to_string(g.runs()),
-                FormatImbalance(g.last_imbalance())});
+    for (const auto& g : now.groups) {
+      t.AddRow({g.name, g.state, std::to_string(g.generation), std::to_string(g.runs),
+                FormatImbalance(g.last_imbalance)});
     }
     out << "\n" << t.Render();
   }

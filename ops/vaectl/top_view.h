@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "vaed/v1/vaed.pb.h"
+#include "vaed/replies.h"
 
 namespace vaed::vaectl {
 
@@ -45,7 +45,7 @@ namespace vaed::vaectl {
 // (ops::HumanDuration, ops::HumanBytes); imbalance is max / mean rank
 // decode time ("-" before any grouped run). Tables the reply has no data
 // for (no components, ranks or groups) are left out.
-std::string RenderTop(const v1::StatusReply& now, const v1::StatusReply* previous,
+std::string RenderTop(const client::StatusReply& now, const client::StatusReply* previous,
                       double seconds_between, int width);
 
 // The frame shown while the daemon at `socket` cannot be reached:

@@ -17,8 +17,11 @@
 #include "cuda_driver.h"
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/cuda_buffer.h"
 #include "vaed/vaed_c.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -140,7 +143,8 @@ class CudaRegionOnCpuDaemonTest : public ::testing::Test {
 TEST_F(CudaRegionOnCpuDaemonTest, RegisterCudaRegionIsRefusedBeforeTheDriverIsLoaded) {
   auto c = Connect();
   ASSERT_NE(c, nullptr);
-  ASSERT_EQ(c->hello().cuda_devices_size(), 0) << "a CPU build's daemon has no CUDA ranks";
+  ASSERT_EQ(ClientProtocol::Hello(*c).cuda_devices_size(), 0)
+      << "a CPU build's daemon has no CUDA ranks";
   // Any address: the refusal comes before anything looks at it.
   float not_device_memory[4] = {};
   Result<client::CudaRegion> region = c->RegisterCudaRegion(not_device_memory, sizeof(float) * 4);
@@ -155,8 +159,8 @@ TEST_F(CudaRegionOnCpuDaemonTest, HostDecodesWithACudaStreamNeverLoadTheDriver) 
   auto c = Connect();
   ASSERT_NE(c, nullptr);
   const std::vector<int64_t> latent_shape = {1, 32, 4, 4};
-  auto plan =
-      c->PlanDecode("demo", DType::kFloat32, latent_shape, client::OutputFormat::kUInt8NHWC);
+  auto plan = ClientProtocol::PlanDecode(*c, "demo", DType::kFloat32, latent_shape,
+                                         client::OutputFormat::kUInt8NHWC);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto in = client::SharedRegion::Create(1 * 32 * 4 * 4 * sizeof(float));
   auto out = client::SharedRegion::Create(plan->output_bytes());
@@ -171,7 +175,7 @@ TEST_F(CudaRegionOnCpuDaemonTest, HostDecodesWithACudaStreamNeverLoadTheDriver) 
                     std::vector<int64_t>(plan->output_shape().begin(), plan->output_shape().end())};
   // A stream value that would crash the driver if it were ever used.
   request.cuda_stream = reinterpret_cast<void*>(0xdead);
-  auto reply = c->Decode(request);
+  auto reply = ClientProtocol::Decode(*c, request);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_TRUE(reply->outputs_ready_event().empty());
   EXPECT_FALSE(CudaDriver::LoadAttemptedForTesting());

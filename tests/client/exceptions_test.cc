@@ -22,7 +22,10 @@
 #include "fault_points.h"
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/vaed_c.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -106,8 +109,9 @@ struct CppDecode {
 
   Status Prepare(client::Client& c) {
     const std::vector<int64_t> latent_shape = {kFrames, 32, 4, 4};
-    VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan, c.PlanDecode("demo", DType::kFloat32, latent_shape,
-                                                             client::OutputFormat::kUInt8NHWC));
+    VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan,
+                          ClientProtocol::PlanDecode(c, "demo", DType::kFloat32, latent_shape,
+                                                     client::OutputFormat::kUInt8NHWC));
     VAED_ASSIGN_OR_RETURN(in, client::SharedRegion::Create(kFrames * 32 * 4 * 4 * 4));
     VAED_ASSIGN_OR_RETURN(out, client::SharedRegion::Create(plan.output_bytes()));
     auto* latent = reinterpret_cast<float*>(in->data());
@@ -304,7 +308,7 @@ TEST_F(ClientExceptionsTest, ThrowMidRequestIsAStatusAndTheNextCallReconnects) {
   ASSERT_TRUE(job.Prepare(**c).ok());
   {
     ScopedFault fault("client.exchange", Thrown::kRuntimeError);
-    Result<v1::DecodeReply> failed = (*c)->Decode(job.request);
+    Result<v1::DecodeReply> failed = ClientProtocol::Decode(**c, job.request);
     ASSERT_FALSE(failed.ok());
     EXPECT_EQ(failed.status().code(), StatusCode::kInternal);
     EXPECT_THAT(failed.status().message(), HasSubstr("unexpected exception: injected fault"));
@@ -312,17 +316,17 @@ TEST_F(ClientExceptionsTest, ThrowMidRequestIsAStatusAndTheNextCallReconnects) {
     EXPECT_EQ(ScopedFault::fired(), 1);
     EXPECT_EQ((*c)->reconnects(), 0u);
   }
-  Result<v1::DecodeReply> reply = (*c)->Decode(job.request);
+  Result<v1::DecodeReply> reply = ClientProtocol::Decode(**c, job.request);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(reply->frames(), static_cast<uint32_t>(CppDecode::kFrames));
   EXPECT_EQ((*c)->reconnects(), 1u);
-  EXPECT_TRUE((*c)->GetStatus().ok());
+  EXPECT_TRUE(ClientProtocol::GetStatus(**c).ok());
 }
 
 TEST_F(ClientExceptionsTest, HeartbeatThreadSurvivesAThrowAndTheNextCallReconnects) {
   auto c = Connect(/*heartbeats=*/true);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  ASSERT_EQ((*c)->hello().heartbeat_interval_ms(), 200u);
+  ASSERT_EQ(ClientProtocol::Hello(**c).heartbeat_interval_ms(), 200u);
   {
     ScopedFault fault("client.heartbeat", Thrown::kBadAlloc);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -334,7 +338,7 @@ TEST_F(ClientExceptionsTest, HeartbeatThreadSurvivesAThrowAndTheNextCallReconnec
   // The process is still here (an exception leaving a std::thread would
   // have terminated it); the thread marked the connection broken, so the
   // next call starts over on a fresh one.
-  Result<v1::StatusReply> status = (*c)->GetStatus();
+  Result<v1::StatusReply> status = ClientProtocol::GetStatus(**c);
   ASSERT_TRUE(status.ok()) << status.status().ToString();
   EXPECT_EQ((*c)->reconnects(), 1u);
   // And the thread beats on after the reconnect: it reaches its fault
@@ -357,7 +361,7 @@ TEST_F(ClientExceptionsTest, ConnectReportsAHeartbeatThreadThatCannotStart) {
   }
   auto c = Connect(/*heartbeats=*/true);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_TRUE((*c)->GetStatus().ok());
+  EXPECT_TRUE(ClientProtocol::GetStatus(**c).ok());
 }
 
 TEST_F(ClientExceptionsTest, RethrowsAThrowingProgressCallbackAfterTheDecodeCompletes) {
@@ -365,17 +369,17 @@ TEST_F(ClientExceptionsTest, RethrowsAThrowingProgressCallbackAfterTheDecodeComp
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   CppDecode job;
   ASSERT_TRUE(job.Prepare(**c).ok());
-  ASSERT_TRUE((*c)->Decode(job.request).ok());
+  ASSERT_TRUE(ClientProtocol::Decode(**c, job.request).ok());
   const std::string expected = job.Output();
   std::memset(job.out->data(), 0, job.out->size());
 
   int calls = 0;
-  job.request.progress = [&](const v1::Progress&) {
+  job.request.progress = [&](const client::Progress&) {
     ++calls;
     throw std::runtime_error("callback bug");
   };
   try {
-    (void)(*c)->Decode(job.request);
+    (void)ClientProtocol::Decode(**c, job.request);
     ADD_FAILURE() << "Decode did not rethrow the callback's exception";
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "callback bug");
@@ -386,8 +390,8 @@ TEST_F(ClientExceptionsTest, RethrowsAThrowingProgressCallbackAfterTheDecodeComp
 
   // The client works on, progress included.
   std::vector<double> fractions;
-  job.request.progress = [&](const v1::Progress& p) { fractions.push_back(p.fraction()); };
-  Result<v1::DecodeReply> reply = (*c)->Decode(job.request);
+  job.request.progress = [&](const client::Progress& p) { fractions.push_back(p.fraction); };
+  Result<v1::DecodeReply> reply = ClientProtocol::Decode(**c, job.request);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   ASSERT_FALSE(fractions.empty());
   EXPECT_EQ(fractions.back(), 1.0);

@@ -16,7 +16,10 @@
 
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -72,12 +75,12 @@ class BadInputTest : public ::testing::Test {
   // The daemon still serves: a valid decode succeeds, on this connection
   // and on a fresh one.
   void ExpectStillServing() {
-    auto r = client_->Decode(Valid());
+    auto r = ClientProtocol::Decode(*client_, Valid());
     ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << daemon_->Log();
     EXPECT_EQ(r->frames(), 1u);
     auto fresh = client::Client::Connect({.socket = daemon_->socket()});
     ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
-    auto status = (*fresh)->GetStatus();
+    auto status = ClientProtocol::GetStatus(**fresh);
     ASSERT_TRUE(status.ok());
     EXPECT_TRUE(status->healthy());
   }
@@ -100,7 +103,7 @@ class BadInputTest : public ::testing::Test {
     ToProto(TensorRef{v.output.region_id, 0, kOutputBytes, DType::kUInt8, kOutputShape},
             d->mutable_output());
     mutate(d);
-    auto reply = client_->SendRaw(req.SerializeAsString());
+    auto reply = ClientProtocol::SendRaw(*client_, req.SerializeAsString());
     if (!reply.ok()) return reply.status();
     EXPECT_EQ(reply->request_id(), 777u);
     if (reply->has_error()) return FromProtoError(reply->error());
@@ -115,9 +118,9 @@ class BadInputTest : public ::testing::Test {
 DaemonProcess* BadInputTest::daemon_ = nullptr;
 
 TEST_F(BadInputTest, ValidDecodeReportsTimingsShapesAndWarmState) {
-  auto first = client_->Decode(Valid());
+  auto first = ClientProtocol::Decode(*client_, Valid());
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  auto second = client_->Decode(Valid());
+  auto second = ClientProtocol::Decode(*client_, Valid());
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   EXPECT_TRUE(second->warm());
   EXPECT_TRUE(second->demo_weights());
@@ -148,10 +151,10 @@ TEST_F(BadInputTest, FirstDecodeOfAShapeIsColdNextIsWarm) {
   // A shape no other test uses: [1, 32, 3, 5].
   r.latent.shape = {1, 32, 3, 5};
   r.output.shape = {1, 24, 40, 3};
-  auto first = client_->Decode(r);
+  auto first = ClientProtocol::Decode(*client_, r);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_FALSE(first->warm());
-  auto second = client_->Decode(r);
+  auto second = ClientProtocol::Decode(*client_, r);
   ASSERT_TRUE(second.ok());
   EXPECT_TRUE(second->warm());
 }
@@ -159,7 +162,8 @@ TEST_F(BadInputTest, FirstDecodeOfAShapeIsColdNextIsWarm) {
 TEST_F(BadInputTest, RejectsUnknownRegion) {
   client::DecodeRequest r = Valid();
   r.latent.region_id = 987654;
-  ExpectError(client_->Decode(r).status(), StatusCode::kNotFound, "latent.region_id 987654");
+  ExpectError(ClientProtocol::Decode(*client_, r).status(), StatusCode::kNotFound,
+              "latent.region_id 987654");
   ExpectStillServing();
 }
 
@@ -167,7 +171,7 @@ TEST_F(BadInputTest, RejectsOtherClientsRegion) {
   auto other = client::Client::Connect({.socket = daemon_->socket(), .client_name = "other"});
   ASSERT_TRUE(other.ok());
   client::DecodeRequest r = Valid();  // names regions of client_, not of `other`
-  ExpectError((*other)->Decode(r).status(), StatusCode::kNotFound,
+  ExpectError(ClientProtocol::Decode(**other, r).status(), StatusCode::kNotFound,
               "not a region registered by this client");
   ExpectStillServing();
 }
@@ -175,14 +179,14 @@ TEST_F(BadInputTest, RejectsOtherClientsRegion) {
 TEST_F(BadInputTest, RejectsOffsetPlusSizePastEnd) {
   client::DecodeRequest r = Valid();
   r.latent.offset = 8;  // 8 + kLatentBytes > region size
-  ExpectError(client_->Decode(r).status(), StatusCode::kOutOfRange, "latent");
+  ExpectError(ClientProtocol::Decode(*client_, r).status(), StatusCode::kOutOfRange, "latent");
   ExpectStillServing();
 }
 
 TEST_F(BadInputTest, RejectsOffsetThatOverflowsUint64) {
   client::DecodeRequest r = Valid();
   r.output.offset = std::numeric_limits<uint64_t>::max() - 16;
-  ExpectError(client_->Decode(r).status(), StatusCode::kOutOfRange, "output");
+  ExpectError(ClientProtocol::Decode(*client_, r).status(), StatusCode::kOutOfRange, "output");
   ExpectStillServing();
 }
 
@@ -193,7 +197,7 @@ TEST_F(BadInputTest, RejectsSegmentSmallerThanClaimed) {
   req.set_client_id(client_->client_id());
   req.mutable_register_region()->mutable_host()->set_name(in_->name());
   req.mutable_register_region()->mutable_host()->set_size_bytes(in_->size() * 4);
-  auto reply = client_->SendRaw(req.SerializeAsString());
+  auto reply = ClientProtocol::SendRaw(*client_, req.SerializeAsString());
   ASSERT_TRUE(reply.ok());
   ASSERT_TRUE(reply->has_error());
   ExpectError(FromProtoError(reply->error()), StatusCode::kOutOfRange, "fstat");
@@ -211,7 +215,7 @@ TEST_F(BadInputTest, RejectsSegmentThatShrankAfterRegistration) {
   close(fd);
   client::DecodeRequest r = Valid();
   r.latent.region_id = *id;
-  ExpectError(client_->Decode(r).status(), StatusCode::kOutOfRange, "shrank");
+  ExpectError(ClientProtocol::Decode(*client_, r).status(), StatusCode::kOutOfRange, "shrank");
   ExpectStillServing();
 }
 
@@ -221,7 +225,7 @@ TEST_F(BadInputTest, RejectsUnknownRegionName) {
   req.set_client_id(client_->client_id());
   req.mutable_register_region()->mutable_host()->set_name("vaed-does-not-exist-42");
   req.mutable_register_region()->mutable_host()->set_size_bytes(64);
-  auto reply = client_->SendRaw(req.SerializeAsString());
+  auto reply = ClientProtocol::SendRaw(*client_, req.SerializeAsString());
   ASSERT_TRUE(reply.ok() && reply->has_error());
   EXPECT_EQ(FromProtoError(reply->error()).code(), StatusCode::kNotFound);
   ExpectStillServing();
@@ -233,7 +237,7 @@ TEST_F(BadInputTest, RejectsRegionNameWithPathTraversal) {
   req.set_client_id(client_->client_id());
   req.mutable_register_region()->mutable_host()->set_name("../etc/passwd");
   req.mutable_register_region()->mutable_host()->set_size_bytes(64);
-  auto reply = client_->SendRaw(req.SerializeAsString());
+  auto reply = ClientProtocol::SendRaw(*client_, req.SerializeAsString());
   ASSERT_TRUE(reply.ok() && reply->has_error());
   ExpectError(FromProtoError(reply->error()), StatusCode::kInvalidArgument, "region.name");
   ExpectStillServing();
@@ -243,35 +247,40 @@ TEST_F(BadInputTest, RejectsWrongLatentDtype) {
   client::DecodeRequest r = Valid();
   r.latent.dtype = DType::kFloat16;
   r.latent.shape = {1, 32, 4, 8};  // same byte size as the valid latent
-  ExpectError(client_->Decode(r).status(), StatusCode::kInvalidArgument, "latent.dtype");
+  ExpectError(ClientProtocol::Decode(*client_, r).status(), StatusCode::kInvalidArgument,
+              "latent.dtype");
   ExpectStillServing();
 }
 
 TEST_F(BadInputTest, RejectsWrongLatentRank) {
   client::DecodeRequest r = Valid();
   r.latent.shape = {32, 4, 4};
-  ExpectError(client_->Decode(r).status(), StatusCode::kInvalidArgument, "latent.shape");
+  ExpectError(ClientProtocol::Decode(*client_, r).status(), StatusCode::kInvalidArgument,
+              "latent.shape");
   ExpectStillServing();
 }
 
 TEST_F(BadInputTest, RejectsWrongChannelCount) {
   client::DecodeRequest r = Valid();
   r.latent.shape = {2, 16, 4, 4};
-  ExpectError(client_->Decode(r).status(), StatusCode::kInvalidArgument, "latent.shape[1]");
+  ExpectError(ClientProtocol::Decode(*client_, r).status(), StatusCode::kInvalidArgument,
+              "latent.shape[1]");
   ExpectStillServing();
 }
 
 TEST_F(BadInputTest, RejectsZeroSizeDims) {
   client::DecodeRequest r = Valid();
   r.latent.shape = {1, 32, 0, 4};
-  ExpectError(client_->Decode(r).status(), StatusCode::kInvalidArgument, "latent.shape[2]");
+  ExpectError(ClientProtocol::Decode(*client_, r).status(), StatusCode::kInvalidArgument,
+              "latent.shape[2]");
   ExpectStillServing();
 }
 
 TEST_F(BadInputTest, RejectsOutputWithWrongShape) {
   client::DecodeRequest r = Valid();
   r.output.shape = {1, 32, 16, 6};
-  ExpectError(client_->Decode(r).status(), StatusCode::kInvalidArgument, "[1, 32, 32, 3]");
+  ExpectError(ClientProtocol::Decode(*client_, r).status(), StatusCode::kInvalidArgument,
+              "[1, 32, 32, 3]");
   ExpectStillServing();
 }
 
@@ -298,7 +307,7 @@ TEST_F(BadInputTest, ReportsNanLatentsInsteadOfDecoding) {
   float* f = reinterpret_cast<float*>(in_->data());
   f[3] = std::nanf("");
   f[9] = std::numeric_limits<float>::infinity();
-  ExpectError(client_->Decode(Valid()).status(), StatusCode::kInvalidArgument,
+  ExpectError(ClientProtocol::Decode(*client_, Valid()).status(), StatusCode::kInvalidArgument,
               "2 non-finite values");
   f[3] = 0.f;
   f[9] = 0.f;
@@ -308,7 +317,7 @@ TEST_F(BadInputTest, ReportsNanLatentsInsteadOfDecoding) {
 TEST_F(BadInputTest, RejectsUnknownModelAndListsKnownOnes) {
   client::DecodeRequest r = Valid();
   r.model = "sdxl-vae";
-  Status s = client_->Decode(r).status();
+  Status s = ClientProtocol::Decode(*client_, r).status();
   ExpectError(s, StatusCode::kNotFound, "sdxl-vae");
   EXPECT_THAT(s.message(), HasSubstr("demo"));
   ExpectStillServing();
@@ -325,7 +334,7 @@ TEST_F(BadInputTest, RejectsProtocolVersionMismatch) {
   req.set_request_id(9);
   req.mutable_hello()->set_protocol_version(2);
   req.mutable_hello()->set_client_name("from-the-future");
-  auto reply = client_->SendRaw(req.SerializeAsString());
+  auto reply = ClientProtocol::SendRaw(*client_, req.SerializeAsString());
   ASSERT_TRUE(reply.ok());
   ASSERT_TRUE(reply->has_error());
   ExpectError(FromProtoError(reply->error()), StatusCode::kVersionMismatch,
@@ -334,11 +343,11 @@ TEST_F(BadInputTest, RejectsProtocolVersionMismatch) {
 }
 
 TEST_F(BadInputTest, AnswersGarbageBytesWithProtocolError) {
-  auto reply = client_->SendRaw(std::string("\xff\xfe garbage \x01\x02\x03", 15));
+  auto reply = ClientProtocol::SendRaw(*client_, std::string("\xff\xfe garbage \x01\x02\x03", 15));
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   ASSERT_TRUE(reply->has_error());
   EXPECT_EQ(FromProtoError(reply->error()).code(), StatusCode::kProtocolError);
-  auto status = client_->GetStatus();
+  auto status = ClientProtocol::GetStatus(*client_);
   ASSERT_TRUE(status.ok());
   EXPECT_GE(status->protocol_errors(), 1u);
   ExpectStillServing();
@@ -349,7 +358,7 @@ TEST_F(BadInputTest, RejectsRequestWithoutHello) {
   req.set_request_id(10);
   req.set_client_id(424242);
   req.mutable_status();
-  auto reply = client_->SendRaw(req.SerializeAsString());
+  auto reply = ClientProtocol::SendRaw(*client_, req.SerializeAsString());
   ASSERT_TRUE(reply.ok() && reply->has_error());
   ExpectError(FromProtoError(reply->error()), StatusCode::kUnknownClient, "send Hello");
   ExpectStillServing();
@@ -365,14 +374,14 @@ TEST_F(BadInputTest, RejectsCudaRegionOnCpuBuild) {
   cuda->set_ipc_handle(std::string(64, '\0'));
   cuda->set_size_bytes(1024);
   cuda->set_device_uuid("GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf");
-  auto reply = client_->SendRaw(req.SerializeAsString());
+  auto reply = ClientProtocol::SendRaw(*client_, req.SerializeAsString());
   ASSERT_TRUE(reply.ok() && reply->has_error());
   ExpectError(FromProtoError(reply->error()), StatusCode::kFailedPrecondition,
               "this daemon has no CUDA ranks");
   EXPECT_EQ(reply->error().field(), "register_region.cuda");
 
   cuda->set_device_uuid("cuda:0");
-  reply = client_->SendRaw(req.SerializeAsString());
+  reply = ClientProtocol::SendRaw(*client_, req.SerializeAsString());
   ASSERT_TRUE(reply.ok() && reply->has_error());
   ExpectError(FromProtoError(reply->error()), StatusCode::kInvalidArgument, "32 hex digits");
   EXPECT_EQ(reply->error().field(), "register_region.cuda.device_uuid");
@@ -395,7 +404,8 @@ TEST(DaemonStartTest, RefusesSocketAlreadyServedByAnotherDaemon) {
 TEST_F(BadInputTest, RejectsControlCharactersInNames) {
   client::DecodeRequest r = Valid();
   r.model = "demo\n2026-11-30 critical forged";
-  ExpectError(client_->Decode(r).status(), StatusCode::kInvalidArgument, "printable ASCII");
+  ExpectError(ClientProtocol::Decode(*client_, r).status(), StatusCode::kInvalidArgument,
+              "printable ASCII");
   auto forged = client::Client::Connect(
       {.socket = daemon_->socket(), .client_name = "w0\ncritical FORGED"});
   ASSERT_FALSE(forged.ok());

@@ -25,8 +25,11 @@
 #include "tests/common/daemon_process.h"
 #include "tests/common/free_port.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/safetensors.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -69,8 +72,9 @@ Result<Decoded> Decode(client::Client& c, const std::string& model,
                        std::vector<std::string> faults = {},
                        std::optional<client::DecodeRequest::Tiling> tiling = std::nullopt,
                        client::LatentSpace space = client::LatentSpace::kNormalized) {
-  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan, c.PlanDecode(model, DType::kFloat32, shape,
-                                                           client::OutputFormat::kFloat32NCHW));
+  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan,
+                        ClientProtocol::PlanDecode(c, model, DType::kFloat32, shape,
+                                                   client::OutputFormat::kFloat32NCHW));
   uint64_t n = 1;
   for (int64_t d : shape) n *= uint64_t(d);
   VAED_ASSIGN_OR_RETURN(auto in, client::SharedRegion::Create(n * 4));
@@ -88,7 +92,7 @@ Result<Decoded> Decode(client::Client& c, const std::string& model,
                                 .tiling = tiling,
                                 .group_size = group_size};
   request.latent_space = space;
-  VAED_ASSIGN_OR_RETURN(v1::DecodeReply reply, c.Decode(request));
+  VAED_ASSIGN_OR_RETURN(v1::DecodeReply reply, ClientProtocol::Decode(c, request));
   Decoded d{reply, std::vector<uint8_t>(out->data(), out->data() + reply.output_bytes())};
   VAED_RETURN_IF_ERROR(c.UnregisterRegion(in_id));
   VAED_RETURN_IF_ERROR(c.UnregisterRegion(out_id));
@@ -125,7 +129,7 @@ std::vector<float> Pseudo(size_t n, float phase) {
 void WaitUntilServing(const DaemonProcess& daemon) {
   auto c = client::Client::Connect({.socket = daemon.socket(), .client_name = "ready?"});
   ASSERT_TRUE(c.ok()) << c.status().ToString() << daemon.Log();
-  auto status = (*c)->GetStatus();
+  auto status = ClientProtocol::GetStatus(**c);
   ASSERT_TRUE(status.ok()) << status.status().ToString() << daemon.Log();
 }
 
@@ -133,7 +137,7 @@ void WaitUntilServing(const DaemonProcess& daemon) {
 std::string GroupState(const DaemonProcess& daemon, const std::string& name) {
   auto c = client::Client::Connect({.socket = daemon.socket(), .client_name = "state?"});
   if (!c.ok()) return "";
-  auto status = (*c)->GetStatus();
+  auto status = ClientProtocol::GetStatus(**c);
   if (!status.ok()) return "";
   for (const auto& g : status->groups()) {
     if (g.name() == name) return g.state();
@@ -392,7 +396,7 @@ TEST_F(GroupDecodeTest, InjectedCollectiveFailureFallsBackAndTheGroupIsRebuilt) 
   const std::vector<float> latent = GoldenLatent("grid_2x2", &shape);
   auto reference = Decode(*client_, "h3", shape, latent.data(), 1);
   ASSERT_TRUE(reference.ok());
-  auto before = client_->GetStatus();
+  auto before = ClientProtocol::GetStatus(*client_);
   ASSERT_TRUE(before.ok());
   uint64_t generation = 0;
   for (const auto& g : before->groups()) {
@@ -409,7 +413,7 @@ TEST_F(GroupDecodeTest, InjectedCollectiveFailureFallsBackAndTheGroupIsRebuilt) 
   EXPECT_TRUE(next->reply.group().fallback().empty());
   EXPECT_EQ(next->reply.group().generation(), generation + 1);
   EXPECT_EQ(next->reply.group().ranks_size(), 2);
-  auto after = client_->GetStatus();
+  auto after = ClientProtocol::GetStatus(*client_);
   ASSERT_TRUE(after.ok());
   bool seen = false;
   for (const auto& g : after->groups()) {
@@ -559,7 +563,7 @@ TEST(TwoDaemonGroupTest, TwoDaemonsFormOneGroupThroughATcpStore) {
   // Node 1's view: its rank took part (runs counted under the group).
   auto c1 = client::Client::Connect({.socket = node1->socket(), .client_name = "node1"});
   ASSERT_TRUE(c1.ok()) << c1.status().ToString();
-  auto status1 = (*c1)->GetStatus();
+  auto status1 = ClientProtocol::GetStatus(**c1);
   ASSERT_TRUE(status1.ok());
   bool seen = false;
   for (const auto& g : status1->groups()) {

@@ -24,8 +24,11 @@
 #include "tests/common/daemon_process.h"
 #include "tests/common/golden_tolerance.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/safetensors.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -139,7 +142,7 @@ class H3AudioDaemonTest : public ::testing::Test {
     request.latent_space = space;
     if (video) request.latent = {0, 0, video->dtype, video->shape};
     if (audio) request.audio_latent = {0, 0, DType::kFloat32, audio->shape};
-    VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan, client_->PlanDecode(request));
+    VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan, ClientProtocol::PlanDecode(*client_, request));
     const uint64_t video_in = video ? video->nbytes : 0;
     const uint64_t audio_in = audio ? audio->bytes() : 0;
     const uint64_t video_out = plan.output_bytes();
@@ -164,7 +167,7 @@ class H3AudioDaemonTest : public ::testing::Test {
                               std::vector<int64_t>(plan.audio().output_shape().begin(),
                                                    plan.audio().output_shape().end())};
     }
-    VAED_ASSIGN_OR_RETURN(v1::DecodeReply reply, client_->Decode(request));
+    VAED_ASSIGN_OR_RETURN(v1::DecodeReply reply, ClientProtocol::Decode(*client_, request));
     Decoded d;
     d.reply = reply;
     d.frames.assign(out->data(), out->data() + video_out);
@@ -458,7 +461,7 @@ TEST_F(H3AvRejectTest, MisplacedAudioOutputsAreRejected) {
     r.audio_latent = {*id, 0, DType::kFloat32, latent.shape};
     r.audio_output = std::move(audio_output);
     r.output = std::move(output);
-    return client_->Decode(r);
+    return ClientProtocol::Decode(*client_, r);
   };
   const uint64_t after = latent.bytes();
   auto wrong_shape = send({*id, after, DType::kFloat32, {1, 1000}});
@@ -481,18 +484,18 @@ TEST_F(H3AvRejectTest, ProfilesAndCapabilitiesDriveOptions) {
   client::DecodeRequest request;
   request.model = "av";
   request.latent = {0, 0, DType::kFloat32, {1, 24, 7, 16, 16}};
-  auto safe = client_->PlanDecode(request);
+  auto safe = ClientProtocol::PlanDecode(*client_, request);
   ASSERT_TRUE(safe.ok()) << safe.status().ToString();
   EXPECT_EQ(safe->profile(), "safe");
   EXPECT_EQ(safe->compile_decision(), "off (profile safe)");
   request.profile = "optimized";
   request.compile = client::Compile::kAuto;
-  auto optimized = client_->PlanDecode(request);
+  auto optimized = ClientProtocol::PlanDecode(*client_, request);
   ASSERT_TRUE(optimized.ok()) << optimized.status().ToString();
   EXPECT_EQ(optimized->profile(), "optimized");
   EXPECT_EQ(optimized->compile_decision(), "auto: compiled plans by shape bucket");
   request.compile = client::Compile::kOn;
-  auto on = client_->PlanDecode(request);
+  auto on = ClientProtocol::PlanDecode(*client_, request);
   ASSERT_TRUE(on.ok()) << on.status().ToString();
   EXPECT_EQ(on->compile_decision(), "on (requested)");
   client::DecodeRequest demo_compiled;
@@ -500,26 +503,26 @@ TEST_F(H3AvRejectTest, ProfilesAndCapabilitiesDriveOptions) {
   demo_compiled.latent = {0, 0, DType::kFloat32, {1, 32, 8, 8}};
   demo_compiled.profile = "optimized";
   demo_compiled.compile = client::Compile::kOn;
-  EXPECT_THAT(client_->PlanDecode(demo_compiled).status().message(),
+  EXPECT_THAT(ClientProtocol::PlanDecode(*client_, demo_compiled).status().message(),
               HasSubstr("options.compile is COMPILE_ON; model 'demo' (kind demo) has no "
                         "compiled-plan backend"));
   request.inject_faults = {"oom_stacked"};
-  EXPECT_THAT(client_->PlanDecode(request).status().message(),
+  EXPECT_THAT(ClientProtocol::PlanDecode(*client_, request).status().message(),
               HasSubstr("does not allow fault injection"));
   request.inject_faults.clear();
   request.compile = client::Compile::kDefault;
   request.profile = "student";
-  EXPECT_THAT(client_->PlanDecode(request).status().message(),
+  EXPECT_THAT(ClientProtocol::PlanDecode(*client_, request).status().message(),
               HasSubstr("options.profile 'student' is not allowed"));
   // Stacked tiles on a model that does not decode in tiles.
   client::DecodeRequest demo;
   demo.model = "demo";
   demo.latent = {0, 0, DType::kFloat32, {1, 32, 8, 8}};
   demo.stack_tiling = client::StackTiling::kOn;
-  EXPECT_THAT(client_->PlanDecode(demo).status().message(),
+  EXPECT_THAT(ClientProtocol::PlanDecode(*client_, demo).status().message(),
               HasSubstr("options.stack_tiling is STACK_TILING_ON; model 'demo' (kind demo) does "
                         "not support stacked tiles"));
-  auto status = client_->GetStatus();
+  auto status = ClientProtocol::GetStatus(*client_);
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->default_profile(), "safe");
   EXPECT_THAT(std::vector<std::string>(status->allowed_profiles().begin(),
@@ -528,7 +531,7 @@ TEST_F(H3AvRejectTest, ProfilesAndCapabilitiesDriveOptions) {
 }
 
 TEST_F(H3AvRejectTest, StatusDescribesBothDecoders) {
-  auto status = client_->GetStatus();
+  auto status = ClientProtocol::GetStatus(*client_);
   ASSERT_TRUE(status.ok());
   int found = 0;
   for (const auto& m : status->models()) {

@@ -13,6 +13,9 @@
 
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -45,7 +48,8 @@ class H3LimitsTest : public ::testing::Test {
     }
   }
   Result<v1::DecodeReply> Plan(const std::vector<int64_t>& shape) {
-    return client_->PlanDecode("h3", DType::kFloat32, shape, client::OutputFormat::kUInt8NHWC);
+    return ClientProtocol::PlanDecode(*client_, "h3", DType::kFloat32, shape,
+                                      client::OutputFormat::kUInt8NHWC);
   }
 
   std::unique_ptr<DaemonProcess> daemon_;

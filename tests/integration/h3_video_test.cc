@@ -22,9 +22,12 @@
 #include "tests/common/daemon_process.h"
 #include "tests/common/golden_tolerance.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/safetensors.h"
 #include "vaed/sha256.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -80,8 +83,9 @@ class H3VideoDaemonTest : public ::testing::TestWithParam<std::string> {
   Result<Decoded> Decode(const TensorEntry& latent, client::OutputFormat format,
                          client::StackTiling stack, std::string profile = {},
                          client::Compile compile = client::Compile::kDefault) {
-    VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan,
-                          client_->PlanDecode("h3", latent.dtype, latent.shape, format));
+    VAED_ASSIGN_OR_RETURN(
+        v1::DecodeReply plan,
+        ClientProtocol::PlanDecode(*client_, "h3", latent.dtype, latent.shape, format));
     VAED_ASSIGN_OR_RETURN(auto in, client::SharedRegion::Create(latent.nbytes));
     VAED_ASSIGN_OR_RETURN(auto out, client::SharedRegion::Create(plan.output_bytes()));
     std::memcpy(in->data(), latent.data, latent.nbytes);
@@ -95,7 +99,7 @@ class H3VideoDaemonTest : public ::testing::TestWithParam<std::string> {
                                   .stack_tiling = stack,
                                   .profile = std::move(profile),
                                   .compile = compile};
-    VAED_ASSIGN_OR_RETURN(v1::DecodeReply reply, client_->Decode(request));
+    VAED_ASSIGN_OR_RETURN(v1::DecodeReply reply, ClientProtocol::Decode(*client_, request));
     Decoded d;
     d.reply = reply;
     d.bytes.assign(out->data(), out->data() + reply.output_bytes());
@@ -257,18 +261,18 @@ TEST_F(H3VideoBadInputTest, RejectsDegenerateAndSwappedLatentsAndKeepsServing) {
       {{1, 24, 7, 16, 100000}, {"latent.shape[4]"}},
   };
   for (const Bad& b : bad) {
-    auto plan = client_->PlanDecode("h3", DType::kFloat32, b.shape,
-                                    client::OutputFormat::kUInt8NHWC);
+    auto plan = ClientProtocol::PlanDecode(*client_, "h3", DType::kFloat32, b.shape,
+                                           client::OutputFormat::kUInt8NHWC);
     ASSERT_FALSE(plan.ok());
     EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
     for (const std::string& m : b.message) EXPECT_THAT(plan.status().message(), HasSubstr(m));
   }
-  auto f16 = client_->PlanDecode("h3", DType::kFloat16, {1, 24, 7, 16, 16},
-                                 client::OutputFormat::kUInt8NHWC);
+  auto f16 = ClientProtocol::PlanDecode(*client_, "h3", DType::kFloat16, {1, 24, 7, 16, 16},
+                                        client::OutputFormat::kUInt8NHWC);
   EXPECT_THAT(f16.status().message(), HasSubstr("latent.dtype"));
   // The official length rule, via plan-only requests: T=37 -> 124 frames.
-  auto ok = client_->PlanDecode("h3", DType::kFloat32, {1, 24, 37, 30, 54},
-                                client::OutputFormat::kUInt8NHWC);
+  auto ok = ClientProtocol::PlanDecode(*client_, "h3", DType::kFloat32, {1, 24, 37, 30, 54},
+                                       client::OutputFormat::kUInt8NHWC);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->frames(), 124u);
   EXPECT_EQ(ok->height_px(), 480u);
@@ -276,7 +280,7 @@ TEST_F(H3VideoBadInputTest, RejectsDegenerateAndSwappedLatentsAndKeepsServing) {
 }
 
 TEST_F(H3VideoBadInputTest, StatusListsModelCapabilities) {
-  auto status = client_->GetStatus();
+  auto status = ClientProtocol::GetStatus(*client_);
   ASSERT_TRUE(status.ok());
   bool found = false;
   for (const auto& m : status->models()) {

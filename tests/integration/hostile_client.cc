@@ -14,7 +14,10 @@
 #include <string>
 
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace {
 
@@ -29,7 +32,7 @@ int Flood(const char* socket, int n) {
   std::string quarantined;
   const std::string garbage(24, '\xff');  // never a valid vaed.v1.Request
   for (int i = 0; i < n; ++i) {
-    auto reply = (*client)->SendRaw(garbage);
+    auto reply = ClientProtocol::SendRaw(**client, garbage);
     if (!reply.ok()) {
       codes[std::string(vaed::StatusCodeName(reply.status().code()))]++;
       continue;
@@ -54,7 +57,7 @@ int Connect(const char* socket) {
     std::printf("error: %s\n", client.status().ToString().c_str());
     return 1;
   }
-  auto status = (*client)->GetStatus();
+  auto status = ClientProtocol::GetStatus(**client);
   if (!status.ok()) {
     std::printf("error: %s\n", status.status().ToString().c_str());
     return 1;

@@ -5,10 +5,10 @@
 #include <gmock/gmock.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,9 +32,11 @@
 #include "tests/common/raw_connection.h"
 #include "tests/common/test_paths.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/framing.h"
 #include "vaed/wire.h"
 
+using vaed::client::ClientProtocol;
 
 // AddressSanitizer under clang (which, at version 14, does not define
 // GCC's __SANITIZE_ADDRESS__).
@@ -100,7 +102,7 @@ void ExpectStillServing(const DaemonProcess& d) {
   auto c = Connect(d, "after");
   ASSERT_NE(c, nullptr);
   Buffers b = MakeBuffers(*c, 1, 4, 4);
-  auto r = c->Decode(Request(b));
+  auto r = ClientProtocol::Decode(*c, Request(b));
   ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << d.Log();
   EXPECT_EQ(r->frames(), 1u);
 }
@@ -158,11 +160,13 @@ TEST(HostileInputTest, SegmentTruncatedBeforeTheReadIsAClientFault) {
   Buffers slow = MakeBuffers(*busy, 40, 4, 4);
   client::DecodeRequest slow_req = Request(slow);
   slow_req.inject_faults = {"slow_tiles"};
-  auto running = std::async(std::launch::async, [&] { return busy->Decode(slow_req); });
+  auto running =
+      std::async(std::launch::async, [&] { return ClientProtocol::Decode(*busy, slow_req); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   // The victim's request is validated (its segment is whole) and queued.
   Buffers b = MakeBuffers(*victim, 1, 16, 16);
-  auto queued = std::async(std::launch::async, [&] { return victim->Decode(Request(b)); });
+  auto queued =
+      std::async(std::launch::async, [&] { return ClientProtocol::Decode(*victim, Request(b)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   // Now the client shrinks its own segment under the daemon's mapping.
   const int fd = shm_open(("/" + b.in->name()).c_str(), O_RDWR, 0);
@@ -174,7 +178,7 @@ TEST(HostileInputTest, SegmentTruncatedBeforeTheReadIsAClientFault) {
   EXPECT_EQ(fault.status().code(), StatusCode::kClientFault) << fault.status().ToString();
   EXPECT_THAT(fault.status().message(), HasSubstr("SIGBUS"));
   EXPECT_TRUE(running.get().ok());
-  auto status = victim->GetStatus();
+  auto status = ClientProtocol::GetStatus(*victim);
   ASSERT_TRUE(status.ok());
   EXPECT_GE(status->client_faults(), 1u);
   ExpectStillServing(daemon);
@@ -190,7 +194,7 @@ TEST(HostileInputTest, OversizedOutOfOrderAndUnknownMessages) {
   auto c = Connect(daemon, "rude");
   ASSERT_NE(c, nullptr);
   // Over server.max_message_bytes (1 MiB): answered, not read as a request.
-  auto big = c->SendRaw(std::string((1 << 20) + 1, '\0'));
+  auto big = ClientProtocol::SendRaw(*c, std::string((1 << 20) + 1, '\0'));
   ASSERT_TRUE(big.ok()) << big.status().ToString();
   ASSERT_TRUE(big->has_error());
   EXPECT_THAT(big->error().message(), HasSubstr("exceeds server.max_message_bytes"));
@@ -201,7 +205,7 @@ TEST(HostileInputTest, OversizedOutOfOrderAndUnknownMessages) {
   newer.set_client_id(c->client_id());
   std::string bytes = newer.SerializeAsString();
   bytes += std::string("\xc2\x0c\x02\x08\x01", 5);  // field 200, 2 bytes: {1: 1}
-  auto unknown = c->SendRaw(bytes);
+  auto unknown = ClientProtocol::SendRaw(*c, bytes);
   ASSERT_TRUE(unknown.ok());
   EXPECT_EQ(unknown->request_id(), 3u);
   EXPECT_EQ(unknown->error().code(), v1::ERROR_CODE_PROTOCOL_ERROR) << unknown->DebugString();
@@ -212,16 +216,16 @@ TEST(HostileInputTest, OversizedOutOfOrderAndUnknownMessages) {
   bye.set_request_id(4);
   bye.set_client_id(c->client_id());
   bye.mutable_goodbye();
-  ASSERT_TRUE(c->SendRaw(bye.SerializeAsString()).ok());
+  ASSERT_TRUE(ClientProtocol::SendRaw(*c, bye.SerializeAsString()).ok());
   v1::Request after;
   after.set_request_id(5);
   after.set_client_id(c->client_id());
   after.mutable_status();
-  auto late = c->SendRaw(after.SerializeAsString());
+  auto late = ClientProtocol::SendRaw(*c, after.SerializeAsString());
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(late->error().code(), v1::ERROR_CODE_UNKNOWN_CLIENT);
   after.set_client_id(987654321);
-  auto forged = c->SendRaw(after.SerializeAsString());
+  auto forged = ClientProtocol::SendRaw(*c, after.SerializeAsString());
   ASSERT_TRUE(forged.ok());
   EXPECT_EQ(forged->error().code(), v1::ERROR_CODE_UNKNOWN_CLIENT);
   ExpectStillServing(daemon);
@@ -338,7 +342,7 @@ TEST(HostileInputTest, ConnectionsPastTheLimitsAreRefusedWithTheirReason) {
     ExpectStillServing(daemon);
     auto c2 = Connect(daemon, "status");
     ASSERT_NE(c2, nullptr);
-    auto status = c2->GetStatus();
+    auto status = ClientProtocol::GetStatus(*c2);
     ASSERT_TRUE(status.ok());
     EXPECT_EQ(status->rejected_connections(), 1u);
     EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
@@ -378,7 +382,7 @@ TEST(HostileInputTest, IdleAndTricklingConnectionsAreClosedAfterTheClientTimeout
   EXPECT_TRUE(trickle_closed) << "a message trickling a byte per 200 ms stayed open";
   EXPECT_THAT(daemon.Log(), HasSubstr("a message stayed incomplete for 1000 ms"));
   // The heartbeating client still works on its connection.
-  auto s = live->GetStatus();
+  auto s = ClientProtocol::GetStatus(*live);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(live->reconnects(), 0u);
   ExpectStillServing(daemon);
@@ -465,7 +469,7 @@ TEST(HostileInputTest, FloodIsQuarantinedAndOthersKeepTheirLatency) {
     std::vector<double> ms;
     for (int i = 0; i < n; ++i) {
       const auto t0 = Clock::now();
-      auto r = good->Decode(Request(b));
+      auto r = ClientProtocol::Decode(*good, Request(b));
       EXPECT_TRUE(r.ok()) << r.status().ToString();
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
@@ -494,7 +498,7 @@ TEST(HostileInputTest, FloodIsQuarantinedAndOthersKeepTheirLatency) {
   EXPECT_THAT(out, HasSubstr("quarantined=2990"));
   EXPECT_THAT(out, HasSubstr("retry_after_ms"));
 
-  auto status = good->GetStatus();
+  auto status = ClientProtocol::GetStatus(*good);
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->quarantines(), 1u);
   EXPECT_EQ(status->quarantine_rejections(), 2990u);
@@ -508,7 +512,7 @@ TEST(HostileInputTest, FloodIsQuarantinedAndOthersKeepTheirLatency) {
       RunAndCapture({vaectl, "--socket", daemon.socket(), "quarantine", "release", "all"}, &code);
   EXPECT_EQ(code, 0) << released;
   EXPECT_THAT(released, HasSubstr("released pid"));
-  status = good->GetStatus();
+  status = ClientProtocol::GetStatus(*good);
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->quarantined_size(), 0);
   ExpectStillServing(daemon);
@@ -531,7 +535,7 @@ TEST(HostileInputTest, DeadlineCancelsBetweenFrameBatchesNotAfter) {
   req.inject_faults = {"slow_tiles"};
   req.deadline_ms = 150;
   const auto t0 = Clock::now();
-  auto r = c->Decode(req);
+  auto r = ClientProtocol::Decode(*c, req);
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
@@ -540,8 +544,8 @@ TEST(HostileInputTest, DeadlineCancelsBetweenFrameBatchesNotAfter) {
   EXPECT_LT(seconds, 0.4) << "10 batches x 50 ms would take 0.5 s";
   // Without a deadline the same request completes.
   req.deadline_ms = 0;
-  EXPECT_TRUE(c->Decode(req).ok());
-  auto status = c->GetStatus();
+  EXPECT_TRUE(ClientProtocol::Decode(*c, req).ok());
+  auto status = ClientProtocol::GetStatus(*c);
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->deadline_exceeded(), 1u);
   ExpectStillServing(daemon);
@@ -616,7 +620,7 @@ TEST(HostileInputTest, ClientKilledMidDecodeLeavesNoMappingOrSegmentInTheDaemon)
   // decode and unmaps at once.
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   while (Clock::now() < deadline) {
-    auto s = observer->GetStatus();
+    auto s = ClientProtocol::GetStatus(*observer);
     if (s.ok() && s->clients() == 1 && s->regions() == 0 && s->queue_depth() == 0 &&
         CountShmMappings(daemon.pid()) == 0 && CountShmFds(daemon.pid()) == 0) {
       break;
@@ -680,7 +684,7 @@ TEST(HostileInputTest, DisallowedUidIsRefusedAndSocketPermissionsHold) {
 
   auto c = Connect(daemon, "root");  // uid 0 is always admitted
   ASSERT_NE(c, nullptr);
-  auto status = c->GetStatus();
+  auto status = ClientProtocol::GetStatus(*c);
   ASSERT_TRUE(status.ok());
   EXPECT_GE(status->rejected_connections(), 1u);
   EXPECT_THAT(daemon.Log(), HasSubstr("access: refused a connection: peer uid 65534"));
@@ -769,7 +773,7 @@ TEST(HostileInputTest, NonRootDaemonServesAClientOfAnotherUidInItsGroup) {
     auto c = client::Client::Connect({.socket = socket, .client_name = "acl"});
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     Buffers b = MakeBuffers(**c, 1, 4, 4);
-    auto r = (*c)->Decode(Request(b));
+    auto r = ClientProtocol::Decode(**c, Request(b));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     constexpr uid_t kNeighbourUid = 5602;
     int open_errno = -1;

@@ -2,7 +2,6 @@
 // killed mid-request, SIGTERM shutdown, the C ABI, and the command line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -17,7 +16,10 @@
 #include "tests/common/daemon_process.h"
 #include "tests/common/test_paths.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/vaed_c.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -32,7 +34,7 @@ template <typename Pred>
 bool WaitForStatus(client::Client& c, Pred pred, std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto s = c.GetStatus();
+    auto s = ClientProtocol::GetStatus(c);
     if (s.ok() && pred(*s)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -95,9 +97,10 @@ TEST(LifecycleTest, ClientKilledMidRequestIsDroppedAndDaemonKeepsServing) {
   ASSERT_TRUE(in.ok() && out.ok());
   auto in_id = (*observer)->RegisterRegion(**in);
   auto out_id = (*observer)->RegisterRegion(**out);
-  auto r = (*observer)->Decode({.model = "",
-                                .latent = {*in_id, 0, DType::kFloat32, {1, 32, 2, 2}},
-                                .output = {*out_id, 0, DType::kUInt8, {1, 16, 16, 3}}});
+  auto r =
+      ClientProtocol::Decode(**observer, {.model = "",
+                                          .latent = {*in_id, 0, DType::kFloat32, {1, 32, 2, 2}},
+                                          .output = {*out_id, 0, DType::kUInt8, {1, 16, 16, 3}}});
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   observer->reset();
   EXPECT_EQ(daemon.Terminate(), 0) << daemon.Log();
@@ -110,7 +113,7 @@ TEST(LifecycleTest, SigtermStopsCleanlyAndRemovesTheSocket) {
   {
     auto c = client::Client::Connect({.socket = socket});
     ASSERT_TRUE(c.ok());
-    ASSERT_TRUE((*c)->GetStatus().ok());
+    ASSERT_TRUE(ClientProtocol::GetStatus(**c).ok());
   }
   EXPECT_EQ(daemon.Terminate(std::chrono::seconds(20)), 0) << daemon.Log();
   EXPECT_FALSE(std::filesystem::exists(socket));
@@ -151,10 +154,10 @@ TEST(LifecycleTest, DropsSilentClientAfterClientTimeout) {
   ASSERT_TRUE(silent.ok() && chatty.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   // The heartbeating client is kept, the silent one was dropped.
-  auto s = (*chatty)->GetStatus();
+  auto s = ClientProtocol::GetStatus(**chatty);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->clients(), 1u);
-  auto dropped = (*silent)->GetStatus();
+  auto dropped = ClientProtocol::GetStatus(**silent);
   EXPECT_EQ(dropped.status().code(), StatusCode::kUnknownClient) << dropped.status().ToString();
   std::remove(cfg.c_str());
 }
@@ -244,16 +247,16 @@ TEST(LifecycleTest, StickyDeviceErrorMakesTheDaemonUnhealthyAndExitNonZero) {
                             .latent = {*in_id, 0, DType::kFloat32, {1, 32, 2, 2}},
                             .output = {*out_id, 0, DType::kUInt8, {1, 16, 16, 3}}};
   req.inject_faults = {"device_fatal"};
-  auto r = (*c)->Decode(req);
+  auto r = ClientProtocol::Decode(**c, req);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("illegal memory access"));
   // Unhealthy at once, and decodes are refused.
-  auto status = (*c)->GetStatus();
+  auto status = ClientProtocol::GetStatus(**c);
   ASSERT_TRUE(status.ok()) << status.status().ToString();
   EXPECT_FALSE(status->healthy());
   EXPECT_THAT(status->health(), HasSubstr("sticky device error"));
   req.inject_faults.clear();
-  auto refused = (*c)->Decode(req);
+  auto refused = ClientProtocol::Decode(**c, req);
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status().ToString();
   // No watchdog ping after the error; the daemon exits with status 1.
   const std::string after = ReadNotifications(fd, std::chrono::milliseconds(1500));

@@ -21,6 +21,9 @@
 
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -85,9 +88,9 @@ Worker MakeWorker(const std::string& socket, const std::string& name) {
 }
 
 Result<v1::DecodeReply> DecodeOne(Worker& w, int which) {
-  return w.client->Decode({.model = "demo",
-                           .latent = {w.in_id[which], 0, DType::kFloat32, kLatent},
-                           .output = {w.out_id, 0, DType::kUInt8, kOutput}});
+  return ClientProtocol::Decode(*w.client, {.model = "demo",
+                                            .latent = {w.in_id[which], 0, DType::kFloat32, kLatent},
+                                            .output = {w.out_id, 0, DType::kUInt8, kOutput}});
 }
 
 TEST(LoadTest, ConcurrentClientsGetEveryReplyOnceWithCorrectBytesAndStableRss) {
@@ -116,7 +119,7 @@ TEST(LoadTest, ConcurrentClientsGetEveryReplyOnceWithCorrectBytesAndStableRss) {
   for (Worker& w : workers) {
     for (int k = 0; k < 4; ++k) ASSERT_TRUE(DecodeOne(w, k % 2).ok());
   }
-  auto before = ref.client->GetStatus();
+  auto before = ClientProtocol::GetStatus(*ref.client);
   ASSERT_TRUE(before.ok());
   const uint64_t rss_warm = RssBytes(daemon.pid());
   ASSERT_GT(rss_warm, 0u);
@@ -149,7 +152,7 @@ TEST(LoadTest, ConcurrentClientsGetEveryReplyOnceWithCorrectBytesAndStableRss) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const uint64_t rss_after = RssBytes(daemon.pid());
-  auto after = ref.client->GetStatus();
+  auto after = ClientProtocol::GetStatus(*ref.client);
   ASSERT_TRUE(after.ok());
 
   const int total = clients * decodes;

@@ -4,18 +4,21 @@
 // PSNR against the original frames must be within 0.1 dB of the reference's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
-#include <span>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
-#include <algorithm>
 
 #include "ops/common/psnr.h"
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/safetensors.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -69,8 +72,8 @@ TEST_P(RealInputDecodeTest, MatchesReferenceDecodeAndItsPsnr) {
 
   auto client = client::Client::Connect({.socket = daemon_->socket(), .client_name = c.file});
   ASSERT_TRUE(client.ok()) << client.status().ToString();
-  auto plan = (*client)->PlanDecode("taef2", latent->dtype, latent->shape,
-                                    client::OutputFormat::kUInt8NHWC);
+  auto plan = ClientProtocol::PlanDecode(**client, "taef2", latent->dtype, latent->shape,
+                                         client::OutputFormat::kUInt8NHWC);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_EQ(plan->output_bytes(), reference->nbytes);
 
@@ -83,10 +86,11 @@ TEST_P(RealInputDecodeTest, MatchesReferenceDecodeAndItsPsnr) {
   ASSERT_TRUE(in_id.ok() && out_id.ok());
 
   const std::vector<int64_t> out_shape(plan->output_shape().begin(), plan->output_shape().end());
-  auto reply = (*client)->Decode({.model = "taef2",
-                                  .latent = {*in_id, 0, latent->dtype, latent->shape},
-                                  .output = {*out_id, 0, DType::kUInt8, out_shape},
-                                  .format = client::OutputFormat::kUInt8NHWC});
+  auto reply =
+      ClientProtocol::Decode(**client, {.model = "taef2",
+                                        .latent = {*in_id, 0, latent->dtype, latent->shape},
+                                        .output = {*out_id, 0, DType::kUInt8, out_shape},
+                                        .format = client::OutputFormat::kUInt8NHWC});
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(reply->frames(), c.frames);
   EXPECT_EQ(reply->height_px(), c.height_px);
@@ -160,22 +164,22 @@ TEST_F(RealInputDecodeTest, DiagnosticTilingGivesTheHybridReference) {
     return std::vector<uint8_t>((*out)->data(), (*out)->data() + hybrid->nbytes);
   };
 
-  auto safe = (*client)->Decode(request("safe", false));
+  auto safe = ClientProtocol::Decode(**client, request("safe", false));
   ASSERT_TRUE(safe.ok()) << safe.status().ToString();
   const std::vector<uint8_t> safe_bytes = bytes();
   EXPECT_EQ(safe->output_changing_size(), 0);
-  auto optimized = (*client)->Decode(request("optimized", false));
+  auto optimized = ClientProtocol::Decode(**client, request("optimized", false));
   ASSERT_TRUE(optimized.ok()) << optimized.status().ToString();
   EXPECT_TRUE(bytes() == safe_bytes) << "optimized changed the TAEF2 output";
 
-  auto refused = (*client)->Decode(request("optimized", true));
+  auto refused = ClientProtocol::Decode(**client, request("optimized", true));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find(
                 "options.tiling changes the output; only profile 'diagnostic' allows it"),
             std::string::npos)
       << refused.status().message();
 
-  auto tiled = (*client)->Decode(request("diagnostic", true));
+  auto tiled = ClientProtocol::Decode(**client, request("diagnostic", true));
   ASSERT_TRUE(tiled.ok()) << tiled.status().ToString();
   ASSERT_EQ(tiled->output_changing_size(), 1);
   EXPECT_NE(tiled->output_changing(0).find("40-cell tiles, 16-cell overlap"), std::string::npos);

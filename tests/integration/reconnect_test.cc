@@ -13,6 +13,9 @@
 #include "tests/common/daemon_process.h"
 #include "tests/common/test_paths.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -168,7 +171,7 @@ TEST(ReconnectTest, RestartedDaemonIsReconnectedAndRegionsReregistered) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   auto job = DemoJob::Create(**c, 2, 8, 8);
   ASSERT_NE(job, nullptr);
-  auto before = (*c)->Decode(job->Request());
+  auto before = ClientProtocol::Decode(**c, job->Request());
   ASSERT_TRUE(before.ok()) << before.status().ToString();
   const std::vector<uint8_t> expected = job->Output();
 
@@ -176,23 +179,23 @@ TEST(ReconnectTest, RestartedDaemonIsReconnectedAndRegionsReregistered) {
   VaedOnSocket second(dir.socket(), args);
   ASSERT_TRUE(second.ok()) << second.Log();
   job->ClearOutput();
-  auto after = (*c)->Decode(job->Request());
+  auto after = ClientProtocol::Decode(**c, job->Request());
   ASSERT_TRUE(after.ok()) << after.status().ToString() << "\n" << second.Log();
   EXPECT_EQ(job->Output(), expected);
   EXPECT_EQ((*c)->reconnects(), 1u);
 
   // The new daemon knows this client under its new id, with both regions.
-  auto s = (*c)->GetStatus();
+  auto s = ClientProtocol::GetStatus(**c);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->requests_served(), 1u);
   const v1::ClientEntry* me = FindClient(*s, (*c)->client_id());
   ASSERT_NE(me, nullptr);
   EXPECT_EQ(me->name(), "restart");
   EXPECT_EQ(me->regions(), 2u);
-  EXPECT_EQ((*c)->hello().client_id(), (*c)->client_id());
+  EXPECT_EQ(ClientProtocol::Hello(**c).client_id(), (*c)->client_id());
   // The ids handed out before the restart still work for unregistering.
   EXPECT_TRUE((*c)->UnregisterRegion(job->in_id).ok());
-  s = (*c)->GetStatus();
+  s = ClientProtocol::GetStatus(**c);
   ASSERT_TRUE(s.ok());
   ASSERT_NE(FindClient(*s, (*c)->client_id()), nullptr);
   EXPECT_EQ(FindClient(*s, (*c)->client_id())->regions(), 1u);
@@ -219,11 +222,12 @@ TEST(ReconnectTest, DecodeInFlightWhenDaemonDiesIsRetriedOnceOnTheRestartedDaemo
   ASSERT_NE(job, nullptr);
   const uint64_t first_client_id = (*c)->client_id();
 
-  auto decode = std::async(std::launch::async, [&] { return (*c)->Decode(job->Request()); });
+  auto decode =
+      std::async(std::launch::async, [&] { return ClientProtocol::Decode(**c, job->Request()); });
   bool in_flight = false;
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (!in_flight && Clock::now() < deadline) {
-    auto s = (*observer)->GetStatus();
+    auto s = ClientProtocol::GetStatus(**observer);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     const v1::ClientEntry* e = FindClient(*s, first_client_id);
     in_flight = e != nullptr && e->in_flight() == 1;
@@ -243,14 +247,14 @@ TEST(ReconnectTest, DecodeInFlightWhenDaemonDiesIsRetriedOnceOnTheRestartedDaemo
   EXPECT_EQ((*c)->reconnects(), 1u);
   const std::vector<uint8_t> retried = job->Output();
   // Exactly one decode ran on the new daemon: the retry.
-  auto s = (*c)->GetStatus();
+  auto s = ClientProtocol::GetStatus(**c);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->requests_served(), 1u);
   EXPECT_EQ(s->requests_failed(), 0u);
 
   // The retry wrote the whole output: a fresh decode gives the same bytes.
   job->ClearOutput();
-  auto again = (*c)->Decode(job->Request());
+  auto again = ClientProtocol::Decode(**c, job->Request());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(job->Output(), retried);
   EXPECT_EQ((*c)->reconnects(), 1u);
@@ -276,12 +280,13 @@ TEST(ReconnectTest, StreamedDecodeThatDeliveredARangeIsNotRetriedOnTheRestartedD
   std::shared_future<void> killed_future = killed.get_future().share();
   int calls = 0;
   client::DecodeRequest request = job->Request();
-  request.final_range = [&](const v1::FinalRange& r) {
+  request.final_range = [&](const client::FinalRange& r) {
     if (++calls > 1) return;
-    delivered.set_value(r.end());
+    delivered.set_value(r.end);
     killed_future.wait();  // the daemon dies before this client reads on
   };
-  auto decode = std::async(std::launch::async, [&] { return (*c)->Decode(request); });
+  auto decode =
+      std::async(std::launch::async, [&] { return ClientProtocol::Decode(**c, request); });
   std::future<uint64_t> first_end = delivered.get_future();
   ASSERT_EQ(first_end.wait_for(std::chrono::seconds(60)), std::future_status::ready)
       << first->Log();
@@ -301,7 +306,7 @@ TEST(ReconnectTest, StreamedDecodeThatDeliveredARangeIsNotRetriedOnTheRestartedD
   EXPECT_EQ(calls, 1);
   VaedOnSocket second(dir.socket(), args);
   ASSERT_TRUE(second.ok()) << second.Log();
-  auto s = (*c)->GetStatus();  // reconnects
+  auto s = ClientProtocol::GetStatus(**c);  // reconnects
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->requests_served(), 0u) << "the streamed decode ran again";
   EXPECT_EQ((*c)->reconnects(), 1u);
@@ -319,7 +324,7 @@ TEST(ReconnectTest, DaemonGoneForGoodFailsWithUnavailableWithinTheReconnectTimeo
   ASSERT_EQ(kill(daemon.pid(), SIGKILL), 0);
 
   const auto start = Clock::now();
-  auto r = (*c)->Decode(job->Request());
+  auto r = ClientProtocol::Decode(**c, job->Request());
   const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
@@ -349,7 +354,7 @@ TEST(ReconnectTest, DroppedSilentClientIsReconnectedOnUnknownClient) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   auto job = DemoJob::Create(**c, 1, 6, 6);
   ASSERT_NE(job, nullptr);
-  auto before = (*c)->Decode(job->Request());
+  auto before = ClientProtocol::Decode(**c, job->Request());
   ASSERT_TRUE(before.ok()) << before.status().ToString();
   const std::vector<uint8_t> expected = job->Output();
   const uint64_t old_id = (*c)->client_id();
@@ -364,12 +369,12 @@ TEST(ReconnectTest, DroppedSilentClientIsReconnectedOnUnknownClient) {
   ASSERT_THAT(daemon.Log(), HasSubstr("dropped"));
 
   job->ClearOutput();
-  auto after = (*c)->Decode(job->Request());
+  auto after = ClientProtocol::Decode(**c, job->Request());
   ASSERT_TRUE(after.ok()) << after.status().ToString() << "\n" << daemon.Log();
   EXPECT_EQ(job->Output(), expected);
   EXPECT_EQ((*c)->reconnects(), 1u);
   EXPECT_NE((*c)->client_id(), old_id);
-  auto s = (*c)->GetStatus();
+  auto s = ClientProtocol::GetStatus(**c);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->clients(), 1u);
   const v1::ClientEntry* me = FindClient(*s, (*c)->client_id());
@@ -398,7 +403,7 @@ TEST(ReconnectTest, ReconnectTimeoutZeroReturnsUnknownClient) {
   while (Clock::now() < deadline && daemon.Log().find(dropped) == std::string::npos) {
     std::this_thread::sleep_for(milliseconds(50));
   }
-  auto s = (*c)->GetStatus();
+  auto s = ClientProtocol::GetStatus(**c);
   EXPECT_EQ(s.status().code(), StatusCode::kUnknownClient) << s.status().ToString();
   EXPECT_EQ((*c)->reconnects(), 0u);
 }

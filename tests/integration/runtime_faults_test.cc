@@ -26,8 +26,11 @@
 
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/safetensors.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -87,8 +90,9 @@ struct Decoded {
 Result<Decoded> Decode(client::Client& client, const Latent& latent,
                        const std::function<void(client::DecodeRequest&)>& tweak = {},
                        client::OutputFormat format = client::OutputFormat::kFloat32NCHW) {
-  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan,
-                        client.PlanDecode("h3", DType::kFloat32, latent.shape, format));
+  VAED_ASSIGN_OR_RETURN(
+      v1::DecodeReply plan,
+      ClientProtocol::PlanDecode(client, "h3", DType::kFloat32, latent.shape, format));
   VAED_ASSIGN_OR_RETURN(auto in, client::SharedRegion::Create(latent.bytes()));
   VAED_ASSIGN_OR_RETURN(auto out, client::SharedRegion::Create(plan.output_bytes()));
   std::memcpy(in->data(), latent.values.data(), latent.bytes());
@@ -101,7 +105,7 @@ Result<Decoded> Decode(client::Client& client, const Latent& latent,
                     std::vector<int64_t>(plan.output_shape().begin(), plan.output_shape().end())};
   request.format = format;
   if (tweak) tweak(request);
-  Result<v1::DecodeReply> reply = client.Decode(request);
+  Result<v1::DecodeReply> reply = ClientProtocol::Decode(client, request);
   Decoded d;
   if (reply.ok()) {
     d.reply = *reply;
@@ -215,7 +219,7 @@ class RuntimeFaultsTest : public ::testing::Test {
   }
 
   Result<v1::PlanCacheInfo> PlanCache() {
-    VAED_ASSIGN_OR_RETURN(v1::StatusReply status, client_->GetStatus());
+    VAED_ASSIGN_OR_RETURN(v1::StatusReply status, ClientProtocol::GetStatus(*client_));
     for (const auto& m : status.models()) {
       if (m.name() == "h3") return m.plan_cache();
     }

@@ -24,8 +24,11 @@
 
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/safetensors.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -103,7 +106,7 @@ Latent Pseudo(std::vector<int64_t> shape, float phase) {
 struct Outcome {
   Status status;
   v1::DecodeReply reply;
-  std::vector<v1::FinalRange> ranges;
+  std::vector<client::FinalRange> ranges;
   std::vector<uint8_t> video, video_seen, audio, audio_seen;
   uint64_t frames = 0, samples = 0, channels = 0;
 };
@@ -157,7 +160,7 @@ class StreamedOutputTest : public ::testing::Test {
     request.independent_lengths = true;
     if (video) request.latent = {0, 0, DType::kFloat32, video->shape};
     if (audio) request.audio_latent = {0, 0, DType::kFloat32, audio->shape};
-    auto plan = client_->PlanDecode(request);
+    auto plan = ClientProtocol::PlanDecode(*client_, request);
     if (!plan.ok()) {
       out.status = plan.status();
       return out;
@@ -193,25 +196,25 @@ class StreamedOutputTest : public ::testing::Test {
     if (o.stream) {
       out.video_seen.assign(video_out, 0);
       out.audio_seen.assign(audio_out, 0);
-      request.final_range = [&](const v1::FinalRange& r) {
+      request.final_range = [&](const client::FinalRange& r) {
         out.ranges.push_back(r);
-        if (r.stage() == "video") {
+        if (r.stage == "video") {
           const uint64_t frame_bytes = video_out / out.frames;
-          const uint64_t from = r.begin() * frame_bytes, n = (r.end() - r.begin()) * frame_bytes;
+          const uint64_t from = r.begin * frame_bytes, n = (r.end - r.begin) * frame_bytes;
           std::memcpy(out.video_seen.data() + from, base + from, n);
           std::memset(base + from, kSentinel, n);
         } else {
           // Planar [channels, samples] float32: the range in each row.
           for (uint64_t ch = 0; ch < out.channels; ++ch) {
-            const uint64_t from = video_out + (ch * out.samples + r.begin()) * 4;
-            const uint64_t n = (r.end() - r.begin()) * 4;
+            const uint64_t from = video_out + (ch * out.samples + r.begin) * 4;
+            const uint64_t n = (r.end - r.begin) * 4;
             std::memcpy(out.audio_seen.data() + (from - video_out), base + from, n);
             std::memset(base + from, kSentinel, n);
           }
         }
       };
     }
-    auto reply = client_->Decode(request);
+    auto reply = ClientProtocol::Decode(*client_, request);
     out.status = reply.status();
     if (reply.ok()) out.reply = *reply;
     out.video.assign(base, base + video_out);
@@ -228,17 +231,17 @@ DaemonProcess* StreamedOutputTest::daemon_ = nullptr;
 
 // The ranges of `stage`: contiguous from 0, each non-empty, in unit `unit`,
 // with `total` as their total; returns the end of the last (0 if none).
-uint64_t CheckRanges(const std::vector<v1::FinalRange>& ranges, const std::string& stage,
+uint64_t CheckRanges(const std::vector<client::FinalRange>& ranges, const std::string& stage,
                      const std::string& unit, uint64_t total) {
   uint64_t end = 0;
-  for (const v1::FinalRange& r : ranges) {
-    if (r.stage() != stage) continue;
-    EXPECT_EQ(r.unit(), unit);
-    EXPECT_EQ(r.begin(), end) << stage << ": ranges are not contiguous";
-    EXPECT_GT(r.end(), r.begin()) << stage << ": an empty range";
-    EXPECT_EQ(r.total(), total);
-    EXPECT_TRUE(r.ready_event().empty()) << "host output with a CUDA event";
-    end = r.end();
+  for (const client::FinalRange& r : ranges) {
+    if (r.stage != stage) continue;
+    EXPECT_EQ(r.unit, unit);
+    EXPECT_EQ(r.begin, end) << stage << ": ranges are not contiguous";
+    EXPECT_GT(r.end, r.begin) << stage << ": an empty range";
+    EXPECT_EQ(r.total, total);
+    EXPECT_TRUE(r.ready_event.empty()) << "host output with a CUDA event";
+    end = r.end;
   }
   return end;
 }
@@ -281,7 +284,7 @@ TEST_F(StreamedOutputTest, GoldenH3CasesGiveTheUnstreamedBytesOnOneAndTwoRanks) 
         EXPECT_GE(streamed.ranges.size(), 1u);
         EXPECT_LE(streamed.ranges.size(), windows);
         for (size_t k = 0; k + 1 < streamed.ranges.size(); ++k) {
-          EXPECT_EQ(streamed.ranges[k].end() % 17, 0u) << streamed.ranges[k].end();
+          EXPECT_EQ(streamed.ranges[k].end % 17, 0u) << streamed.ranges[k].end;
         }
         if (windows > 1 && reference.frames > 17) {
           EXPECT_GT(streamed.ranges.size(), 1u) << "a multi-window video streamed in one range";
@@ -303,7 +306,7 @@ TEST_F(StreamedOutputTest, ManyWindowsStreamWindowByWindow) {
   // One range per window (a last window may add no frame of its own).
   ASSERT_GE(streamed.ranges.size() + 1, windows);
   for (size_t k = 0; k + 1 < streamed.ranges.size(); ++k) {
-    EXPECT_EQ(streamed.ranges[k].end(), 17u * (k + 1)) << "window " << k;
+    EXPECT_EQ(streamed.ranges[k].end, 17u * (k + 1)) << "window " << k;
   }
 }
 
@@ -319,7 +322,7 @@ TEST_F(StreamedOutputTest, AudioIsAnnouncedInOneRangeOfSamples) {
   EXPECT_EQ(CheckRanges(streamed.ranges, "audio", "samples", reference.samples),
             reference.samples);
   int audio_ranges = 0;
-  for (const v1::FinalRange& r : streamed.ranges) audio_ranges += r.stage() == "audio";
+  for (const client::FinalRange& r : streamed.ranges) audio_ranges += r.stage == "audio";
   EXPECT_EQ(audio_ranges, 1);
   EXPECT_TRUE(streamed.audio_seen == reference.audio) << "the audio differs from unstreamed";
   EXPECT_TRUE(UntouchedAfterAnnouncement(streamed.audio, 0, streamed.audio.size()));
@@ -327,7 +330,7 @@ TEST_F(StreamedOutputTest, AudioIsAnnouncedInOneRangeOfSamples) {
   const Outcome audio_only = Run(nullptr, &audio, {.stream = true});
   ASSERT_TRUE(audio_only.status.ok()) << audio_only.status.ToString();
   ASSERT_EQ(audio_only.ranges.size(), 1u);
-  EXPECT_EQ(audio_only.ranges[0].end(), reference.samples);
+  EXPECT_EQ(audio_only.ranges[0].end, reference.samples);
 }
 
 TEST_F(StreamedOutputTest, TaefBikesGiveTheUnstreamedBytesOnOneAndTwoRanks) {

@@ -6,6 +6,9 @@
 #include <cstring>
 
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
+
+using vaed::client::ClientProtocol;
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -28,9 +31,10 @@ int main(int argc, char** argv) {
   if (!in_id.ok() || !out_id.ok()) return 1;
   std::printf("sending\n");
   std::fflush(stdout);
-  auto r = (*client)->Decode({.model = "demo",
-                              .latent = {*in_id, 0, vaed::DType::kFloat32, latent_shape},
-                              .output = {*out_id, 0, vaed::DType::kUInt8, output_shape}});
+  auto r =
+      ClientProtocol::Decode(**client, {.model = "demo",
+                                        .latent = {*in_id, 0, vaed::DType::kFloat32, latent_shape},
+                                        .output = {*out_id, 0, vaed::DType::kUInt8, output_shape}});
   std::printf("finished: %s\n", r.ok() ? "ok" : r.status().ToString().c_str());
   return 0;
 }

@@ -21,7 +21,10 @@
 
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -60,8 +63,9 @@ std::string Config(const std::string& extra, const std::string& warm) {
 // group of `group_size` ranks (0: the daemon's default, 1).
 Result<v1::DecodeReply> Decode(client::Client& c, int64_t h, int64_t w, uint32_t group_size = 0) {
   const std::vector<int64_t> shape = {1, 24, 7, h, w};
-  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan, c.PlanDecode("h3", DType::kFloat32, shape,
-                                                           client::OutputFormat::kUInt8NHWC));
+  VAED_ASSIGN_OR_RETURN(v1::DecodeReply plan,
+                        ClientProtocol::PlanDecode(c, "h3", DType::kFloat32, shape,
+                                                   client::OutputFormat::kUInt8NHWC));
   const uint64_t values = static_cast<uint64_t>(24 * 7 * h * w);
   VAED_ASSIGN_OR_RETURN(auto in, client::SharedRegion::Create(values * sizeof(float)));
   VAED_ASSIGN_OR_RETURN(auto out, client::SharedRegion::Create(plan.output_bytes()));
@@ -79,7 +83,7 @@ Result<v1::DecodeReply> Decode(client::Client& c, int64_t h, int64_t w, uint32_t
                  std::vector<int64_t>(plan.output_shape().begin(), plan.output_shape().end())},
       .format = client::OutputFormat::kUInt8NHWC};
   request.group_size = group_size;
-  Result<v1::DecodeReply> reply = c.Decode(request);
+  Result<v1::DecodeReply> reply = ClientProtocol::Decode(c, request);
   VAED_RETURN_IF_ERROR(c.UnregisterRegion(in_id));
   VAED_RETURN_IF_ERROR(c.UnregisterRegion(out_id));
   return reply;
@@ -124,7 +128,7 @@ std::string* WarmUpTest::config_ = nullptr;
 TEST_F(WarmUpTest, EveryRankWarmsTheShapeUpBeforeTheDaemonServes) {
   // A request waits until the daemon serves, so the log is complete up to
   // "serving" after it.
-  ASSERT_TRUE(client_->GetStatus().ok());
+  ASSERT_TRUE(ClientProtocol::GetStatus(*client_).ok());
   const std::string log = daemon_->Log();
   const size_t serving = log.find("serving ipc://");
   ASSERT_NE(serving, std::string::npos) << log;

@@ -448,24 +448,20 @@ TEST(CompareAudioWithFileTest, NonFiniteDifferencesAreCountedNotHidden) {
 
 DecodeReport SampleReport() {
   DecodeReport r;
-  v1::DecodeReply& reply = r.reply;
-  reply.set_model("taef2");
-  for (int64_t d : {16, 32, 34, 80}) reply.add_latent_shape(d);
-  reply.set_latent_dtype(v1::DTYPE_FLOAT32);
-  for (int64_t d : {16, 272, 640, 3}) reply.add_output_shape(d);
-  reply.set_output_dtype(v1::DTYPE_UINT8);
-  reply.set_output_bytes(16ull * 272 * 640 * 3);
-  reply.set_frames(16);
-  reply.set_height_px(272);
-  reply.set_width_px(640);
-  reply.set_warm(true);
-  reply.set_compute_dtype("float32");
-  auto* t = reply.add_timings();
-  t->set_component("decode");
-  t->set_seconds(7.5);
-  t = reply.add_timings();
-  t->set_component("taef2.decode_latent");
-  t->set_seconds(7.25);
+  client::DecodeReply& reply = r.reply;
+  reply.model = "taef2";
+  reply.latent_shape = {16, 32, 34, 80};
+  reply.latent_dtype = DType::kFloat32;
+  reply.output_shape = {16, 272, 640, 3};
+  reply.output_dtype = DType::kUInt8;
+  reply.output_bytes = 16ull * 272 * 640 * 3;
+  reply.frames = 16;
+  reply.height_px = 272;
+  reply.width_px = 640;
+  reply.warm = true;
+  reply.compute_dtype = "float32";
+  reply.timings.push_back({"decode", 7.5});
+  reply.timings.push_back({"taef2.decode_latent", 7.25});
   r.latent_source = "video_bikes.safetensors:latent";
   r.round_trip_seconds = 7.6;
   r.format = VideoFileFormat::kMp4;
@@ -593,56 +589,51 @@ TEST(DecodeReportToJsonTest, VideoOnlyKeepsEveryKeyAndHasNullAudio) {
 // (`audio_latent_frames` latent frames, `channels` channels).
 DecodeReport H3Report(bool video, int64_t audio_latent_frames, int64_t channels = 1) {
   DecodeReport r;
-  v1::DecodeReply& reply = r.reply;
-  reply.set_model("hv");
-  reply.set_compute_dtype("float32");
-  reply.set_fps(24);
-  auto* t = reply.add_timings();
-  t->set_component("decode");
-  t->set_seconds(0.8);
+  client::DecodeReply& reply = r.reply;
+  reply.model = "hv";
+  reply.compute_dtype = "float32";
+  reply.fps = 24;
+  reply.timings.push_back({"decode", 0.8});
   r.format = VideoFileFormat::kMp4;
   if (video) {
-    for (int64_t d : {1, 24, 7, 16, 16}) reply.add_latent_shape(d);
-    reply.set_latent_dtype(v1::DTYPE_FLOAT32);
-    reply.set_frames(22);
-    reply.set_height_px(256);
-    reply.set_width_px(256);
-    reply.set_output_bytes(22ull * 256 * 256 * 3);
-    reply.set_video_seconds(22.0 / 24);
-    reply.set_expected_audio_latent_frames(37);
-    reply.mutable_video_sanity()->set_rms(1.157);
-    reply.mutable_video_sanity()->set_peak_abs(5.5);
-    auto* tiling = reply.mutable_tiling();
-    tiling->set_tile_rows(1);
-    tiling->set_tile_cols(1);
-    tiling->set_windows(1);
-    tiling->set_decoder_calls(1);
-    tiling->set_max_tiles_per_call(1);
-    tiling->set_stack_decision("off: one decoder call per tile");
-    t = reply.add_timings();
-    t->set_component("video_vae.decode_latent");
-    t->set_seconds(0.6);
+    reply.latent_shape = {1, 24, 7, 16, 16};
+    reply.latent_dtype = DType::kFloat32;
+    reply.frames = 22;
+    reply.height_px = 256;
+    reply.width_px = 256;
+    reply.output_bytes = 22ull * 256 * 256 * 3;
+    reply.video_seconds = 22.0 / 24;
+    reply.expected_audio_latent_frames = 37;
+    client::OutputSanity& video_sanity = reply.video_sanity.emplace();
+    video_sanity.rms = 1.157;
+    video_sanity.peak_abs = 5.5;
+    client::TilingInfo& tiling = reply.tiling.emplace();
+    tiling.tile_rows = 1;
+    tiling.tile_cols = 1;
+    tiling.windows = 1;
+    tiling.decoder_calls = 1;
+    tiling.max_tiles_per_call = 1;
+    tiling.stack_decision = "off: one decoder call per tile";
+    reply.timings.push_back({"video_vae.decode_latent", 0.6});
     r.latent_source = "video_case_one_tile.safetensors:latent";
     r.outputs = {"joint.mp4"};
   }
   if (audio_latent_frames > 0) {
-    v1::AudioInfo* a = reply.mutable_audio();
+    client::AudioInfo& a = reply.audio.emplace();
     const int64_t samples = 800 * audio_latent_frames;
-    for (int64_t d : {channels, int64_t{32}, audio_latent_frames}) a->add_latent_shape(d);
-    a->add_output_shape(channels);
-    a->add_output_shape(samples);
-    a->set_output_bytes(static_cast<uint64_t>(channels * samples * 4));
-    a->set_channels(static_cast<uint32_t>(channels));
-    a->set_latent_frames(static_cast<uint64_t>(audio_latent_frames));
-    a->set_samples(static_cast<uint64_t>(samples));
-    a->set_sample_rate_hz(32000);
-    a->set_seconds(static_cast<double>(samples) / 32000);
-    a->mutable_sanity()->set_rms(0.3088);
-    a->mutable_sanity()->set_peak_abs(1.0);
-    a->mutable_sanity()->set_clipped_fraction(0.0024);
-    t = reply.add_timings();
-    t->set_component("audio_vae.decode_latent");
-    t->set_seconds(0.18);
+    a.latent_shape = {channels, int64_t{32}, audio_latent_frames};
+    a.output_shape = {channels, samples};
+    a.output_bytes = static_cast<uint64_t>(channels * samples * 4);
+    a.channels = static_cast<uint32_t>(channels);
+    a.latent_frames = static_cast<uint64_t>(audio_latent_frames);
+    a.samples = static_cast<uint64_t>(samples);
+    a.sample_rate_hz = 32000;
+    a.seconds = static_cast<double>(samples) / 32000;
+    client::OutputSanity& sanity = a.sanity.emplace();
+    sanity.rms = 0.3088;
+    sanity.peak_abs = 1.0;
+    sanity.clipped_fraction = 0.0024;
+    reply.timings.push_back({"audio_vae.decode_latent", 0.18});
     AudioReport& ar = r.audio.emplace();
     ar.latent_source = "audio_case.safetensors:latent";
     ar.latent_dtype = DType::kFloat32;
@@ -707,7 +698,7 @@ TEST(DecodeReportToJsonTest, JointReportHasTheAvFields) {
   EXPECT_EQ(j["outputs"], nlohmann::json({"joint.mp4", "joint.wav"}));
 
   r = H3Report(/*video=*/true, 40);
-  r.reply.set_independent_lengths(true);
+  r.reply.independent_lengths = true;
   j = DecodeReportToJson(r);
   EXPECT_EQ(j["independent_lengths"], true);
   EXPECT_EQ(j["av_lengths_match"], false);
@@ -760,12 +751,12 @@ TEST(FormatDecodeReportTest, JointShowsTheAvLineAndSingularTiling) {
 
 TEST(FormatDecodeReportTest, TilingPluralsForSeveralTilesAndCalls) {
   DecodeReport r = H3Report(/*video=*/true, 0);
-  auto* t = r.reply.mutable_tiling();
-  t->set_tile_rows(2);
-  t->set_tile_cols(2);
-  t->set_windows(2);
-  t->set_decoder_calls(2);
-  t->set_max_tiles_per_call(4);
+  client::TilingInfo& t = r.reply.tiling.value();
+  t.tile_rows = 2;
+  t.tile_cols = 2;
+  t.windows = 2;
+  t.decoder_calls = 2;
+  t.max_tiles_per_call = 4;
   const std::string text = FormatDecodeReport(r);
   EXPECT_THAT(text, HasSubstr("2x2 tiles x 2 windows, 2 decoder calls, up to 4 tiles per call"));
   // Video-only on an audio-capable model: what a matching audio latent needs.
@@ -774,7 +765,7 @@ TEST(FormatDecodeReportTest, TilingPluralsForSeveralTilesAndCalls) {
 
 TEST(FormatDecodeReportTest, IndependentMismatchedLengthsAreStated) {
   DecodeReport r = H3Report(/*video=*/true, 40);
-  r.reply.set_independent_lengths(true);
+  r.reply.independent_lengths = true;
   const std::string text = FormatDecodeReport(r);
   EXPECT_THAT(text, HasSubstr("audio 1.000 s (40 latent frames); the video needs 37 audio latent "
                               "frames: +3 latent frames, independent lengths (not enforced)"));
@@ -782,11 +773,11 @@ TEST(FormatDecodeReportTest, IndependentMismatchedLengthsAreStated) {
 
 TEST(FormatDecodeReportTest, ConstantOrNonFiniteAudioGetsWarnings) {
   DecodeReport r = H3Report(/*video=*/false, 40);
-  v1::OutputSanity* s = r.reply.mutable_audio()->mutable_sanity();
-  s->set_constant(true);
-  s->set_rms(0);
-  s->set_peak_abs(0);
-  s->set_nonfinite(3);
+  client::OutputSanity& s = r.reply.audio.value().sanity.value();
+  s.constant = true;
+  s.rms = 0;
+  s.peak_abs = 0;
+  s.nonfinite = 3;
   const std::string text = FormatDecodeReport(r);
   EXPECT_THAT(text, HasSubstr("WARNING      3 non-finite (NaN/Inf) audio samples"));
   EXPECT_THAT(text, HasSubstr("WARNING      the audio is constant"));
@@ -800,10 +791,10 @@ TEST(FormatDecodeReportTest, ConstantOrNonFiniteAudioGetsWarnings) {
 // no finite value, and the report states the non-finite values first.
 TEST(FormatDecodeReportTest, AllNonFiniteAudioIsSaidSoFirstNotShownAsSilence) {
   DecodeReport r = H3Report(/*video=*/false, 40);
-  v1::OutputSanity* s = r.reply.mutable_audio()->mutable_sanity();
-  s->set_rms(std::nan(""));
-  s->set_peak_abs(std::nan(""));
-  s->set_nonfinite(64000);
+  client::OutputSanity& s = r.reply.audio.value().sanity.value();
+  s.rms = std::nan("");
+  s.peak_abs = std::nan("");
+  s.nonfinite = 64000;
   const std::string text = FormatDecodeReport(r);
   EXPECT_THAT(text, HasSubstr("audio check  every value non-finite (NaN/Inf): 64000 non-finite, "
                               "no rms or peak"));
@@ -815,9 +806,9 @@ TEST(FormatDecodeReportTest, AllNonFiniteAudioIsSaidSoFirstNotShownAsSilence) {
 
 TEST(FormatDecodeReportTest, DemoWeightsAreAnnouncedLoudly) {
   DecodeReport r = SampleReport();
-  r.reply.set_model("demo");
-  r.reply.set_demo_weights(true);
-  r.reply.set_warm(false);
+  r.reply.model = "demo";
+  r.reply.demo_weights = true;
+  r.reply.warm = false;
   const std::string text = FormatDecodeReport(r);
   EXPECT_EQ(text.rfind("!!! DEMO WEIGHTS", 0), 0u) << text;
   EXPECT_THAT(text, HasSubstr("cold"));
@@ -825,24 +816,22 @@ TEST(FormatDecodeReportTest, DemoWeightsAreAnnouncedLoudly) {
 }
 
 // The group report of a 2x2-tile decode on group s2.b0 (ranks 0 and 1).
-void AddGroup(v1::DecodeReply* reply) {
-  v1::GroupReport* g = reply->mutable_group();
-  g->set_name("s2.b0");
-  g->set_size(2);
-  g->set_generation(0);
-  v1::RankReport* k = g->add_ranks();
-  k->set_rank(0);
-  k->set_tiles(2);
-  k->set_decode_seconds(0.61);
-  k->set_started_unix(1700000000.25);
-  k->set_finished_unix(1700000000.86);
-  k = g->add_ranks();
-  k->set_rank(1);
-  k->set_tiles(2);
-  k->set_decode_seconds(0.60);
-  k->set_started_unix(1700000000.26);
-  k->set_finished_unix(1700000000.86);
-  g->set_imbalance(1.0083);
+void AddGroup(client::DecodeReply* reply) {
+  client::GroupReport& g = reply->group.emplace();
+  g.name = "s2.b0";
+  g.size = 2;
+  g.generation = 0;
+  g.ranks.push_back({.rank = 0,
+                     .tiles = 2,
+                     .decode_seconds = 0.61,
+                     .started_unix = 1700000000.25,
+                     .finished_unix = 1700000000.86});
+  g.ranks.push_back({.rank = 1,
+                     .tiles = 2,
+                     .decode_seconds = 0.60,
+                     .started_unix = 1700000000.26,
+                     .finished_unix = 1700000000.86});
+  g.imbalance = 1.0083;
 }
 
 TEST(FormatDecodeReportTest, GroupLineNamesEachRanksTilesAndTheImbalance) {
@@ -856,15 +845,12 @@ TEST(FormatDecodeReportTest, GroupLineNamesEachRanksTilesAndTheImbalance) {
 
 TEST(FormatDecodeReportTest, GroupOfOneRankIsSingular) {
   DecodeReport r = H3Report(/*video=*/true, 0);
-  v1::GroupReport* g = r.reply.mutable_group();
-  g->set_name("s1.b1");
-  g->set_size(1);
-  g->set_generation(3);
-  v1::RankReport* k = g->add_ranks();
-  k->set_rank(1);
-  k->set_tiles(1);
-  k->set_decode_seconds(1.5);
-  g->set_imbalance(1);
+  client::GroupReport& g = r.reply.group.emplace();
+  g.name = "s1.b1";
+  g.size = 1;
+  g.generation = 3;
+  g.ranks.push_back({.rank = 1, .tiles = 1, .decode_seconds = 1.5});
+  g.imbalance = 1;
   EXPECT_THAT(FormatDecodeReport(r),
               HasSubstr("group        s1.b1 (1 rank, generation 3): rank 1 1 tile 1.50 s; "
                         "imbalance 1.00\n"));
@@ -873,8 +859,8 @@ TEST(FormatDecodeReportTest, GroupOfOneRankIsSingular) {
 TEST(FormatDecodeReportTest, GroupFallbackGetsItsOwnLine) {
   DecodeReport r = H3Report(/*video=*/true, 0);
   AddGroup(&r.reply);
-  r.reply.mutable_group()->set_fallback(
-      "collective gather of group s2.b0 generation 0 failed: injected; decoded on rank 0 alone");
+  r.reply.group->fallback =
+      "collective gather of group s2.b0 generation 0 failed: injected; decoded on rank 0 alone";
   EXPECT_THAT(FormatDecodeReport(r),
               HasSubstr("FALLBACK     group: collective gather of group s2.b0 generation 0 "
                         "failed: injected; decoded on rank 0 alone\n"));
@@ -889,7 +875,7 @@ TEST(FormatDecodeReportTest, ReplyWithoutGroupHasNoGroupLine) {
 TEST(DecodeReportToJsonTest, GroupObjectHasEveryField) {
   DecodeReport r = H3Report(/*video=*/true, 0);
   AddGroup(&r.reply);
-  r.reply.mutable_group()->set_fallback("decoded on rank 0 alone");
+  r.reply.group->fallback = "decoded on rank 0 alone";
   const auto j = DecodeReportToJson(r);
   ASSERT_TRUE(j["group"].is_object()) << j.dump();
   const auto& g = j["group"];
@@ -909,7 +895,7 @@ TEST(DecodeReportToJsonTest, GroupObjectHasEveryField) {
 TEST(DecodeReportToJsonTest, NonFiniteImbalanceIsNull) {
   DecodeReport r = H3Report(/*video=*/true, 0);
   AddGroup(&r.reply);
-  r.reply.mutable_group()->set_imbalance(std::numeric_limits<double>::quiet_NaN());
+  r.reply.group->imbalance = std::numeric_limits<double>::quiet_NaN();
   const auto j = DecodeReportToJson(r);
   EXPECT_TRUE(j["group"]["imbalance"].is_null());
   EXPECT_NO_THROW(j.dump());

@@ -7,17 +7,17 @@
 namespace vaed::vaectl {
 namespace {
 
-v1::Progress VideoWindow(uint32_t done, uint32_t total, double fraction) {
-  v1::Progress p;
-  p.set_stage("video");
-  p.set_unit("window");
-  p.set_done(done);
-  p.set_total(total);
-  p.set_tiles_done(done * 4);
-  p.set_tiles_total(total * 4);
-  p.set_fraction(fraction);
-  p.set_elapsed_seconds(1.2);
-  p.set_eta_seconds(1.2);
+client::Progress VideoWindow(uint32_t done, uint32_t total, double fraction) {
+  client::Progress p;
+  p.stage = "video";
+  p.unit = "window";
+  p.done = done;
+  p.total = total;
+  p.tiles_done = done * 4;
+  p.tiles_total = total * 4;
+  p.fraction = fraction;
+  p.elapsed_seconds = 1.2;
+  p.eta_seconds = 1.2;
   return p;
 }
 
@@ -46,13 +46,13 @@ TEST(FormatProgressLineTest, NamesStageUnitTilesAndTimes) {
 }
 
 TEST(FormatProgressLineTest, AudioHasNoUnitCountAndDoneHasNoEta) {
-  v1::Progress p;
-  p.set_stage("audio");
-  p.set_unit("audio");
-  p.set_done(1);
-  p.set_total(1);
-  p.set_fraction(1.0);
-  p.set_elapsed_seconds(0.5);
+  client::Progress p;
+  p.stage = "audio";
+  p.unit = "audio";
+  p.done = 1;
+  p.total = 1;
+  p.fraction = 1.0;
+  p.elapsed_seconds = 0.5;
   EXPECT_EQ(FormatProgressLine(p), "progress 100%  audio  500.0 ms elapsed");
 }
 

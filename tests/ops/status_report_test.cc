@@ -8,32 +8,32 @@ namespace {
 
 using ::testing::HasSubstr;
 
-v1::StatusReply SampleStatus() {
-  v1::StatusReply s;
-  s.set_daemon_version("0.1.0");
-  s.set_uptime_seconds(3 * 3600 + 12 * 60 + 5);
-  s.set_healthy(true);
-  s.set_default_model("taef2");
-  s.set_clients(2);
-  s.set_regions(4);
-  s.set_requests_served(120);
-  s.set_requests_failed(1);
-  s.set_protocol_errors(3);
-  s.set_queue_depth(0);
-  s.set_intra_op_threads(2);
-  s.set_socket("/run/vaed/vaed.sock");
-  s.set_pid(4242);
-  auto* m = s.add_models();
-  m->set_name("taef2");
-  m->set_kind("taef2");
-  m->set_weights_path("/var/lib/vaed/taef2_decoder.safetensors");
-  m->set_weights_sha256("89f5078dc26a2dd6b6ce5d18ef0cee482bb81c56ff56c417185f1699defd2138");
-  m->set_resident_bytes(5353996);
-  m = s.add_models();
-  m->set_name("demo");
-  m->set_kind("demo");
-  m->set_demo_weights(true);
-  m->set_resident_bytes(5353996);
+client::StatusReply SampleStatus() {
+  client::StatusReply s;
+  s.daemon_version = "0.1.0";
+  s.uptime_seconds = 3 * 3600 + 12 * 60 + 5;
+  s.healthy = true;
+  s.default_model = "taef2";
+  s.clients = 2;
+  s.regions = 4;
+  s.requests_served = 120;
+  s.requests_failed = 1;
+  s.protocol_errors = 3;
+  s.queue_depth = 0;
+  s.intra_op_threads = 2;
+  s.socket = "/run/vaed/vaed.sock";
+  s.pid = 4242;
+  client::ModelInfo* m = &s.models.emplace_back();
+  m->name = "taef2";
+  m->kind = "taef2";
+  m->weights_path = "/var/lib/vaed/taef2_decoder.safetensors";
+  m->weights_sha256 = "89f5078dc26a2dd6b6ce5d18ef0cee482bb81c56ff56c417185f1699defd2138";
+  m->resident_bytes = 5353996;
+  m = &s.models.emplace_back();
+  m->name = "demo";
+  m->kind = "demo";
+  m->demo_weights = true;
+  m->resident_bytes = 5353996;
   return s;
 }
 
@@ -75,31 +75,33 @@ TEST(FormatStatusTest, UsesHumanUnitsAndFlagsDemoModels) {
 }
 
 TEST(FormatStatusTest, UnhealthyDaemonIsShoutedOut) {
-  v1::StatusReply s = SampleStatus();
-  s.set_healthy(false);
+  client::StatusReply s = SampleStatus();
+  s.healthy = false;
   EXPECT_THAT(FormatStatus(s), HasSubstr("is UNHEALTHY"));
 }
 
 // Three groups of a 2-rank daemon, one of them rebuilt after a failure.
-v1::StatusReply StatusWithGroups(bool with_failure) {
-  v1::StatusReply s = SampleStatus();
-  s.set_ranks(2);
-  auto add = [&s](const std::string& name, uint32_t size, std::vector<uint32_t> ranks) {
-    v1::GroupStatus* g = s.add_groups();
-    g->set_name(name);
-    g->set_size(size);
-    for (uint32_t r : ranks) g->add_ranks(r);
-    g->set_state("idle");
+client::StatusReply StatusWithGroups(bool with_failure) {
+  client::StatusReply s = SampleStatus();
+  s.ranks = 2;
+  // The group added last; valid until the next add.
+  auto add = [&s](const std::string& name, uint32_t size,
+                  std::vector<uint32_t> ranks) -> client::GroupStatus& {
+    client::GroupStatus& g = s.groups.emplace_back();
+    g.name = name;
+    g.size = size;
+    for (uint32_t r : ranks) g.ranks.push_back(r);
+    g.state = "idle";
     return g;
   };
-  add("s1.b0", 1, {0})->set_runs(4);
+  add("s1.b0", 1, {0}).runs = 4;
   add("s1.b1", 1, {1});
-  v1::GroupStatus* pair = add("s2.b0", 2, {0, 1});
-  pair->set_runs(7);
+  client::GroupStatus& pair = add("s2.b0", 2, {0, 1});
+  pair.runs = 7;
   if (with_failure) {
-    pair->set_generation(1);
-    pair->set_failures(1);
-    pair->set_last_failure("collective gather timed out after 30000 ms");
+    pair.generation = 1;
+    pair.failures = 1;
+    pair.last_failure = "collective gather timed out after 30000 ms";
   }
   return s;
 }
@@ -142,45 +144,45 @@ TEST(FormatStatusTest, DaemonWithoutGroupsPrintsNoGroupTable) {
 
 // SampleStatus plus the observability fields: latency per component, outcomes,
 // memory, per-rank work and the metrics endpoint.
-v1::StatusReply StatusWithMetrics() {
-  v1::StatusReply s = StatusWithGroups(/*with_failure=*/false);
-  v1::ComponentStats* c = s.add_components();
-  c->set_component("decode");
-  c->set_count(4);
-  c->set_sum_seconds(0.2);
-  c->set_p50_seconds(0.0125);
-  c->set_p95_seconds(0.09);
-  c = s.add_components();
-  c->set_component("video_vae.tile_merge");
-  c->set_count(2);
-  c->set_sum_seconds(0.0004);
-  c->set_p50_seconds(0.0002);
-  c->set_p95_seconds(0.0003);
+client::StatusReply StatusWithMetrics() {
+  client::StatusReply s = StatusWithGroups(/*with_failure=*/false);
+  client::ComponentStats* c = &s.components.emplace_back();
+  c->component = "decode";
+  c->count = 4;
+  c->sum_seconds = 0.2;
+  c->p50_seconds = 0.0125;
+  c->p95_seconds = 0.09;
+  c = &s.components.emplace_back();
+  c->component = "video_vae.tile_merge";
+  c->count = 2;
+  c->sum_seconds = 0.0004;
+  c->p50_seconds = 0.0002;
+  c->p95_seconds = 0.0003;
   for (const auto& [name, count] :
        std::vector<std::pair<std::string, uint64_t>>{{"ok", 120}, {"busy", 1}, {"deadline", 0}}) {
-    v1::OutcomeCount* o = s.add_outcomes();
-    o->set_outcome(name);
-    o->set_count(count);
+    client::OutcomeCount& o = s.outcomes.emplace_back();
+    o.outcome = name;
+    o.count = count;
   }
-  s.set_in_flight(1);
-  s.set_resident_weight_bytes(10707992);
-  s.set_plan_cache_entries(3);
-  s.set_peak_rss_bytes(1288490189);
+  s.in_flight = 1;
+  s.resident_weight_bytes = 10707992;
+  s.plan_cache_entries = 3;
+  s.peak_rss_bytes = 1288490189;
   for (uint32_t rank : {0u, 1u}) {
-    v1::RankStatus* r = s.add_rank_status();
-    r->set_rank(rank);
-    r->set_busy_seconds(rank == 0 ? 3.5 : 3.25);
-    r->set_tiles(rank == 0 ? 14 : 13);
-    r->set_last_imbalance(1.04);
-    r->set_device("cuda");
-    r->set_device_name("NVIDIA H200");
-    r->set_device_uuid(rank == 0 ? "GPU-0a000000-0000-0000-0000-000000000000"
-                                 : "GPU-5b000000-0000-0000-0000-000000000000");
-    r->set_device_memory_used_bytes(uint64_t{12} << 30);
-    r->set_device_memory_total_bytes(uint64_t{140} << 30);
+    client::RankStatus& r = s.rank_status.emplace_back();
+    r.rank = rank;
+    r.busy_seconds = rank == 0 ? 3.5 : 3.25;
+    r.tiles = rank == 0 ? 14 : 13;
+    r.last_imbalance = 1.04;
+    r.device = "cuda";
+    r.device_name = "NVIDIA H200";
+    r.device_uuid = rank == 0 ? "GPU-0a000000-0000-0000-0000-000000000000"
+                              : "GPU-5b000000-0000-0000-0000-000000000000";
+    r.device_memory_used_bytes = uint64_t{12} << 30;
+    r.device_memory_total_bytes = uint64_t{140} << 30;
   }
-  s.mutable_groups(2)->set_last_imbalance(1.04);
-  s.set_metrics_url("http://127.0.0.1:9464/metrics");
+  s.groups[2].last_imbalance = 1.04;
+  s.metrics_url = "http://127.0.0.1:9464/metrics";
   return s;
 }
 
@@ -240,8 +242,8 @@ TEST(FormatStatusTest, ShowsOutcomesInFlightMemoryAndMetricsEndpoint) {
 }
 
 TEST(FormatStatusTest, SaysWhenTheMetricsEndpointIsOff) {
-  v1::StatusReply s = StatusWithMetrics();
-  s.clear_metrics_url();
+  client::StatusReply s = StatusWithMetrics();
+  s.metrics_url.clear();
   EXPECT_THAT(FormatStatus(s), HasSubstr("metrics        endpoint: off\n"));
   EXPECT_THAT(FormatStatus(SampleStatus()),
               HasSubstr("metrics        endpoint: off (no latency data)\n"));

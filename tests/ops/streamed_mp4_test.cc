@@ -27,13 +27,13 @@ using ::testing::HasSubstr;
 constexpr int64_t kFrames = 5, kHeight = 4, kWidth = 6;
 constexpr uint64_t kFrameBytes = kHeight * kWidth * 3;
 
-v1::FinalRange Range(uint64_t begin, uint64_t end, const std::string& stage = "video") {
-  v1::FinalRange r;
-  r.set_stage(stage);
-  r.set_unit(stage == "video" ? "frames" : "samples");
-  r.set_begin(begin);
-  r.set_end(end);
-  r.set_total(stage == "video" ? kFrames : 100);
+client::FinalRange Range(uint64_t begin, uint64_t end, const std::string& stage = "video") {
+  client::FinalRange r;
+  r.stage = stage;
+  r.unit = stage == "video" ? "frames" : "samples";
+  r.begin = begin;
+  r.end = end;
+  r.total = stage == "video" ? kFrames : 100;
   return r;
 }
 

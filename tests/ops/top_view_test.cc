@@ -23,97 +23,97 @@ std::vector<std::string> Row(const std::string& frame, const std::string& first)
 }
 
 // A daemon 100 s after start-up: 100 requests, two ranks, one group.
-v1::StatusReply Before() {
-  v1::StatusReply s;
-  s.set_daemon_version("0.3.0");
-  s.set_pid(4242);
-  s.set_uptime_seconds(100.0);
-  s.set_healthy(true);
-  s.set_socket("/run/vaed/vaed.sock");
-  s.set_requests_served(99);
-  s.set_requests_failed(1);
-  s.set_clients(2);
-  s.set_metrics_url("http://127.0.0.1:9464/metrics");
+client::StatusReply Before() {
+  client::StatusReply s;
+  s.daemon_version = "0.3.0";
+  s.pid = 4242;
+  s.uptime_seconds = 100.0;
+  s.healthy = true;
+  s.socket = "/run/vaed/vaed.sock";
+  s.requests_served = 99;
+  s.requests_failed = 1;
+  s.clients = 2;
+  s.metrics_url = "http://127.0.0.1:9464/metrics";
   auto outcome = [&s](const std::string& name, uint64_t count) {
-    v1::OutcomeCount* o = s.add_outcomes();
-    o->set_outcome(name);
-    o->set_count(count);
+    client::OutcomeCount* o = &s.outcomes.emplace_back();
+    o->outcome = name;
+    o->count = count;
   };
   outcome("ok", 99);
   outcome("busy", 1);
   outcome("deadline", 0);
-  v1::ComponentStats* c = s.add_components();
-  c->set_component("decode");
-  c->set_count(99);
-  c->set_sum_seconds(9.9);
-  c->set_p50_seconds(0.0125);
-  c->set_p95_seconds(0.030);
-  c = s.add_components();
-  c->set_component("video_vae.tile_decode");
-  c->set_count(10);
-  c->set_sum_seconds(4.0);
-  c->set_p50_seconds(0.25);
-  c->set_p95_seconds(1.5);
+  client::ComponentStats* c = &s.components.emplace_back();
+  c->component = "decode";
+  c->count = 99;
+  c->sum_seconds = 9.9;
+  c->p50_seconds = 0.0125;
+  c->p95_seconds = 0.030;
+  c = &s.components.emplace_back();
+  c->component = "video_vae.tile_decode";
+  c->count = 10;
+  c->sum_seconds = 4.0;
+  c->p50_seconds = 0.25;
+  c->p95_seconds = 1.5;
   for (uint32_t rank : {0u, 1u}) {
-    v1::RankStatus* r = s.add_rank_status();
-    r->set_rank(rank);
-    r->set_busy_seconds(10.0);
-    r->set_tiles(40);
+    client::RankStatus* r = &s.rank_status.emplace_back();
+    r->rank = rank;
+    r->busy_seconds = 10.0;
+    r->tiles = 40;
   }
-  v1::GroupStatus* g = s.add_groups();
-  g->set_name("s2.b0");
-  g->set_size(2);
-  g->set_state("idle");
-  g->set_generation(1);
-  g->set_runs(10);
+  client::GroupStatus* g = &s.groups.emplace_back();
+  g->name = "s2.b0";
+  g->size = 2;
+  g->state = "idle";
+  g->generation = 1;
+  g->runs = 10;
   return s;
 }
 
 // Two seconds later: 4 more served, 1 more failed (busy); rank 0 worked
 // 0.5 s of the 2 s, rank 1 nothing.
-v1::StatusReply After() {
-  v1::StatusReply s = Before();
-  s.set_uptime_seconds(102.0);
-  s.set_requests_served(103);
-  s.set_requests_failed(2);
-  s.set_queue_depth(3);
-  s.set_in_flight(1);
-  s.set_resident_weight_bytes(10695475);  // 10.2 MiB
-  s.set_plan_cache_entries(3);
-  s.set_peak_rss_bytes(1288490189);  // 1.2 GiB
-  s.mutable_outcomes(0)->set_count(103);
-  s.mutable_outcomes(1)->set_count(2);
-  v1::ComponentStats* decode = s.mutable_components(0);
-  decode->set_count(103);
-  decode->set_sum_seconds(10.7);  // the 4 new ones took 0.8 s: 200 ms each
-  decode->set_p50_seconds(0.0130);
-  decode->set_p95_seconds(0.240);
-  s.mutable_rank_status(0)->set_busy_seconds(10.5);
-  s.mutable_rank_status(0)->set_tiles(44);
-  s.mutable_rank_status(0)->set_last_imbalance(1.07);
-  s.mutable_rank_status(1)->set_last_imbalance(1.07);
-  s.mutable_groups(0)->set_runs(11);
-  s.mutable_groups(0)->set_state("busy");
-  s.mutable_groups(0)->set_last_imbalance(1.07);
+client::StatusReply After() {
+  client::StatusReply s = Before();
+  s.uptime_seconds = 102.0;
+  s.requests_served = 103;
+  s.requests_failed = 2;
+  s.queue_depth = 3;
+  s.in_flight = 1;
+  s.resident_weight_bytes = 10695475;  // 10.2 MiB
+  s.plan_cache_entries = 3;
+  s.peak_rss_bytes = 1288490189;  // 1.2 GiB
+  s.outcomes[0].count = 103;
+  s.outcomes[1].count = 2;
+  client::ComponentStats* decode = &s.components[0];
+  decode->count = 103;
+  decode->sum_seconds = 10.7;  // the 4 new ones took 0.8 s: 200 ms each
+  decode->p50_seconds = 0.0130;
+  decode->p95_seconds = 0.240;
+  s.rank_status[0].busy_seconds = 10.5;
+  s.rank_status[0].tiles = 44;
+  s.rank_status[0].last_imbalance = 1.07;
+  s.rank_status[1].last_imbalance = 1.07;
+  s.groups[0].runs = 11;
+  s.groups[0].state = "busy";
+  s.groups[0].last_imbalance = 1.07;
   return s;
 }
 
 TEST(RenderTopTest, HeaderNamesVersionPidUptimeHealthAndSocket) {
-  const v1::StatusReply now = After();
+  const client::StatusReply now = After();
   const std::string frame = RenderTop(now, nullptr, 0, 0);
   EXPECT_EQ(frame.substr(0, frame.find('\n')),
             "vaed 0.3.0  pid 4242  up 1m 42s  healthy  /run/vaed/vaed.sock");
 }
 
 TEST(RenderTopTest, UnhealthyDaemonShowsWhy) {
-  v1::StatusReply now = After();
-  now.set_healthy(false);
-  now.set_health("rank 1 lost its CUDA context");
+  client::StatusReply now = After();
+  now.healthy = false;
+  now.health = "rank 1 lost its CUDA context";
   EXPECT_THAT(RenderTop(now, nullptr, 0, 0), HasSubstr("UNHEALTHY: rank 1 lost its CUDA context"));
 }
 
 TEST(RenderTopTest, RequestsPerSecondComeFromTheDeltaBetweenRefreshes) {
-  const v1::StatusReply before = Before(), now = After();
+  const client::StatusReply before = Before(), now = After();
   // 5 more requests (4 served + 1 failed) over 2 s.
   EXPECT_THAT(Row(RenderTop(now, &before, 2.0, 0), "requests/s"),
               ElementsAre("requests/s", "2.50 (last 2.00 s)", "total 105: 103 served, 2 failed"));
@@ -131,16 +131,16 @@ TEST(RenderTopTest, FirstFrameShowsAveragesSinceStart) {
 }
 
 TEST(RenderTopTest, AnotherDaemonProcessIsNotABaseline) {
-  v1::StatusReply before = Before();
-  before.set_pid(1);  // the daemon restarted between refreshes
+  client::StatusReply before = Before();
+  before.pid = 1;  // the daemon restarted between refreshes
   EXPECT_THAT(RenderTop(After(), &before, 2.0, 0), HasSubstr("(since start)"));
   before = Before();
-  before.set_uptime_seconds(500.0);  // uptime went back: a restart with the same pid
+  before.uptime_seconds = 500.0;  // uptime went back: a restart with the same pid
   EXPECT_THAT(RenderTop(After(), &before, 2.0, 0), HasSubstr("(since start)"));
 }
 
 TEST(RenderTopTest, ComponentTableHasLifetimePercentilesAndTheLastRefreshsMean) {
-  const v1::StatusReply before = Before(), now = After();
+  const client::StatusReply before = Before(), now = After();
   const std::string frame = RenderTop(now, &before, 2.0, 0);
   EXPECT_THAT(Row(frame, "component"),
               ElementsAre("component", "count", "new", "p50", "p95", "mean", "recent"));
@@ -154,7 +154,7 @@ TEST(RenderTopTest, ComponentTableHasLifetimePercentilesAndTheLastRefreshsMean) 
 }
 
 TEST(RenderTopTest, RankUtilisationIsBusySecondsGainedOverWallSeconds) {
-  const v1::StatusReply before = Before(), now = After();
+  const client::StatusReply before = Before(), now = After();
   const std::string frame = RenderTop(now, &before, 2.0, 0);
   EXPECT_THAT(Row(frame, "rank"), ElementsAre("rank", "util", "busy", "tiles", "last imbalance"));
   EXPECT_THAT(Row(frame, "0"), ElementsAre("0", "25.0%", "10.50 s", "44", "1.07x"));
@@ -163,15 +163,15 @@ TEST(RenderTopTest, RankUtilisationIsBusySecondsGainedOverWallSeconds) {
 
 TEST(RenderTopTest, UtilisationIsCappedAtOneHundredPercent) {
   // A rank is credited its busy time when its work ends: 5 s in a 2 s span.
-  const v1::StatusReply before = Before();
-  v1::StatusReply now = After();
-  now.mutable_rank_status(0)->set_busy_seconds(15.0);
+  const client::StatusReply before = Before();
+  client::StatusReply now = After();
+  now.rank_status[0].busy_seconds = 15.0;
   EXPECT_THAT(Row(RenderTop(now, &before, 2.0, 0), "0"),
               ElementsAre("0", "100.0%", "15.00 s", "44", "1.07x"));
 }
 
 TEST(RenderTopTest, ShowsOutcomesQueueMemoryAndMetricsEndpoint) {
-  const v1::StatusReply before = Before(), now = After();
+  const client::StatusReply before = Before(), now = After();
   const std::string frame = RenderTop(now, &before, 2.0, 0);
   // deadline has no count yet and is left out.
   EXPECT_THAT(Row(frame, "outcomes"), ElementsAre("outcomes", "ok 103, busy 2"));
@@ -181,14 +181,14 @@ TEST(RenderTopTest, ShowsOutcomesQueueMemoryAndMetricsEndpoint) {
                           "resident weights 10.2 MiB, 3 plan-cache entries, peak RSS "
                           "1.2 GiB"));
   EXPECT_THAT(Row(frame, "metrics"), ElementsAre("metrics", "http://127.0.0.1:9464/metrics"));
-  v1::StatusReply off = now;
-  off.clear_metrics_url();
+  client::StatusReply off = now;
+  off.metrics_url.clear();
   EXPECT_THAT(Row(RenderTop(off, &before, 2.0, 0), "metrics"),
               ElementsAre("metrics", "endpoint: off"));
 }
 
 TEST(RenderTopTest, ListsGroupsWithStateGenerationRunsAndImbalance) {
-  const v1::StatusReply before = Before(), now = After();
+  const client::StatusReply before = Before(), now = After();
   const std::string frame = RenderTop(now, &before, 2.0, 0);
   EXPECT_THAT(Row(frame, "group"),
               ElementsAre("group", "state", "generation", "runs", "last imbalance"));
@@ -196,9 +196,9 @@ TEST(RenderTopTest, ListsGroupsWithStateGenerationRunsAndImbalance) {
 }
 
 TEST(RenderTopTest, LeavesOutTablesTheReplyHasNoDataFor) {
-  v1::StatusReply bare;
-  bare.set_daemon_version("0.1.0");
-  bare.set_healthy(true);
+  client::StatusReply bare;
+  bare.daemon_version = "0.1.0";
+  bare.healthy = true;
   const std::string frame = RenderTop(bare, nullptr, 0, 0);
   EXPECT_THAT(frame, HasSubstr("requests/s"));
   EXPECT_THAT(frame, Not(HasSubstr("component")));
@@ -211,7 +211,7 @@ TEST(RenderTopTest, LeavesOutTablesTheReplyHasNoDataFor) {
 }
 
 TEST(RenderTopTest, ClipsEveryLineToTheTerminalWidth) {
-  const v1::StatusReply before = Before(), now = After();
+  const client::StatusReply before = Before(), now = After();
   const std::string frame = RenderTop(now, &before, 2.0, 30);
   std::istringstream lines(frame);
   std::string line;

@@ -22,9 +22,12 @@
 #include "tests/common/daemon_process.h"
 #include "tests/common/raw_connection.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/framing.h"
 #include "vaed/sha256.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed {
 namespace {
@@ -44,9 +47,9 @@ Result<v1::DecodeReply> DecodeDemo(client::Client& c, int64_t n, int64_t h, int6
   for (int64_t i = 0; i < n * 32 * h * w; ++i) f[i] = std::sin(0.01f * float(i));
   VAED_ASSIGN_OR_RETURN(uint64_t in_id, c.RegisterRegion(*in));
   VAED_ASSIGN_OR_RETURN(uint64_t out_id, c.RegisterRegion(*out));
-  return c.Decode({.model = "demo",
-                   .latent = {in_id, 0, DType::kFloat32, latent},
-                   .output = {out_id, 0, DType::kUInt8, output}});
+  return ClientProtocol::Decode(c, {.model = "demo",
+                                    .latent = {in_id, 0, DType::kFloat32, latent},
+                                    .output = {out_id, 0, DType::kUInt8, output}});
 }
 
 // One decode of a small demo latent by a fresh client: the daemon still
@@ -123,7 +126,7 @@ TEST(RegressionTest, ClientWhoseDecodeOutlastsTheClientTimeoutIsKept) {
   ASSERT_GT(decode_s, 0.6) << "the decode must outlast client_timeout_ms for this test to bite";
   // Right after the reply, within the timeout: the client is still known.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  auto s = (*c)->GetStatus();
+  auto s = ClientProtocol::GetStatus(**c);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   std::remove(cfg.c_str());
 }
@@ -430,14 +433,14 @@ TEST(RegressionTest, ClientUnregisterAfterATimedOutDecodeReturnsOnceTheDaemonIsD
   auto out_id = (*c)->RegisterRegion(**out);
   ASSERT_TRUE(in_id.ok() && out_id.ok());
   const std::vector<int64_t> latent = {kFrames, 32, 1, 1}, output = {kFrames, 8, 8, 3};
-  auto timed_out = (*c)->Decode({.model = "demo",
-                                 .latent = {*in_id, 0, DType::kFloat32, latent},
-                                 .output = {*out_id, 0, DType::kUInt8, output},
-                                 .inject_faults = {"slow_tiles"}});
+  auto timed_out = ClientProtocol::Decode(**c, {.model = "demo",
+                                                .latent = {*in_id, 0, DType::kFloat32, latent},
+                                                .output = {*out_id, 0, DType::kUInt8, output},
+                                                .inject_faults = {"slow_tiles"}});
   ASSERT_FALSE(timed_out.ok()) << "the decode must outlast request_timeout_ms for this test";
   ASSERT_EQ(timed_out.status().code(), StatusCode::kUnavailable) << timed_out.status().ToString();
   const Status unregistered = (*c)->UnregisterRegion(*out_id);
-  auto status = (*c)->GetStatus();
+  auto status = ClientProtocol::GetStatus(**c);
   ASSERT_TRUE(status.ok()) << status.status().ToString();
   uint32_t in_flight = 0, regions = 0;
   for (const v1::ClientEntry& e : status->client_list()) {

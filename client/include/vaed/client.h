@@ -35,11 +35,11 @@
 // client_timeout_ms without heartbeats), the library closes its connection,
 // opens a fresh one and says Hello again with back-off (100 ms, doubling to
 // 2 s) for up to reconnect_timeout_ms, re-registers every region this Client
-// registered, and retries the call once. Decode, PlanDecode, GetStatus,
-// RegisterRegion, UnregisterRegion and ReleaseQuarantine are retried;
-// SendRaw never is. A Decode that was running when the daemon died runs
-// again from the start on the new daemon and rewrites its output. Region
-// ids keep the values RegisterRegion returned; client_id() changes.
+// registered, and retries the call once (every call: Decode, PlanDecode,
+// GetStatus, RegisterRegion, UnregisterRegion and ReleaseQuarantine). A
+// Decode that was running when the daemon died runs again from the start on
+// the new daemon and rewrites its output. Region ids keep the values
+// RegisterRegion returned; client_id() changes.
 // Connect() itself does not retry.
 //
 // Thread-safety: a Client may be used from several threads; calls are
@@ -62,10 +62,10 @@
 #include <vector>
 
 #include "vaed/client_export.h"
+#include "vaed/replies.h"
 #include "vaed/shared_region.h"
 #include "vaed/status.h"
 #include "vaed/tensor_ref.h"
-#include "vaed/v1/vaed.pb.h"
 
 namespace vaed::client {
 
@@ -175,16 +175,6 @@ enum class Compile {
   kAuto = 3,  // compiled where possible, else eager; the reply says which
 };
 
-// Which space the latents are in (= vaed.v1.LatentSpace), video and audio
-// alike. kDenormalized: already latent * std + mean (what diffusers'
-// AutoencoderKLMiniMaxH3*.decode(z) takes); the daemon skips its de-normalisation and gives the
-// same bytes as kNormalized for the latent it came from. A model without
-// latent normalisation (no "latent_space" capability) refuses kDenormalized.
-enum class LatentSpace {
-  kNormalized = 1,  // the DiT's normalised latent (the default)
-  kDenormalized = 2,
-};
-
 struct DecodeRequest {
   std::string model;  // "" = the daemon's default model
   // Video/image latent (model layout, e.g. H3 float32 [1, 24, T, h, w]).
@@ -202,7 +192,8 @@ struct DecodeRequest {
   // With both latents the daemon requires audio T == round(frames / fps *
   // 40) (the reply's expected_audio_latent_frames); true waives that.
   bool independent_lengths = false;
-  // The space of `latent` and `audio_latent` (LatentSpace above).
+  // The space of `latent` and `audio_latent` (vaed/replies.h LatentSpace; kUnspecified =
+  // kNormalized).
   LatentSpace latent_space = LatentSpace::kNormalized;
   // Decode profile: "" = the daemon's default; safe, optimized, diagnostic
   // or student within what the daemon allows (StatusReply.allowed_profiles).
@@ -246,7 +237,7 @@ struct DecodeRequest {
   // rethrows that exception to its caller, on the calling thread, whether
   // the decode succeeded or not. No exception unwinds through the library.
   // The C ABI passes a vaed_progress to a C callback (vaed_c.h vaed_request).
-  std::function<void(const v1::Progress&)> progress = nullptr;
+  std::function<void(const Progress&)> progress = nullptr;
   // Streamed output (DecodeOptions.stream_output): when set, the daemon
   // writes each part of the output as soon as it is final (H3: after each
   // temporal window; TAEF2: after each frame batch; the audio once) and
@@ -271,7 +262,7 @@ struct DecodeRequest {
   // fails at once with kUnavailable (the next call reconnects). Threading, locking and exceptions
   // as `progress` (they share one slot: the first exception either throws stops both). The C ABI
   // passes a vaed_final_range to a C callback.
-  std::function<void(const v1::FinalRange&)> final_range = nullptr;
+  std::function<void(const FinalRange&)> final_range = nullptr;
   // GPU (requests naming a CUDA region; ignored otherwise): the caller's
   // stream, a CUstream / cudaStream_t value (nullptr or (void*)1 = the
   // legacy default stream of the calling thread's current context,
@@ -318,7 +309,7 @@ class VAED_CLIENT_API Client {
   // The reference stays valid for the Client's lifetime (earlier replies
   // are kept, one per reconnect), but it is the latest one only until the
   // next reconnect. Thread-safe.
-  const v1::HelloReply& hello() const;
+  const HelloReply& hello() const;
   // How many times this Client reconnected successfully (a fresh Hello
   // after the daemon went away or forgot it), for tests and logs.
   // Thread-safe.
@@ -370,7 +361,7 @@ class VAED_CLIENT_API Client {
   // at device_ptr). Like RegisterRegion(), the id survives reconnects (the
   // handle is sent again to a restarted daemon).
   //
-  // When the daemon has no CUDA ranks (hello().cuda_devices() empty) this
+  // When the daemon has no CUDA ranks (hello().cuda_devices empty) this
   // fails at once with kFailedPrecondition "this daemon has no CUDA ranks",
   // before the CUDA driver is loaded or anything exported. Otherwise the
   // driver is loaded at run time (dlopen("libcuda.so.1"), once per
@@ -397,40 +388,34 @@ class VAED_CLIENT_API Client {
   // Asks the daemon what decoding `latent` would produce (no decode, no
   // memory read). Fills output_shape, output_dtype, output_bytes, frames,
   // height_px, width_px.
-  Result<v1::DecodeReply> PlanDecode(const std::string& model, DType latent_dtype,
-                                     const std::vector<int64_t>& latent_shape, OutputFormat format);
+  Result<DecodeReply> PlanDecode(const std::string& model, DType latent_dtype,
+                                 const std::vector<int64_t>& latent_shape, OutputFormat format);
 
   // As above for any request: plans the video part (latent dtype/shape,
   // format, stack_tiling) and the audio part (audio_latent dtype/shape) of
   // `request`, checking the A/V length rule; region ids, offsets and
   // outputs are ignored. The reply's `audio` gives the audio output shape.
-  Result<v1::DecodeReply> PlanDecode(const DecodeRequest& request);
+  Result<DecodeReply> PlanDecode(const DecodeRequest& request);
 
   // Decodes and writes the output into the client's region. The reply
   // carries timings per component ("decode", ...), shapes, warm/cold.
   // Throws only what request.progress threw, once the decode is over
   // (see DecodeRequest::progress); the Client stays usable.
-  Result<v1::DecodeReply> Decode(const DecodeRequest& request);
+  Result<DecodeReply> Decode(const DecodeRequest& request);
 
-  Result<v1::StatusReply> GetStatus();
+  Result<StatusReply> GetStatus();
 
   // Admin: lifts the daemon's quarantine of every entry matching `client`
   // (a client id, "pid:N", "uid:N", a client name, or "all"); the reply
   // lists the entries released. Errors: kPermissionDenied unless this
   // process runs as uid 0, the daemon's uid or one of server.admin_uids;
   // kNotFound when nothing matches; kUnavailable.
-  Result<v1::ReleaseQuarantineReply> ReleaseQuarantine(const std::string& client);
-
-  // Sends one raw, already-serialized message and waits for the reply;
-  // for tests of the daemon's handling of malformed input. Never retried
-  // and never a reason to reconnect: replies (kUnknownClient included) come
-  // back as they are; a daemon found gone is kUnavailable, and the next
-  // call (SendRaw too) reconnects before it sends. When `bytes` parse as a
-  // vaed.v1.Request, only the reply with its request_id (or 0) is taken;
-  // otherwise any reply that is not to a heartbeat sent while waiting.
-  Result<v1::Reply> SendRaw(const std::string& bytes);
+  Result<ReleaseQuarantineReply> ReleaseQuarantine(const std::string& client);
 
  private:
+  // In-tree tools read the protocol messages behind these calls
+  // (client/internal/vaed/client_protocol.h, not installed).
+  friend class ClientProtocol;
   struct Impl;
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -27,9 +27,11 @@
 #include <vector>
 
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/cuda_buffer.h"
 #include "vaed/status.h"
 #include "vaed/tensor_ref.h"
+#include "vaed/v1/vaed.pb.h"
 
 namespace py = pybind11;
 
@@ -37,6 +39,7 @@ namespace vaed::python {
 namespace {
 
 namespace pb = google::protobuf;
+using client::ClientProtocol;
 
 // A failed Status on its way to Python; the translator below turns it into
 // the vaed_client.errors class for its code.
@@ -225,10 +228,22 @@ struct DecodeArgs {
     if (!progress.is_none()) {
       // Copied (and later released) with the GIL held: ToRequest() and the
       // request's destruction happen outside the released sections.
-      request.progress = [callback = progress](const v1::Progress& p) {
+      request.progress = [callback = progress](const client::Progress& p) {
         py::gil_scoped_acquire gil;
         try {
-          callback(MessageToDict(p));
+          // The keys and order of vaed.v1.Progress's fields, as MessageToDict
+          // gives them for the other replies.
+          py::dict fields;
+          fields["stage"] = p.stage;
+          fields["done"] = p.done;
+          fields["total"] = p.total;
+          fields["unit"] = p.unit;
+          fields["fraction"] = p.fraction;
+          fields["elapsed_seconds"] = p.elapsed_seconds;
+          fields["eta_seconds"] = p.eta_seconds;
+          fields["tiles_done"] = p.tiles_done;
+          fields["tiles_total"] = p.tiles_total;
+          callback(std::move(fields));
         } catch (py::error_already_set& e) {
           // The decode goes on; Python reports the callback's exception.
           e.discard_as_unraisable("vaed_client progress callback");
@@ -237,15 +252,15 @@ struct DecodeArgs {
     }
     if (!final_range.is_none()) {
       // Copied and released with the GIL held, as `progress` above.
-      request.final_range = [callback = final_range](const v1::FinalRange& r) {
+      request.final_range = [callback = final_range](const client::FinalRange& r) {
         py::gil_scoped_acquire gil;
         try {
           py::dict range;
-          range["stage"] = r.stage();
-          range["unit"] = r.unit();
-          range["begin"] = r.begin();
-          range["end"] = r.end();
-          range["total"] = r.total();
+          range["stage"] = r.stage;
+          range["unit"] = r.unit;
+          range["begin"] = r.begin;
+          range["end"] = r.end;
+          range["total"] = r.total;
           callback(std::move(range));
         } catch (py::error_already_set& e) {
           // The decode goes on; Python reports the callback's exception.
@@ -439,12 +454,12 @@ class PyClient {
   py::dict Plan(const DecodeArgs& args) {
     const client::DecodeRequest request = args.ToRequest();
     client::Client& c = get();
-    return ReplyDict([&] { return c.PlanDecode(request); });
+    return ReplyDict([&] { return ClientProtocol::PlanDecode(c, request); });
   }
   py::dict Decode(const DecodeArgs& args) {
     const client::DecodeRequest request = args.ToRequest();
     client::Client& c = get();
-    return ReplyDict([&] { return c.Decode(request); });
+    return ReplyDict([&] { return ClientProtocol::Decode(c, request); });
   }
   // Benchmark helper: `iterations` Decode calls from a C++ loop (no Python
   // between them); per call, (wall seconds, the reply's "decode" seconds).
@@ -455,7 +470,7 @@ class PyClient {
     py::gil_scoped_release release;
     for (int i = 0; i < iterations; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      Result<v1::DecodeReply> reply = c.Decode(request);
+      Result<v1::DecodeReply> reply = ClientProtocol::Decode(c, request);
       const double wall =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ThrowIfError(reply.status());
@@ -469,11 +484,11 @@ class PyClient {
   }
   py::dict GetStatus() {
     client::Client& c = get();
-    return ReplyDict([&] { return c.GetStatus(); });
+    return ReplyDict([&] { return ClientProtocol::GetStatus(c); });
   }
   py::dict ReleaseQuarantine(const std::string& who) {
     client::Client& c = get();
-    return ReplyDict([&] { return c.ReleaseQuarantine(who); });
+    return ReplyDict([&] { return ClientProtocol::ReleaseQuarantine(c, who); });
   }
 
  private:
@@ -551,7 +566,7 @@ PYBIND11_MODULE(_core, m) {
       .def("close", &PyClient::Close)
       .def_property_readonly("client_id", [](PyClient& c) { return c.get().client_id(); })
       .def_property_readonly("reconnects", [](PyClient& c) { return c.get().reconnects(); })
-      .def("hello", [](PyClient& c) { return MessageToDict(c.get().hello()); })
+      .def("hello", [](PyClient& c) { return MessageToDict(ClientProtocol::Hello(c.get())); })
       .def("register_region", &PyClient::RegisterRegion, py::arg("region"))
       .def("register_cuda_region", &PyClient::RegisterCudaRegion, py::arg("device_ptr"),
            py::arg("nbytes"))

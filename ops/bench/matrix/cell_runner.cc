@@ -8,7 +8,10 @@
 
 #include "ops/common/sample_stats.h"
 #include "ops/common/text_format.h"
+#include "vaed/client_protocol.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed::bench {
 namespace {
@@ -66,8 +69,9 @@ std::string CellRunner::Label() const {
 }
 
 Status CellRunner::PrepareRegions(client::Client& c, v1::DecodeReply* plan) {
-  VAED_ASSIGN_OR_RETURN(*plan, c.PlanDecode(kModelName, DType::kFloat32, cell_->latent.shape,
-                                            client::OutputFormat::kUInt8NHWC));
+  VAED_ASSIGN_OR_RETURN(
+      *plan, ClientProtocol::PlanDecode(c, kModelName, DType::kFloat32, cell_->latent.shape,
+                                        client::OutputFormat::kUInt8NHWC));
   cell_->output_shape.assign(plan->output_shape().begin(), plan->output_shape().end());
   cell_->output_bytes = plan->output_bytes();
   const uint64_t latent_bytes = cell_->latent.values.size() * sizeof(float);
@@ -114,7 +118,7 @@ void CellRunner::CheckSupported(ModeResult* m) {
   for (const std::string& cap : required) {
     if (std::find(caps_.begin(), caps_.end(), cap) == caps_.end()) missing.push_back(cap);
   }
-  auto planned = daemon_->client().PlanDecode(m->request);
+  auto planned = ClientProtocol::PlanDecode(daemon_->client(), m->request);
   if (planned.ok()) {
     if (!missing.empty()) {
       spdlog::warn("{}: mode {}: the model lacks capability {} but the daemon accepts it", Label(),
@@ -140,7 +144,7 @@ void CellRunner::RunOnce(ModeResult* m, Phase phase, int index) {
   // previous mode's bytes.
   std::memset(out_->data(), 0, out_->size());
   const auto start = Clock::now();
-  auto reply = daemon_->client().Decode(m->request);
+  auto reply = ClientProtocol::Decode(daemon_->client(), m->request);
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   if (!reply.ok()) {
     if (phase == Phase::kFirst && reply.status().code() == StatusCode::kInvalidArgument) {

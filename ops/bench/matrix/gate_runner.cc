@@ -22,8 +22,11 @@
 #include "ops/common/random_latent.h"
 #include "ops/common/text_format.h"
 #include "vaed/client.h"
+#include "vaed/client_protocol.h"
 #include "vaed/tensor_ref.h"
 #include "vaed/wire.h"
+
+using vaed::client::ClientProtocol;
 
 namespace vaed::bench {
 namespace {
@@ -58,7 +61,7 @@ struct DaemonFacts {
 
 // Errors: GetStatus's; kNotFound when the status lists no kModelName.
 Result<DaemonFacts> ReadDaemonFacts(client::Client& c) {
-  VAED_ASSIGN_OR_RETURN(const v1::StatusReply status, c.GetStatus());
+  VAED_ASSIGN_OR_RETURN(const v1::StatusReply status, ClientProtocol::GetStatus(c));
   DaemonFacts f;
   bool found = false;
   for (const v1::ModelInfo& m : status.models()) {
@@ -95,7 +98,7 @@ class GateCellRun {
       : daemon_(daemon), facts_(facts), limits_(limits), modes_(modes), result_(result), out_(out) {}
 
   void Run(uint64_t seed) {
-    auto plan = daemon_->client().PlanDecode(Request(*modes_.front()));
+    auto plan = ClientProtocol::PlanDecode(daemon_->client(), Request(*modes_.front()));
     if (!plan.ok()) {
       RecordPlanRefusal(plan.status(), result_);
       out_ << FormatCellLine(*result_) << std::endl;
@@ -197,7 +200,7 @@ class GateCellRun {
     std::memset(video_out_->data(), 0, video_out_->size());
     if (audio_out_) std::memset(audio_out_->data(), 0, audio_out_->size());
     const auto start = Clock::now();
-    auto reply = daemon_->client().Decode(Request(m));
+    auto reply = ClientProtocol::Decode(daemon_->client(), Request(m));
     const double wall = std::chrono::duration<double>(Clock::now() - start).count();
     if (!reply.ok()) {
       std::string why = reply.status().ToString();
@@ -357,7 +360,7 @@ int RunReleaseGate(const MatrixOptions& o) {
     (void)daemon->Stop(std::chrono::seconds(60));
     return 1;
   }
-  const std::string version = daemon->client().hello().daemon_version();
+  const std::string version = ClientProtocol::Hello(daemon->client()).daemon_version();
   const MemoryLimits limits{HostMemTotalBytes(), facts->device_total_bytes};
   const std::vector<const ModeSpec*> modes = GateModes(o);
   PrintGateHeader(o, modes, cells->size(), *facts, limits, version, std::cout);

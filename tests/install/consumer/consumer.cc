@@ -1,7 +1,7 @@
 // A program from outside the vaed tree, built against an installed
 // libvaed_client (tests/install/installed_client_test.sh): it calls the C++
-// API, a generated protocol class (its code in libvaed_client, its base in
-// libprotobuf) and the C ABI, and needs no daemon. Prints
+// API, uses its reply types (vaed/replies.h: plain structs, so the program
+// links no protobuf) and the C ABI, and needs no daemon. Prints
 // "vaed <version>: ..." and exits 0 when every call behaved.
 #include <cstdio>
 #include <string>
@@ -22,17 +22,18 @@ int main() {
     return 1;
   }
 
-  vaed::v1::DecodeReply reply;
-  reply.set_frames(3);
-  vaed::v1::DecodeReply parsed;
-  if (!parsed.ParseFromString(reply.SerializeAsString()) || parsed.frames() != 3) {
-    std::fprintf(stderr, "DecodeReply did not round-trip\n");
+  vaed::client::DecodeReply reply;
+  reply.frames = 3;
+  reply.timings.push_back({"decode", 0.5});
+  const vaed::client::DecodeReply copied = reply;
+  if (copied.frames != 3 || copied.timings.size() != 1 || copied.audio.has_value()) {
+    std::fprintf(stderr, "DecodeReply did not copy\n");
     return 1;
   }
 
   std::printf("vaed %s: Connect(%s) -> %s; DecodeReply frames %u; dtype %s; C status 0 %s\n",
               VAED_CONSUMER_VERSION, socket.c_str(),
-              std::string(vaed::StatusCodeName(client.status().code())).c_str(), parsed.frames(),
+              std::string(vaed::StatusCodeName(client.status().code())).c_str(), copied.frames,
               std::string(vaed::DTypeName(vaed::DType::kFloat32)).c_str(), vaed_status_name(0));
   return 0;
 }
