@@ -39,8 +39,8 @@ read -r -a extra_args <<< "${VAED_FUZZ_ARGS:-}"
 die() { echo "fuzz.sh: $*" >&2; exit 2; }
 
 # ---- prerequisites
-for lib in daemon/libvaed_daemon_lib.a daemon/models/libvaed_models.a shm/libvaed_shm.a \
-           shm/proto/libvaed_proto.a shm/proto/gen/vaed/v1/vaed.pb.h; do
+for lib in daemon/libvaed_daemon_lib.a daemon/models/libvaed_models.a shm/memory/libvaed_shm.a \
+           shm/protocol/proto/libvaed_proto.a shm/protocol/proto/gen/vaed/v1/vaed.pb.h; do
   [[ -e $main_build/$lib ]] || die "the main build is missing ($main_build/$lib).
   Build it first:  cmake --preset default && cmake --build --preset default
   (or set VAED_BUILD_DIR to an existing main build directory)"

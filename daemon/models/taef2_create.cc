@@ -10,12 +10,12 @@
 #include <utility>
 
 #include "daemon/models/device_placement.h"
+#include "daemon/models/safetensors.h"
 #include "daemon/models/taef2.h"
 #include "daemon/models/taef2_network.h"
 #include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
 #include "daemon/models/weight_verification.h"
-#include "vaed/safetensors.h"
 
 namespace vaed::models {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <cstring>
 
-#include "vaed/safetensors.h"
+#include "daemon/models/safetensors.h"
 #include "vaed/tensor_ref.h"
 
 namespace vaed::models {

@@ -15,8 +15,8 @@
 
 #include "daemon/models/h3/video_config.h"
 #include "daemon/models/read_file.h"
+#include "daemon/models/sha256.h"
 #include "vaed/mutex.h"
-#include "vaed/sha256.h"
 
 namespace vaed::models {
 

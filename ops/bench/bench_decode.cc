@@ -29,6 +29,7 @@
 #include "daemon/engine/memory_policy.h"
 #include "daemon/models/mkl_reproducibility.h"
 #include "daemon/models/postprocess.h"
+#include "daemon/models/safetensors.h"
 #include "daemon/models/taef2.h"
 #include "ops/bench/bench_cli.h"
 #include "ops/common/psnr.h"
@@ -36,7 +37,6 @@
 #include "ops/common/text_format.h"
 #include "vaed/client.h"
 #include "vaed/client_protocol.h"
-#include "vaed/safetensors.h"
 #include "vaed/wire.h"
 
 using vaed::client::ClientProtocol;

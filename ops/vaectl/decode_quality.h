@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/safetensors.h"
 #include "ops/common/audio_writer.h"
 #include "ops/common/frame_writer.h"
 #include "ops/common/psnr.h"
-#include "vaed/safetensors.h"
 
 namespace vaed::vaectl {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "vaed/safetensors.h"
+#include "daemon/models/safetensors.h"
 #include "vaed/status.h"
 #include "vaed/tensor_ref.h"
 

@@ -21,7 +21,7 @@ try:
 except (OSError, ValueError, AttributeError):
     pass' "$FIGURES"
 }
-# Lines of a daemon log that report a CUDA error (shm/src/cuda_status.cc,
+# Lines of a daemon log that report a CUDA error (shm/memory/src/cuda_status.cc,
 # daemon/models/torch_status.cc's sticky messages, CUDA's own).
 CUDA_ERROR_PATTERN='cuda error|cudaError|CUDA_ERROR|illegal memory access|illegal instruction|misaligned address|unspecified launch failure|device-side assert|sticky device error|context is destroyed'
 

@@ -22,11 +22,11 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/models/safetensors.h"
 #include "tests/common/daemon_process.h"
 #include "tests/common/free_port.h"
 #include "vaed/client.h"
 #include "vaed/client_protocol.h"
-#include "vaed/safetensors.h"
 #include "vaed/wire.h"
 
 using vaed::client::ClientProtocol;

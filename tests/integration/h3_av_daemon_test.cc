@@ -21,11 +21,11 @@
 #include <optional>
 #include <span>
 
+#include "daemon/models/safetensors.h"
 #include "tests/common/daemon_process.h"
 #include "tests/common/golden_tolerance.h"
 #include "vaed/client.h"
 #include "vaed/client_protocol.h"
-#include "vaed/safetensors.h"
 #include "vaed/wire.h"
 
 using vaed::client::ClientProtocol;

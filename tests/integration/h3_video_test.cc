@@ -19,12 +19,12 @@
 #include <set>
 #include <span>
 
+#include "daemon/models/safetensors.h"
+#include "daemon/models/sha256.h"
 #include "tests/common/daemon_process.h"
 #include "tests/common/golden_tolerance.h"
 #include "vaed/client.h"
 #include "vaed/client_protocol.h"
-#include "vaed/safetensors.h"
-#include "vaed/sha256.h"
 #include "vaed/wire.h"
 
 using vaed::client::ClientProtocol;

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/safetensors.h"
 #include "ops/common/psnr.h"
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
 #include "vaed/client_protocol.h"
-#include "vaed/safetensors.h"
 
 using vaed::client::ClientProtocol;
 

@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/safetensors.h"
 #include "tests/common/daemon_process.h"
 #include "vaed/client.h"
 #include "vaed/client_protocol.h"
-#include "vaed/safetensors.h"
 #include "vaed/wire.h"
 
 using vaed::client::ClientProtocol;

@@ -27,10 +27,10 @@
 
 #include "daemon/models/h3/audio_config.h"
 #include "daemon/models/h3/audio_decoder.h"
+#include "daemon/models/safetensors.h"
 #include "safetensors_test_util.h"
 #include "tests/common/golden_tolerance.h"
 #include "tests/common/test_paths.h"
-#include "vaed/safetensors.h"
 
 namespace vaed::models::h3 {
 namespace {

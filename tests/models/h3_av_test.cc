@@ -18,10 +18,10 @@
 #include "daemon/models/h3/h3_vae.h"
 #include "daemon/models/model_registry.h"
 #include "daemon/models/postprocess.h"
+#include "daemon/models/safetensors.h"
 #include "safetensors_test_util.h"
 #include "tests/common/golden_tolerance.h"
 #include "tests/common/test_paths.h"
-#include "vaed/safetensors.h"
 
 namespace vaed::models {
 namespace {

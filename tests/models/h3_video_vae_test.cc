@@ -2,8 +2,6 @@
 // tiled decode against the golden raw output, stacked vs sequential bytes,
 // the latent contract, and a full-width smoke test. (The daemon path is
 // tests/integration/h3_video_test.cc.)
-#include "daemon/models/h3/video_vae.h"
-
 #include <ATen/Parallel.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,12 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "daemon/models/h3/video_vae.h"
 #include "daemon/models/postprocess.h"
+#include "daemon/models/safetensors.h"
 #include "daemon/models/tensor_memory.h"
 #include "h3_tiny_video_vae.h"
 #include "tests/common/golden_tolerance.h"
 #include "tests/common/test_paths.h"
-#include "vaed/safetensors.h"
 
 namespace vaed::models::h3 {
 namespace {

@@ -19,11 +19,11 @@
 
 #include "daemon/models/h3/video_config.h"
 #include "daemon/models/h3/vit3d_decoder.h"
+#include "daemon/models/safetensors.h"
 #include "daemon/models/torch_dtype.h"
 #include "safetensors_test_util.h"
 #include "tests/common/golden_tolerance.h"
 #include "tests/common/test_paths.h"
-#include "vaed/safetensors.h"
 
 namespace vaed::models::h3 {
 namespace {

@@ -1,6 +1,6 @@
-// Tests of the torch-free safetensors reader (shm/include/vaed/safetensors.h)
-// and Sha256File (shm/include/vaed/sha256.h).
-#include "vaed/safetensors.h"
+// Tests of the torch-free safetensors reader (daemon/models/safetensors.h)
+// and Sha256File (daemon/models/sha256.h).
+#include "daemon/models/safetensors.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/models/sha256.h"
 #include "safetensors_test_util.h"
-#include "vaed/sha256.h"
 
 namespace vaed {
 namespace {

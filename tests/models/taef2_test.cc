@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "daemon/models/postprocess.h"
+#include "daemon/models/safetensors.h"
 #include "safetensors_test_util.h"
-#include "vaed/safetensors.h"
 
 namespace vaed::models {
 namespace {

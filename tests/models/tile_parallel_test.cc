@@ -20,11 +20,11 @@
 #include "daemon/models/h3/tiled_decode.h"
 #include "daemon/models/h3/video_tiling.h"
 #include "daemon/models/h3/video_vae.h"
+#include "daemon/models/safetensors.h"
 #include "daemon/models/taef2.h"
 #include "daemon/models/tile_group.h"
 #include "tests/common/test_paths.h"
 #include "tests/common/thread_tile_group.h"
-#include "vaed/safetensors.h"
 
 namespace vaed::models {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "daemon/models/h3/video_config.h"
 #include "daemon/models/model_registry.h"
+#include "daemon/models/sha256.h"
 #include "safetensors_test_util.h"
-#include "vaed/sha256.h"
 
 namespace vaed::models {
 namespace {

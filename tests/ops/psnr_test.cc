@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "daemon/models/safetensors.h"
 #include "tests/common/test_paths.h"
-#include "vaed/safetensors.h"
 
 namespace vaed::ops {
 namespace {

@@ -19,12 +19,12 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/models/sha256.h"
 #include "tests/common/daemon_process.h"
 #include "tests/common/raw_connection.h"
 #include "vaed/client.h"
 #include "vaed/client_protocol.h"
 #include "vaed/framing.h"
-#include "vaed/sha256.h"
 #include "vaed/wire.h"
 
 using vaed::client::ClientProtocol;

@@ -1,6 +1,6 @@
 // The one classification of CUDA error codes (vaed/cuda_error_class.h).
 // GPU builds also check, at compile time, that each named code is the
-// runtime's number (shm/src/cuda_status.cc).
+// runtime's number (shm/memory/src/cuda_status.cc).
 #include "vaed/cuda_error_class.h"
 
 #include <gtest/gtest.h>

@@ -126,7 +126,7 @@ class VersionMismatch(VaedError):
     """Client library and daemon speak different protocol versions."""
 
 
-# vaed::StatusCode values (shm/include/vaed/status.h); never renumbered.
+# vaed::StatusCode values (shm/protocol/include/vaed/status.h); never renumbered.
 _CLASS_BY_CODE = {
     1: ValidationError,     # invalid_argument
     2: NotFound,            # not_found

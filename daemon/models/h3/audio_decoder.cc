@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "daemon/models/device_placement.h"
+#include "daemon/models/safetensors.h"
 #include "daemon/models/torch_dtype.h"
 #include "daemon/models/torch_status.h"
 #include "daemon/models/weight_verification.h"
-#include "vaed/safetensors.h"
 
 namespace vaed::models::h3 {
 namespace {

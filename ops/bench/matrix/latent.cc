@@ -2,9 +2,9 @@
 
 #include <cstring>
 
+#include "daemon/models/safetensors.h"
 #include "ops/common/random_latent.h"
 #include "ops/common/text_format.h"
-#include "vaed/safetensors.h"
 #include "vaed/tensor_ref.h"
 
 namespace vaed::bench {

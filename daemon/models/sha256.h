@@ -2,8 +2,8 @@
 // status output and for comparing outputs with recorded digests.
 //
 // Thread-safety: pure function; safe from any thread.
-#ifndef VAED_SHA256_H_
-#define VAED_SHA256_H_
+#ifndef VAED_DAEMON_MODELS_SHA256_H_
+#define VAED_DAEMON_MODELS_SHA256_H_
 
 #include <cstdint>
 #include <span>
@@ -27,4 +27,4 @@ Result<std::string> Sha256Bytes(std::span<const uint8_t> bytes);
 
 }  // namespace vaed
 
-#endif  // VAED_SHA256_H_
+#endif  // VAED_DAEMON_MODELS_SHA256_H_

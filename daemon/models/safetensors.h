@@ -41,8 +41,8 @@
 //
 // Thread-safety: after Open() returns, all const methods may be called from
 // any number of threads concurrently.
-#ifndef VAED_SAFETENSORS_H_
-#define VAED_SAFETENSORS_H_
+#ifndef VAED_DAEMON_MODELS_SAFETENSORS_H_
+#define VAED_DAEMON_MODELS_SAFETENSORS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -124,4 +124,4 @@ class SafetensorsFile {
 
 }  // namespace vaed
 
-#endif  // VAED_SAFETENSORS_H_
+#endif  // VAED_DAEMON_MODELS_SAFETENSORS_H_

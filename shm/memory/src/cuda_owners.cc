@@ -1,4 +1,4 @@
-// GPU builds only (VAED_WITH_CUDA; see shm/CMakeLists.txt).
+// GPU builds only (VAED_WITH_CUDA; see shm/memory/CMakeLists.txt).
 #include "vaed/cuda_owners.h"
 
 #include "vaed/cuda_status.h"

@@ -1,4 +1,4 @@
-#include "vaed/safetensors.h"
+#include "daemon/models/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

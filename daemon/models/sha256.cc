@@ -1,4 +1,4 @@
-#include "vaed/sha256.h"
+#include "daemon/models/sha256.h"
 
 #include <fcntl.h>
 #include <openssl/err.h>

@@ -1,4 +1,4 @@
-// GPU builds only (VAED_WITH_CUDA; see shm/CMakeLists.txt). CPU builds
+// GPU builds only (VAED_WITH_CUDA; see shm/memory/CMakeLists.txt). CPU builds
 // link cuda_ipc_unavailable.cc instead.
 #include "vaed/cuda_ipc.h"
 
