@@ -72,7 +72,7 @@ fi
 
 public_cxx='^(vaed::client::(Client|SharedRegion|CudaBuffer)::'
 public_cxx+='|vaed::Status::'
-public_cxx+='|vaed::(StatusCodeName|ErrnoStatus|DTypeSize|DTypeName|ParseDType|ShapeToString'
+public_cxx+='|vaed::(StatusCodeName|ErrorReasonName|ErrnoStatus|DTypeSize|DTypeName|ParseDType|ShapeToString'
 public_cxx+='|NumElements|ContiguousBytes|CheckByteRange)(\[abi:cxx11\])?\()'
 internal_cxx='^vaed::client::(Client::Impl|SharedRegion::Segment)::'
 outside=$(echo "$exported" | grep -vE '^[A-Za-z_][A-Za-z0-9_]*$' |

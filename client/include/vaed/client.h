@@ -248,7 +248,7 @@ struct DecodeRequest {
   // final. From the call on, those bytes are the caller's: the daemon has
   // written them and this request never touches them again (the caller may
   // read, encode or overwrite them). Per stage the ranges are contiguous
-  // from 0 and the last ends at range.total(). Same bytes as without
+  // from 0 and the last ends at range.total. Same bytes as without
   // streaming. CUDA outputs: before the call the library makes
   // `cuda_stream` wait on the range's event, so work enqueued on it from
   // the callback on sees the range (the host must synchronise that stream
@@ -387,7 +387,9 @@ class VAED_CLIENT_API Client {
 
   // Asks the daemon what decoding `latent` would produce (no decode, no
   // memory read). Fills output_shape, output_dtype, output_bytes, frames,
-  // height_px, width_px.
+  // height_px, width_px, fps and video_seconds, the profile and compile
+  // decision, and for tiled models the tile grid (DecodeReply::tiling);
+  // planned_only is true.
   Result<DecodeReply> PlanDecode(const std::string& model, DType latent_dtype,
                                  const std::vector<int64_t>& latent_shape, OutputFormat format);
 

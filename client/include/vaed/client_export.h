@@ -2,11 +2,12 @@
 //
 // The client library's own code is compiled with hidden visibility
 // (-fvisibility=hidden), so of it only what carries this macro (the C++
-// API: Client, SharedRegion) or VAED_C_API (the C ABI, vaed/vaed_c.h) can
-// be exported. The linker version script client/src/libvaed_client.map
-// then keeps the dynamic symbol table to exactly the public API: those, the
-// parts of vaed/status.h and vaed/tensor_ref.h the C++ API exposes, and the
-// generated protocol classes (vaed/v1/vaed.pb.h) that it returns.
+// API: Client, SharedRegion, CudaBuffer) or VAED_C_API (the C ABI,
+// vaed/vaed_c.h) can be exported. The linker version script
+// client/src/libvaed_client.map then keeps the dynamic symbol table to
+// exactly the public API: those and the functions of vaed/status.h and
+// vaed/tensor_ref.h. The replies (vaed/replies.h) are plain structs; the
+// protocol code inside the library is not exported.
 // tests/client/check_exported_symbols.sh fails when anything else is
 // exported or a C ABI function is missing.
 #ifndef VAED_CLIENT_EXPORT_H_

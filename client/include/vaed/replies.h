@@ -143,10 +143,15 @@ struct DecodeReply {
   bool demo_weights = false;  // the built-in seeded demo model: not a trained decoder
   bool planned_only = false;
   uint64_t nonfinite_outputs = 0;
-  std::optional<TilingInfo> tiling;  // tiled models only
-  uint64_t peak_rss_bytes = 0;       // daemon VmHWM during the request
+  // Tiled models (H3 video) only. A plan fills the tile grid (tile_rows,
+  // tile_cols, windows); a decode every field.
+  std::optional<TilingInfo> tiling;
+  uint64_t peak_rss_bytes = 0;  // daemon VmHWM during the request
+  // Set when the request carried an audio latent, plans included (its
+  // `sanity` only after a decode).
   std::optional<AudioInfo> audio;
-  std::optional<OutputSanity> video_sanity;   // of the raw video output, after a video decode
+  // Of the raw video output: after a video decode, not in a plan.
+  std::optional<OutputSanity> video_sanity;
   double fps = 0;                             // used for durations and the A/V length rule
   double video_seconds = 0;                   // frames / fps
   uint64_t expected_audio_latent_frames = 0;  // the A/V length rule for `frames`
@@ -157,6 +162,8 @@ struct DecodeReply {
   uint64_t memory_budget_bytes = 0;  // the daemon's tensor budget; 0 = none
   std::string stack_decision;
   std::vector<std::string> output_changing;  // knobs that change the output (diagnostic)
+  // The VAE group that decoded the video: set by a video decode, not by a
+  // plan or an audio-only decode.
   std::optional<GroupReport> group;
   // A CUDA IPC event handle (64 bytes) recorded after the last write to
   // CUDA outputs; empty otherwise. Decode() has made the request's stream
@@ -164,8 +171,10 @@ struct DecodeReply {
   std::string outputs_ready_event;
   uint32_t host_copies = 0;  // copies between host and device memory, and their bytes
   uint64_t host_copy_bytes = 0;
-  uint64_t peak_device_bytes = 0;                        // GPU ranks; 0 on CPU ranks
-  LatentSpace latent_space = LatentSpace::kUnspecified;  // the space the latents were decoded in
+  uint64_t peak_device_bytes = 0;  // GPU ranks; 0 on CPU ranks
+  // The space the latents were decoded in; a value past kDenormalized is
+  // one a newer daemon knows and this library does not.
+  LatentSpace latent_space = LatentSpace::kUnspecified;
 };
 
 // A model's compiled-plan cache (= vaed.v1.PlanCacheInfo).

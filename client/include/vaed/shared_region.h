@@ -41,10 +41,10 @@ class VAED_CLIENT_API SharedRegion {
   // was taken, kResourceExhausted / kIoError from shm_open, ftruncate or
   // mmap.
   static Result<std::unique_ptr<SharedRegion>> Create(uint64_t bytes);
-  // As above with an explicit name (letters, digits, '.', '_', '-'; no '/';
-  // vaed::ValidateRegionName). Errors as above, and kInvalidArgument for
-  // a bad name, kAlreadyExists when a segment of that name exists (it is
-  // left alone).
+  // As above with an explicit name (1 to 200 characters of letters,
+  // digits, '.', '_', '-'; not "." or ".."; no '/': a segment, not a path). Errors as above, and
+  // kInvalidArgument for a bad name, kAlreadyExists when a segment of that name exists (it is left
+  // alone).
   static Result<std::unique_ptr<SharedRegion>> Create(const std::string& name, uint64_t bytes);
 
   ~SharedRegion();

@@ -1,7 +1,9 @@
 // A program from outside the vaed tree, built against an installed
 // libvaed_client (tests/install/installed_client_test.sh): it calls the C++
-// API, uses its reply types (vaed/replies.h: plain structs, so the program
-// links no protobuf) and the C ABI, and needs no daemon. Prints
+// API and every function the installed vaed/status.h and vaed/tensor_ref.h
+// declare that a program may call (each must be exported), uses its reply
+// types (vaed/replies.h: plain structs, so the program links no protobuf)
+// and the C ABI, and needs no daemon. Prints
 // "vaed <version>: ..." and exits 0 when every call behaved.
 #include <cstdio>
 #include <string>
@@ -31,9 +33,11 @@ int main() {
     return 1;
   }
 
-  std::printf("vaed %s: Connect(%s) -> %s; DecodeReply frames %u; dtype %s; C status 0 %s\n",
-              VAED_CONSUMER_VERSION, socket.c_str(),
-              std::string(vaed::StatusCodeName(client.status().code())).c_str(), copied.frames,
-              std::string(vaed::DTypeName(vaed::DType::kFloat32)).c_str(), vaed_status_name(0));
+  std::printf(
+      "vaed %s: Connect(%s) -> %s; DecodeReply frames %u; dtype %s; reason %s; C status 0 %s\n",
+      VAED_CONSUMER_VERSION, socket.c_str(),
+      std::string(vaed::StatusCodeName(client.status().code())).c_str(), copied.frames,
+      std::string(vaed::DTypeName(vaed::DType::kFloat32)).c_str(),
+      std::string(vaed::ErrorReasonName(client.status().reason())).c_str(), vaed_status_name(0));
   return 0;
 }
