@@ -1,7 +1,10 @@
-// The public calls of vaed::client::Client (vaed/client.h). Each runs the
-// request cycle of Client::Impl (client_impl.h) and turns what escapes it
-// into a Status at this edge: no call throws, except Decode(), which hands
-// back what the user's progress callback threw.
+// The public calls of vaed::client::Client (vaed/client.h) and their
+// protocol-level forms (ClientProtocol, vaed/client_protocol.h). Each runs
+// the request cycle of Client::Impl (client_impl.h) and turns what escapes
+// it into a Status at this edge: no call throws, except Decode(), which
+// hands back what the user's progress callback threw. A Client call is its
+// ClientProtocol call with the reply copied into vaed/replies.h's type
+// (reply_conversion.h).
 #include "vaed/client.h"
 
 #include <cstdlib>

@@ -9,7 +9,7 @@
 //                  re-registering regions, CallLocked() (send, and retry
 //                  once after a reconnect), region id translation
 //   heartbeat.cc   the heartbeat thread
-//   client.cc      the public Client calls on top of these
+//   client.cc      the public Client calls (and ClientProtocol's) on top of these
 //
 // Locking: `mu` serializes all use of the socket and of the state marked
 // "guarded by mu"; every method documented "mu held" requires it. The
